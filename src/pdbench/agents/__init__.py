@@ -1,0 +1,1 @@
+"""Agents: scripted policies and LLM-backed agents."""

@@ -1,0 +1,203 @@
+"""The LLM agent: renders prompts with str.format, calls a provider, parses strictly, retries.
+
+Every attempt (prompt hash, raw reply, valid or not) is kept in the returned Decision. When all
+attempts are invalid, `on_parse_failure` decides: play D, play C, or abort the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import string
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pdbench.agents.base import Attempt, Decision
+from pdbench.agents.providers.base import AsyncProviderClient
+from pdbench.core.config import LLMAgentConfig
+from pdbench.core.parse import correction_message, parse_action
+from pdbench.core.payoff import PayoffMatrix
+from pdbench.core.rng import Purpose, counter_bits
+from pdbench.core.types import Action, Observation
+
+SYSTEM_FIELDS = ("persona", "payoff_table", "R", "S", "T", "P", "output_instruction")
+ROUND_FIELDS = (
+    "round_number",
+    "horizon_text",
+    "totals",
+    "history",
+    "history_len",
+    "history_window",
+    "opponent_last_move",
+    "my_last_move",
+    "output_instruction",
+)
+
+
+class ParseFailureAbort(RuntimeError):
+    """Raised when an agent with on_parse_failure=error gets no valid move."""
+
+
+@dataclass(frozen=True, slots=True)
+class PromptTemplates:
+    """Template texts (already read from disk) for one LLM agent."""
+
+    system: str
+    round: str
+    persona: str
+
+
+def prompt_sha256(system: str, prompt: str) -> str:
+    """sha256 of the system and round prompt of one attempt."""
+    return hashlib.sha256(f"{system}\x1e{prompt}".encode()).hexdigest()
+
+
+def placeholders(template: str) -> set[str]:
+    """The `{name}` placeholders used by a str.format template."""
+    return {name for _, name, _, _ in string.Formatter().parse(template) if name}
+
+
+def output_instruction(output_format: str) -> str:
+    """The sentence telling the model exactly what to answer."""
+    if output_format == "json":
+        return 'Answer with only the JSON object {"action": "C"} or {"action": "D"}, nothing else.'
+    return "Answer with only one letter, C or D, nothing else."
+
+
+def payoff_table(matrix: PayoffMatrix) -> str:
+    """The payoff matrix as lines a model can read."""
+    rows = []
+    for mine, theirs, key in (
+        ("C", "C", "cc"),
+        ("C", "D", "cd"),
+        ("D", "C", "dc"),
+        ("D", "D", "dd"),
+    ):
+        me, them = getattr(matrix, key)
+        rows.append(f"- you play {mine}, they play {theirs}: you get {me:g}, they get {them:g}")
+    return "\n".join(rows)
+
+
+def horizon_text(obs: Observation) -> str:
+    """What the agent is told about the game's length (set by horizon_disclosure)."""
+    if obs.total_rounds is not None:
+        return f"Round {obs.round_number} of {obs.total_rounds}."
+    if obs.stop_prob is not None:
+        return (
+            f"Round {obs.round_number}. After each round the game ends with probability "
+            f"{obs.stop_prob:g}; otherwise another round is played."
+        )
+    return f"Round {obs.round_number}."
+
+
+def render_system(templates: PromptTemplates, matrix: PayoffMatrix, output_format: str) -> str:
+    """The system prompt (persona and rules)."""
+    values: Mapping[str, object] = {
+        "persona": templates.persona.strip(),
+        "payoff_table": payoff_table(matrix),
+        "R": f"{matrix.reward:g}",
+        "S": f"{matrix.sucker:g}",
+        "T": f"{matrix.temptation:g}",
+        "P": f"{matrix.punishment:g}",
+        "output_instruction": output_instruction(output_format),
+    }
+    return templates.system.format(**values).strip() + "\n"
+
+
+def render_round(
+    template: str, obs: Observation, history_window: int | None, output_format: str
+) -> str:
+    """The round prompt for this observation."""
+    lines = [
+        f"Round {obs.round_index - len(obs.history) + i + 1}: you played {h.my_action}, "
+        f"the opponent played {h.opp_action}; you got {h.my_payoff:g}, they got {h.opp_payoff:g}."
+        for i, h in enumerate(obs.history)
+    ]
+    if obs.my_cumulative_payoff is not None:
+        totals = (
+            f"Total so far: you {obs.my_cumulative_payoff:g} points, "
+            f"the opponent {obs.opponent_cumulative_payoff:g} points."
+        )
+    else:
+        totals = ""
+    values: Mapping[str, object] = {
+        "round_number": obs.round_number,
+        "horizon_text": horizon_text(obs),
+        "totals": totals,
+        "history": "\n".join(lines) if lines else "(no rounds played yet)",
+        "history_len": len(lines),
+        "history_window": "all" if history_window is None else history_window,
+        "opponent_last_move": obs.history[-1].opp_action.value if obs.history else "none yet",
+        "my_last_move": obs.history[-1].my_action.value if obs.history else "none yet",
+        "output_instruction": output_instruction(output_format),
+    }
+    return template.format(**values).strip() + "\n"
+
+
+class LLMAgent:
+    """An agent whose moves come from a provider; see the module docstring."""
+
+    def __init__(
+        self,
+        config: LLMAgentConfig,
+        provider: AsyncProviderClient,
+        templates: PromptTemplates,
+        matrix: PayoffMatrix,
+        name: str | None = None,
+    ) -> None:
+        self.config = config
+        self.provider = provider
+        self.templates = templates
+        self.name = name or config.display_name()
+        self.system_prompt = render_system(templates, matrix, config.output_format)
+        self.seed = 0
+
+    def reset(self, seed: int | None = None) -> None:
+        """Start a new game; `seed` keys the per-call seeds sent to the provider."""
+        self.seed = int(seed or 0)
+
+    def call_seed(self, round_index: int, attempt: int) -> int:
+        """The seed passed with one provider call (a pure function of agent seed, round, attempt)."""
+        return counter_bits(self.seed, round_index, Purpose.PROVIDER, attempt) >> 1
+
+    async def adecide(self, obs: Observation) -> Decision:
+        """Ask the provider for a move, re-prompting on invalid replies."""
+        cfg = self.config
+        round_prompt = render_round(
+            self.templates.round, obs, cfg.history_window, cfg.output_format
+        )
+        prompt = round_prompt
+        attempts: list[Attempt] = []
+        for index in range(cfg.max_retries + 1):
+            completion = await self.provider.acomplete(
+                system=self.system_prompt,
+                prompt=prompt,
+                temperature=cfg.temperature,
+                max_tokens=cfg.max_tokens,
+                seed=self.call_seed(obs.round_index, index),
+            )
+            result = parse_action(completion.text, cfg.output_format)
+            attempts.append(
+                Attempt(
+                    index,
+                    prompt_sha256(self.system_prompt, prompt),
+                    completion.text,
+                    result.ok,
+                    result.error,
+                )
+            )
+            if result.action is not None:
+                return Decision(result.action, False, attempts, self.system_prompt, round_prompt)
+            prompt = f"{round_prompt}\n{correction_message(cfg.output_format, result.error or 'invalid')}\n"
+        if cfg.on_parse_failure == "error":
+            last = attempts[-1].raw if attempts else None
+            raise ParseFailureAbort(
+                f"{self.name}: no valid move in round {obs.round_number} after {len(attempts)} attempts "
+                f"(on_parse_failure: error; last reply {last!r})"
+            )
+        fallback = Action.C if cfg.on_parse_failure == "cooperate" else Action.D
+        return Decision(fallback, True, attempts, self.system_prompt, round_prompt)
+
+    def act(self, obs: Observation) -> str:
+        """Synchronous wrapper (the spec's Agent interface); not for use inside an event loop."""
+        return asyncio.run(self.adecide(obs)).action.value

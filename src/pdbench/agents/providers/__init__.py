@@ -1,0 +1,1 @@
+"""Provider clients: the offline mock and optional adapters for real LLM APIs."""

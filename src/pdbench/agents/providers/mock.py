@@ -1,0 +1,119 @@
+"""MockProvider: an offline stand-in for an LLM, deterministic for a given seed and prompt.
+
+It reads the prompt the way a model would: the persona named in the system prompt sets its
+temperament, and the history lines in the round prompt ("Round 3: you played C, the opponent
+played D, ...") tell it what happened. Its random choices come from a hash of (seed, system,
+prompt), so the same call always gets the same reply. With `invalid_rate` > 0 it sometimes answers
+with chatter that is not a valid move, which exercises the agent's retry path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+
+from pdbench.agents.providers.base import Completion
+
+_PERSONA_RE = re.compile(r"persona:\s*([a-z_]+)", re.IGNORECASE)
+_HISTORY_RE = re.compile(
+    r"Round\s+\d+:\s*you played\s+([CD]),\s*the opponent played\s+([CD])", re.IGNORECASE
+)
+_JSON_RE = re.compile(r'\{"action"', re.IGNORECASE)
+
+GARBAGE_REPLIES = (
+    "I think cooperation is best here.",
+    "Let me think about this... probably defect?",
+    "Action: maybe",
+    "CD",
+    "",
+)
+
+
+def _unit(*parts: object) -> float:
+    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2.0**64
+
+
+def mock_move(persona: str | None, history: list[tuple[str, str]], u: float) -> str:
+    """The mock's move ("C"/"D") for a persona, the visible history (mine, theirs) and a draw u."""
+    last_opp = history[-1][1] if history else None
+    if persona == "cooperative":
+        return "C" if u < (0.9 if last_opp != "D" else 0.75) else "D"
+    if persona == "exploitative":
+        return "D" if u < 0.85 else "C"
+    if persona == "tit_for_tat":
+        return last_opp or "C"
+    if persona == "grim_trigger":
+        return "D" if any(theirs == "D" for _, theirs in history) else "C"
+    if persona == "generous_tft":
+        if last_opp == "D":
+            return "C" if u < 1 / 3 else "D"
+        return "C"
+    if persona == "wsls":
+        if not history:
+            return "C"
+        mine, theirs = history[-1]
+        won = theirs == "C"  # CC pays R, DC pays T: both are wins under the default payoffs
+        return mine if won else ("D" if mine == "C" else "C")
+    return "C" if u < 0.6 else "D"
+
+
+class MockProvider:
+    """Offline provider; see the module docstring. Needs no key and no network."""
+
+    name = "mock"
+
+    def __init__(
+        self, model: str = "mock", invalid_rate: float = 0.0, latency_ms: float = 0.0
+    ) -> None:
+        self.model = model
+        self.invalid_rate = invalid_rate
+        self.latency_ms = latency_ms
+        self.calls = 0
+
+    def reply(self, *, system: str, prompt: str, seed: int | None = None) -> str:
+        """The reply text for this call (pure function of the arguments and settings)."""
+        persona_match = _PERSONA_RE.search(system)
+        persona = persona_match.group(1).lower() if persona_match else None
+        history = [(m.upper(), t.upper()) for m, t in _HISTORY_RE.findall(prompt)]
+        wants_json = bool(_JSON_RE.search(system) or _JSON_RE.search(prompt))
+        if self.invalid_rate and _unit("invalid", seed, system, prompt) < self.invalid_rate:
+            pick = int(_unit("garbage", seed, prompt) * len(GARBAGE_REPLIES))
+            return GARBAGE_REPLIES[pick]
+        move = mock_move(persona, history, _unit("move", seed, system, prompt))
+        return f'{{"action": "{move}"}}' if wants_json else move
+
+    def complete(
+        self,
+        *,
+        system: str,
+        prompt: str,
+        temperature: float = 0.0,
+        max_tokens: int = 16,
+        seed: int | None = None,
+    ) -> str:
+        """Synchronous call (the spec's ProviderClient)."""
+        self.calls += 1
+        return self.reply(system=system, prompt=prompt, seed=seed)
+
+    async def acomplete(
+        self,
+        *,
+        system: str,
+        prompt: str,
+        temperature: float = 0.0,
+        max_tokens: int = 16,
+        seed: int | None = None,
+    ) -> Completion:
+        """Async call with usage; sleeps `latency_ms` to simulate a remote model."""
+        if self.latency_ms:
+            await asyncio.sleep(self.latency_ms / 1000.0)
+        self.calls += 1
+        text = self.reply(system=system, prompt=prompt, seed=seed)
+        return Completion(
+            text=text,
+            input_tokens=len(system.split()) + len(prompt.split()),
+            output_tokens=max(1, len(text.split())),
+            cost_usd=0.0,
+        )

@@ -1,0 +1,262 @@
+"""Metrics of one game and of a condition's replicates; the single source of every number shown.
+
+Moves are given as boolean arrays, True for C. Definitions (also in the README):
+
+- cooperation_rate: fraction of C among an agent's moves; overall: among both agents' moves.
+- cooperation_rate_over_time: per round t, the fraction of the two agents that played C.
+- retaliation_rate (X): among rounds t >= 1 where X's opponent played D at t-1, the fraction
+  where X plays D at t; forgiveness_rate: the fraction where X plays C. None when no such round.
+- exploitability_payoff_gap (X): opponent's total payoff minus X's total payoff.
+- time_to_collapse: first 0-based t with t + k <= n such that the cooperation rate of both agents
+  over rounds t..t+k-1 is <= threshold; None if there is none.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+DEFAULT_COLLAPSE_K = 10
+DEFAULT_COLLAPSE_THRESHOLD = 0.2
+
+METRIC_COLUMNS: tuple[str, ...] = (
+    "n_rounds",
+    "agent_a_cooperation_rate",
+    "agent_b_cooperation_rate",
+    "overall_cooperation_rate",
+    "cooperation_rate_over_time",
+    "agent_a_retaliation_rate",
+    "agent_b_retaliation_rate",
+    "agent_a_forgiveness_rate",
+    "agent_b_forgiveness_rate",
+    "agent_a_total_payoff",
+    "agent_b_total_payoff",
+    "agent_a_exploitability_payoff_gap",
+    "agent_b_exploitability_payoff_gap",
+    "time_to_collapse",
+    "agent_a_parse_failures",
+    "agent_b_parse_failures",
+)
+
+AGGREGATE_COLUMNS: tuple[str, ...] = (
+    "run_id",
+    "condition",
+    "scope",
+    "replicate",
+    "n_replicates",
+    "n_rounds",
+    "agent_a_name",
+    "agent_b_name",
+    *METRIC_COLUMNS[1:],
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CollapseParams:
+    """Parameters of `time_to_collapse`: window length k and cooperation threshold."""
+
+    k: int = DEFAULT_COLLAPSE_K
+    threshold: float = DEFAULT_COLLAPSE_THRESHOLD
+
+
+def _as_bool(moves: Sequence[bool] | np.ndarray) -> np.ndarray:
+    return np.asarray(moves, dtype=bool)
+
+
+def cooperation_rate(coop: Sequence[bool] | np.ndarray) -> float | None:
+    """Fraction of C among the moves; None for an empty game."""
+    arr = _as_bool(coop)
+    return float(arr.mean()) if arr.size else None
+
+
+def cooperation_rate_over_time(a_coop: np.ndarray, b_coop: np.ndarray) -> list[float]:
+    """Per round, the fraction of the two agents that played C (0, 0.5 or 1)."""
+    return ((_as_bool(a_coop).astype(np.int8) + _as_bool(b_coop)) / 2.0).tolist()
+
+
+def retaliation_and_forgiveness(
+    my_coop: np.ndarray, opp_coop: np.ndarray
+) -> tuple[float | None, float | None]:
+    """(retaliation_rate, forgiveness_rate) of the agent whose moves are `my_coop`."""
+    mine = _as_bool(my_coop)
+    theirs = _as_bool(opp_coop)
+    if mine.size < 2:
+        return None, None
+    provoked = ~theirs[:-1]
+    n = int(provoked.sum())
+    if n == 0:
+        return None, None
+    retaliated = int((~mine[1:] & provoked).sum())
+    return retaliated / n, (n - retaliated) / n
+
+
+def time_to_collapse(
+    a_coop: np.ndarray,
+    b_coop: np.ndarray,
+    k: int = DEFAULT_COLLAPSE_K,
+    threshold: float = DEFAULT_COLLAPSE_THRESHOLD,
+) -> int | None:
+    """First 0-based round t whose k-round window t..t+k-1 has joint cooperation rate <= threshold."""
+    both = _as_bool(a_coop).astype(np.int64) + _as_bool(b_coop)
+    n = both.size
+    if k <= 0 or n < k:
+        return None
+    csum = np.concatenate(([0], np.cumsum(both)))
+    window = csum[k:] - csum[:-k]
+    # Integer comparison avoids float rounding: count / (2k) <= threshold.
+    hits = np.flatnonzero(window <= threshold * 2 * k + 1e-9)
+    return int(hits[0]) if hits.size else None
+
+
+def game_metrics(
+    a_coop: Sequence[bool] | np.ndarray,
+    b_coop: Sequence[bool] | np.ndarray,
+    a_payoffs: Sequence[float] | np.ndarray,
+    b_payoffs: Sequence[float] | np.ndarray,
+    *,
+    collapse: CollapseParams | None = None,
+    a_parse_failures: int = 0,
+    b_parse_failures: int = 0,
+) -> dict[str, Any]:
+    """All metrics of one game (one condition x replicate), keyed by aggregate column name."""
+    collapse = collapse or CollapseParams()
+    a = _as_bool(a_coop)
+    b = _as_bool(b_coop)
+    total_a = float(np.sum(np.asarray(a_payoffs, dtype=np.float64)))
+    total_b = float(np.sum(np.asarray(b_payoffs, dtype=np.float64)))
+    ret_a, forg_a = retaliation_and_forgiveness(a, b)
+    ret_b, forg_b = retaliation_and_forgiveness(b, a)
+    n = int(a.size)
+    return {
+        "n_rounds": n,
+        "agent_a_cooperation_rate": cooperation_rate(a),
+        "agent_b_cooperation_rate": cooperation_rate(b),
+        "overall_cooperation_rate": float((a.sum() + b.sum()) / (2 * n)) if n else None,
+        "cooperation_rate_over_time": json.dumps(cooperation_rate_over_time(a, b)),
+        "agent_a_retaliation_rate": ret_a,
+        "agent_b_retaliation_rate": ret_b,
+        "agent_a_forgiveness_rate": forg_a,
+        "agent_b_forgiveness_rate": forg_b,
+        "agent_a_total_payoff": total_a,
+        "agent_b_total_payoff": total_b,
+        "agent_a_exploitability_payoff_gap": total_b - total_a,
+        "agent_b_exploitability_payoff_gap": total_a - total_b,
+        "time_to_collapse": time_to_collapse(a, b, collapse.k, collapse.threshold),
+        "agent_a_parse_failures": int(a_parse_failures),
+        "agent_b_parse_failures": int(b_parse_failures),
+    }
+
+
+def _mean_ignoring_none(values: Iterable[Any]) -> float | None:
+    kept = [
+        float(v) for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))
+    ]
+    return sum(kept) / len(kept) if kept else None
+
+
+def mean_over_time(series: Sequence[Sequence[float]]) -> list[float]:
+    """Per round t, the mean over the series that reached round t."""
+    longest = max((len(s) for s in series), default=0)
+    out: list[float] = []
+    for t in range(longest):
+        vals = [s[t] for s in series if len(s) > t]
+        out.append(sum(vals) / len(vals))
+    return out
+
+
+def condition_summary(replicate_rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The condition row: mean of each metric over replicates (None ignored) and n_replicates."""
+    out: dict[str, Any] = {"n_replicates": len(replicate_rows)}
+    for column in METRIC_COLUMNS:
+        if column == "cooperation_rate_over_time":
+            series = [json.loads(r[column]) for r in replicate_rows if r.get(column)]
+            out[column] = json.dumps(mean_over_time(series))
+        else:
+            out[column] = _mean_ignoring_none(r.get(column) for r in replicate_rows)
+    return out
+
+
+def mean_and_ci95(values: Sequence[float]) -> tuple[float | None, float | None, float | None]:
+    """(mean, lower, upper) of a normal-approximation 95% confidence interval; None when empty."""
+    arr = np.asarray([v for v in values if v is not None], dtype=np.float64)
+    if arr.size == 0:
+        return None, None, None
+    mean = float(arr.mean())
+    if arr.size == 1:
+        return mean, mean, mean
+    half = 1.96 * float(arr.std(ddof=1)) / math.sqrt(arr.size)
+    return mean, mean - half, mean + half
+
+
+@dataclass(frozen=True, slots=True)
+class GameOutcome:
+    """What the metrics need from one played game (moves as booleans, True for C)."""
+
+    condition: str
+    replicate: int
+    agent_a_name: str
+    agent_b_name: str
+    a_coop: np.ndarray
+    b_coop: np.ndarray
+    a_payoffs: np.ndarray
+    b_payoffs: np.ndarray
+    a_parse_failures: int = 0
+    b_parse_failures: int = 0
+
+
+def aggregate_rows(
+    run_id: str,
+    outcomes: Iterable[GameOutcome],
+    condition_order: Sequence[str],
+    collapse: CollapseParams | None = None,
+) -> list[dict[str, Any]]:
+    """aggregates.parquet rows: per condition (config order) its replicate rows, then its mean row."""
+    by_condition: dict[str, list[GameOutcome]] = {}
+    for outcome in outcomes:
+        by_condition.setdefault(outcome.condition, []).append(outcome)
+    order = [c for c in condition_order if c in by_condition] + sorted(
+        set(by_condition) - set(condition_order)
+    )
+    rows: list[dict[str, Any]] = []
+    for condition in order:
+        games = sorted(by_condition[condition], key=lambda g: g.replicate)
+        rep_rows = []
+        for game in games:
+            row: dict[str, Any] = {
+                "run_id": run_id,
+                "condition": condition,
+                "scope": "replicate",
+                "replicate": game.replicate,
+                "n_replicates": 1,
+                "agent_a_name": game.agent_a_name,
+                "agent_b_name": game.agent_b_name,
+            }
+            row.update(
+                game_metrics(
+                    game.a_coop,
+                    game.b_coop,
+                    game.a_payoffs,
+                    game.b_payoffs,
+                    collapse=collapse,
+                    a_parse_failures=game.a_parse_failures,
+                    b_parse_failures=game.b_parse_failures,
+                )
+            )
+            rep_rows.append(row)
+        summary: dict[str, Any] = {
+            "run_id": run_id,
+            "condition": condition,
+            "scope": "condition",
+            "replicate": None,
+            "agent_a_name": games[0].agent_a_name,
+            "agent_b_name": games[0].agent_b_name,
+        }
+        summary.update(condition_summary(rep_rows))
+        rows.extend(rep_rows)
+        rows.append(summary)
+    return [{column: row.get(column) for column in AGGREGATE_COLUMNS} for row in rows]

@@ -1,0 +1,66 @@
+"""Basic value types shared by the whole harness: actions, history entries and observations."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from pdbench.core.payoff import PayoffMatrix
+
+
+class Action(StrEnum):
+    """A move in the Prisoner's Dilemma: C (cooperate) or D (defect)."""
+
+    C = "C"
+    D = "D"
+
+    @property
+    def flipped(self) -> Action:
+        """The other move."""
+        return Action.D if self is Action.C else Action.C
+
+    @classmethod
+    def coerce(cls, value: str | Action) -> Action:
+        """Turn "C"/"D" (any case, surrounding space ignored) into an Action; ValueError otherwise."""
+        text = value.value if isinstance(value, Action) else str(value).strip().upper()
+        if text == "C":
+            return cls.C
+        if text == "D":
+            return cls.D
+        raise ValueError(f"not an action: {value!r} (expected C or D)")
+
+
+class HistoryEntry(NamedTuple):
+    """One past round as seen by one agent."""
+
+    my_action: Action
+    opp_action: Action
+    my_payoff: float
+    opp_payoff: float
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """Everything one agent is shown before it moves in one round.
+
+    `round_index` is 0-based; `history` holds at most `history_window` of the most recent rounds,
+    oldest first, from this agent's point of view. Cumulative totals are None when the agent is not
+    told them. `total_rounds` is the horizon disclosed to the agent (None when not disclosed) and
+    `stop_prob` the disclosed continuation risk of a geometric horizon.
+    """
+
+    round_index: int
+    history: tuple[HistoryEntry, ...]
+    payoff_matrix: PayoffMatrix
+    horizon_type: str
+    total_rounds: int | None = None
+    stop_prob: float | None = None
+    my_cumulative_payoff: float | None = None
+    opponent_cumulative_payoff: float | None = None
+
+    @property
+    def round_number(self) -> int:
+        """The 1-based round number shown to people and LLMs."""
+        return self.round_index + 1

@@ -1,0 +1,1 @@
+"""Orchestration: loading configs, building agents, running experiments."""

@@ -1,0 +1,223 @@
+"""Reading YAML configs and resolving `{ref, overrides}` references, remembering where each value
+came from so every error names its file and dotted path.
+
+A reference resolves relative to the directory of the file that contains it and may not leave the
+config root (the directory of the top-level config). Overrides merge deeply; overriding a key the
+referenced file does not have is an error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pdbench.errors import ConfigError, ConfigIssue
+
+Loc = tuple[str | int, ...]
+REF_KEYS = {"ref", "overrides"}
+
+
+def dotted(loc: Loc) -> str:
+    """('experiment', 'conditions', 0, 'agent_a') -> 'experiment.conditions[0].agent_a'."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+@dataclass
+class Origin:
+    """Where a value came from: a file and the location inside it."""
+
+    file: Path
+    loc: Loc
+
+
+@dataclass
+class Resolved:
+    """A config tree with refs expanded, plus the origin of every node."""
+
+    data: Any
+    root: Path
+    origins: dict[Loc, Origin] = field(default_factory=dict)
+
+    def origin_of(self, loc: Loc) -> tuple[Path, Loc]:
+        """The file and in-file location of `loc` (longest known prefix, then the rest of loc)."""
+        for cut in range(len(loc), -1, -1):
+            origin = self.origins.get(tuple(loc[:cut]))
+            if origin is not None:
+                return origin.file, origin.loc + tuple(loc[cut:])
+        raise KeyError(loc)
+
+    def display(self, path: Path) -> str:
+        """A file name for messages: relative to the working directory when possible."""
+        try:
+            return str(path.resolve().relative_to(Path.cwd().resolve()))
+        except ValueError:
+            return str(path)
+
+    def issue(self, loc: Loc, message: str) -> ConfigIssue:
+        """A ConfigIssue for the node at `loc` of the resolved tree."""
+        file, inner = self.origin_of(loc)
+        return ConfigIssue(self.display(file), dotted(inner), message)
+
+
+def read_yaml(path: Path, display: str) -> Any:
+    """Parse one YAML file; a syntax error becomes a one-line ConfigIssue with line and column."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError([ConfigIssue(display, "", "file not found")]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError([ConfigIssue(display, "", f"cannot read file ({exc})")]) from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "YAML"
+        raise ConfigError([ConfigIssue(display, where, f"YAML syntax error: {problem}")]) from None
+
+
+def _is_ref(node: Any) -> bool:
+    return isinstance(node, dict) and "ref" in node and set(node) <= REF_KEYS
+
+
+class _Resolver:
+    def __init__(self, root: Path, result: Resolved) -> None:
+        self.root = root.resolve()
+        self.result = result
+        self.issues: list[ConfigIssue] = []
+
+    def note(self, out_loc: Loc, file: Path, in_loc: Loc) -> None:
+        self.result.origins[out_loc] = Origin(file, in_loc)
+
+    def walk(
+        self, node: Any, file: Path, in_loc: Loc, out_loc: Loc, stack: tuple[Path, ...]
+    ) -> Any:
+        self.note(out_loc, file, in_loc)
+        if _is_ref(node):
+            return self.expand(node, file, in_loc, out_loc, stack)
+        if isinstance(node, dict):
+            return {
+                k: self.walk(v, file, in_loc + (k,), out_loc + (k,), stack) for k, v in node.items()
+            }
+        if isinstance(node, list):
+            return [
+                self.walk(v, file, in_loc + (i,), out_loc + (i,), stack) for i, v in enumerate(node)
+            ]
+        return node
+
+    def expand(
+        self, node: dict, file: Path, in_loc: Loc, out_loc: Loc, stack: tuple[Path, ...]
+    ) -> Any:
+        disp = self.result.display(file)
+        ref = node["ref"]
+        if not isinstance(ref, str) or not ref:
+            self.issues.append(
+                ConfigIssue(disp, dotted(in_loc + ("ref",)), f"must be a file path (got {ref!r})")
+            )
+            return None
+        target = (file.parent / ref).resolve()
+        if not target.is_relative_to(self.root):
+            self.issues.append(
+                ConfigIssue(
+                    disp,
+                    dotted(in_loc + ("ref",)),
+                    f"ref leaves the config root {self.root} (got {ref!r})",
+                )
+            )
+            return None
+        if not target.is_file():
+            self.issues.append(
+                ConfigIssue(disp, dotted(in_loc + ("ref",)), f"ref file not found (got {ref!r})")
+            )
+            return None
+        if target in stack:
+            self.issues.append(
+                ConfigIssue(disp, dotted(in_loc + ("ref",)), f"circular ref (got {ref!r})")
+            )
+            return None
+        try:
+            loaded = read_yaml(target, self.result.display(target))
+        except ConfigError as exc:
+            self.issues.extend(exc.issues)
+            return None
+        if not isinstance(loaded, dict):
+            self.issues.append(
+                ConfigIssue(
+                    self.result.display(target),
+                    "",
+                    f"must be a mapping (got {type(loaded).__name__})",
+                )
+            )
+            return None
+        base = self.walk(loaded, target, (), out_loc, stack + (target,))
+        overrides = node.get("overrides") or {}
+        if not isinstance(overrides, dict):
+            self.issues.append(
+                ConfigIssue(
+                    disp, dotted(in_loc + ("overrides",)), f"must be a mapping (got {overrides!r})"
+                )
+            )
+            return base
+        self.merge(base, overrides, file, in_loc + ("overrides",), out_loc, target, stack)
+        return base
+
+    def merge(
+        self,
+        base: dict,
+        overrides: dict,
+        file: Path,
+        in_loc: Loc,
+        out_loc: Loc,
+        target: Path,
+        stack: tuple[Path, ...],
+    ) -> None:
+        for key, value in overrides.items():
+            if key not in base:
+                valid = ", ".join(sorted(map(str, base)))
+                self.issues.append(
+                    ConfigIssue(
+                        self.result.display(file),
+                        dotted(in_loc + (key,)),
+                        f"override of a key that {self.result.display(target)} does not have (valid: {valid})",
+                    )
+                )
+                continue
+            if isinstance(base[key], dict) and isinstance(value, dict) and not _is_ref(value):
+                self.note(out_loc + (key,), *self._origin_pair(out_loc + (key,)))
+                self.merge(base[key], value, file, in_loc + (key,), out_loc + (key,), target, stack)
+            else:
+                base[key] = self.walk(value, file, in_loc + (key,), out_loc + (key,), stack)
+
+    def _origin_pair(self, loc: Loc) -> tuple[Path, Loc]:
+        origin = self.result.origins[loc]
+        return origin.file, origin.loc
+
+
+def load_resolved(path: Path) -> Resolved:
+    """Read a top-level config and expand every ref; ConfigError lists every problem found."""
+    path = Path(path)
+    root = path.resolve().parent
+    result = Resolved(data=None, root=root)
+    data = read_yaml(path, result.display(path))
+    if not isinstance(data, dict):
+        raise ConfigError(
+            [
+                ConfigIssue(
+                    result.display(path), "", f"must be a mapping (got {type(data).__name__})"
+                )
+            ]
+        )
+    resolver = _Resolver(root, result)
+    result.data = resolver.walk(data, path.resolve(), (), (), (path.resolve(),))
+    if resolver.issues:
+        raise ConfigError(resolver.issues)
+    return result

@@ -1,0 +1,1 @@
+"""Artifacts on disk: rounds.jsonl, run_manifest.json, aggregates.parquet."""

@@ -1,0 +1,148 @@
+"""aggregates.parquet: written after a run, and recomputed from rounds.jsonl by `pdbench aggregate`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pdbench.core.metrics import CollapseParams, GameOutcome, aggregate_rows
+from pdbench.errors import PdbenchError
+from pdbench.storage.files import read_json, write_bytes_atomic
+from pdbench.storage.schema import (
+    AGGREGATE_INPUT_FIELDS,
+    AGGREGATES_FILE,
+    MANIFEST_FILE,
+    ROUNDS_FILE,
+    aggregates_arrow_schema,
+)
+
+
+class RunDirError(PdbenchError):
+    """A run directory that is missing, empty or broken."""
+
+
+def write_aggregates(rows: list[dict[str, Any]], path: Path) -> None:
+    """Write aggregate rows to Parquet (atomically)."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pylist(rows, schema=aggregates_arrow_schema())
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer)
+    write_bytes_atomic(path, buffer.getvalue())
+
+
+def read_rounds_table(path: Path) -> Any:
+    """The columns of rounds.jsonl that metrics need, as a pyarrow Table (fast, multithreaded).
+
+    A trailing partial line (a crash mid-write) is ignored; any other bad line is an error.
+    """
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    if not path.is_file():
+        raise RunDirError(f"{path}: rounds file not found")
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        data = data[: data.rfind(b"\n") + 1]
+    if not data.strip():
+        raise RunDirError(f"{path}: no rounds recorded")
+    schema = pa.schema(
+        [
+            ("run_id", pa.string()),
+            ("condition", pa.string()),
+            ("replicate", pa.int64()),
+            ("round_index", pa.int64()),
+            ("agent_a_name", pa.string()),
+            ("agent_b_name", pa.string()),
+            ("agent_a_action", pa.string()),
+            ("agent_b_action", pa.string()),
+            ("agent_a_payoff", pa.float64()),
+            ("agent_b_payoff", pa.float64()),
+            ("agent_a_parse_failure", pa.bool_()),
+            ("agent_b_parse_failure", pa.bool_()),
+        ]
+    )
+    options = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
+    try:
+        table = pj.read_json(
+            pa.BufferReader(data),
+            parse_options=options,
+            read_options=pj.ReadOptions(block_size=1 << 24),
+        )
+    except pa.ArrowInvalid as exc:
+        raise RunDirError(
+            f"{path}: not valid rounds JSON Lines ({str(exc).splitlines()[0]})"
+        ) from None
+    missing = [
+        name for name in AGGREGATE_INPUT_FIELDS if table.column(name).null_count == len(table)
+    ]
+    if missing:
+        raise RunDirError(f"{path}: records lack required fields: {', '.join(missing)}")
+    return table
+
+
+def outcomes_from_table(table: Any) -> list[GameOutcome]:
+    """Split a rounds table into games (condition, replicate), each sorted by round."""
+    cols = {
+        name: table.column(name).to_numpy(zero_copy_only=False) for name in AGGREGATE_INPUT_FIELDS
+    }
+    conditions = cols["condition"].astype(str)
+    replicates = cols["replicate"].astype(np.int64)
+    keys = np.char.add(np.char.add(conditions, "\x1f"), replicates.astype(str))
+    uniq, first_index, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    order = np.lexsort((cols["round_index"], inverse))
+    bounds = np.searchsorted(inverse[order], np.arange(len(uniq) + 1))
+    out: list[GameOutcome] = []
+    for g in range(len(uniq)):
+        idx = order[bounds[g] : bounds[g + 1]]
+        first = first_index[g]
+        rounds = cols["round_index"][idx]
+        if len(np.unique(rounds)) != len(rounds):
+            raise RunDirError(
+                f"condition {conditions[first]!r} replicate {replicates[first]}: duplicated round indexes"
+            )
+        out.append(
+            GameOutcome(
+                condition=str(conditions[first]),
+                replicate=int(replicates[first]),
+                agent_a_name=str(cols["agent_a_name"][first]),
+                agent_b_name=str(cols["agent_b_name"][first]),
+                a_coop=cols["agent_a_action"][idx] == "C",
+                b_coop=cols["agent_b_action"][idx] == "C",
+                a_payoffs=cols["agent_a_payoff"][idx].astype(np.float64),
+                b_payoffs=cols["agent_b_payoff"][idx].astype(np.float64),
+                a_parse_failures=int(np.sum(cols["agent_a_parse_failure"][idx] == True)),  # noqa: E712
+                b_parse_failures=int(np.sum(cols["agent_b_parse_failure"][idx] == True)),  # noqa: E712
+            )
+        )
+    return out
+
+
+def aggregate_run_dir(run_dir: Path) -> list[dict[str, Any]]:
+    """Recompute aggregates.parquet of a run directory from its rounds.jsonl; returns the rows."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise RunDirError(f"{run_dir}: not a directory")
+    manifest_path = run_dir / MANIFEST_FILE
+    if not manifest_path.is_file():
+        raise RunDirError(f"{run_dir}: no {MANIFEST_FILE} (not a pdbench run directory)")
+    try:
+        manifest = read_json(manifest_path)
+    except ValueError as exc:
+        raise RunDirError(f"{manifest_path}: not valid JSON ({exc})") from None
+    table = read_rounds_table(run_dir / ROUNDS_FILE)
+    collapse_cfg = manifest.get("collapse", {})
+    collapse = CollapseParams(
+        int(collapse_cfg.get("k", 10)), float(collapse_cfg.get("threshold", 0.2))
+    )
+    condition_order = [c["name"] for c in manifest.get("conditions", [])]
+    rows = aggregate_rows(
+        manifest.get("run_id", ""), outcomes_from_table(table), condition_order, collapse
+    )
+    write_aggregates(rows, run_dir / AGGREGATES_FILE)
+    return rows

@@ -1,0 +1,127 @@
+"""Small, careful file operations: atomic writes, JSON Lines appends, environment facts."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+KEY_PACKAGES = (
+    "pdbench",
+    "numpy",
+    "pandas",
+    "pyarrow",
+    "pydantic",
+    "typer",
+    "orjson",
+    "litellm",
+    "openai",
+    "anthropic",
+    "axelrod",
+    "streamlit",
+)
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write a file so readers see either the old or the new content, never a half file."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Atomic pretty JSON."""
+    write_bytes_atomic(
+        path, orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
+    )
+
+
+def read_json(path: Path) -> Any:
+    """Read a JSON file."""
+    return orjson.loads(path.read_bytes())
+
+
+class JsonlAppender:
+    """Appends whole batches of records (e.g. one game) to a JSON Lines file, one write each."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fh = open(path, "ab")
+
+    def write_many(self, records: list[dict[str, Any]]) -> None:
+        """Append the records and flush, so a crash loses at most this batch."""
+        if not records:
+            return
+        dumps = orjson.dumps
+        self._fh.write(b"\n".join(dumps(r) for r in records) + b"\n")
+        self._fh.flush()
+
+    def write_bytes(self, blob: bytes) -> None:
+        """Append pre-serialized lines (must end with a newline)."""
+        self._fh.write(blob)
+        self._fh.flush()
+
+    def sync(self) -> None:
+        """fsync the file."""
+        os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        """fsync and close."""
+        if not self._fh.closed:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+            self._fh.close()
+
+
+def package_versions() -> dict[str, str | None]:
+    """Installed versions of the packages that shape results (None when not installed)."""
+    out: dict[str, str | None] = {}
+    for name in KEY_PACKAGES:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def git_commit(path: Path) -> str | None:
+    """The git commit of the repository holding `path`, with '+dirty' if it has changes; None if none."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=path,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=path,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head + ("+dirty" if dirty else "") if head else None
+
+
+def environment_info(config_dir: Path) -> dict[str, Any]:
+    """Python, platform, package versions and git commit, for the manifest."""
+    return {
+        "python": sys.version.split()[0],
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "packages": package_versions(),
+        "git_commit": git_commit(config_dir),
+    }

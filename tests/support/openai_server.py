@@ -1,0 +1,379 @@
+"""A stdlib-only, OpenAI-compatible chat-completions server for offline tests.
+
+Binds 127.0.0.1 on a free port and never contacts any other host (the bind even skips the
+reverse-DNS lookup ``HTTPServer.server_bind`` would do). ``POST /v1/chat/completions`` is
+handled in this order: count the request (1-based ``index``), auth (401), body (400),
+model (404), scripted fault for that index, ``latency_s``, then the strategy's reply.
+
+    with FakeOpenAIServer(api_key="sk-test", faults={2: Fault("429", retry_after=0.2)}) as srv:
+        client = openai.OpenAI(base_url=srv.base_url, api_key="sk-test", max_retries=0)
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import re
+import socket
+import socketserver
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+
+Strategy = Callable[[list[dict[str, Any]]], str]
+FaultKind = Literal["429", "500", "503", "slow", "malformed", "invalid_action", "disconnect"]
+FAULT_KINDS = frozenset({"429", "500", "503", "slow", "malformed", "invalid_action", "disconnect"})
+
+_LAST_MOVE = re.compile(r"Opponent's last move: (C|D)")
+_CHAT_PATHS = {"/v1/chat/completions", "/chat/completions"}
+_MODELS_PATHS = {"/v1/models", "/models"}
+_INVALID = "invalid_request_error"
+_HTTP_ERRORS: dict[str, tuple[str, str, str | None]] = {
+    "429": ("Rate limit reached (scripted).", "requests", "rate_limit_exceeded"),
+    "500": ("The server had an error (scripted).", "server_error", None),
+    "503": ("The engine is currently overloaded (scripted).", "server_error", None),
+}
+_MALFORMED_BODY = b'{"id": "chatcmpl-broken", "object": "chat.completion", "choices": [{'
+_DISCONNECT = -1  # pseudo status: close the socket without any response
+
+Reply = tuple[int, Any, dict[str, str]]
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A scripted failure for one chat-completion request.
+
+    "429"/"500"/"503": that status with an OpenAI-style error body (429/503 add a
+    ``Retry-After: <retry_after>`` header when set, e.g. "0.2"); "slow": wait ``delay_s``
+    then answer normally; "malformed": 200 with a non-JSON body; "invalid_action": 200 with
+    ``content`` as the reply; "disconnect": close the socket without any response.
+    """
+
+    kind: FaultKind
+    retry_after: float | None = None
+    delay_s: float = 0.0
+    content: str = "I think I will cooperate, maybe."
+
+    def __post_init__(self) -> None:
+        if self.kind not in FAULT_KINDS:
+            raise ValueError(f"unknown fault kind {self.kind!r}; expected one of {FAULT_KINDS}")
+
+
+def message_text(message: dict[str, Any]) -> str:
+    """Return the text of a chat message whose content is a string or a list of parts."""
+    content = message.get("content")
+    if isinstance(content, list):
+        parts = [p.get("text") for p in content if isinstance(p, dict)]
+        return "\n".join(p for p in parts if isinstance(p, str))
+    return content if isinstance(content, str) else ""
+
+
+def tit_for_tat_from_prompt(messages: list[dict[str, Any]]) -> str:
+    """Default strategy: answer the last ``Opponent's last move: C|D`` in the last user
+    message, or "C" when there is no such line (or no user message)."""
+    for message in reversed(messages):
+        if isinstance(message, dict) and message.get("role") == "user":
+            found = _LAST_MOVE.findall(message_text(message))
+            return found[-1] if found else "C"
+    return "C"
+
+
+def always(letter: str) -> Strategy:
+    """Return a strategy that always replies ``letter`` (e.g. "C" or "D")."""
+
+    def strategy(messages: list[dict[str, Any]]) -> str:
+        return letter
+
+    return strategy
+
+
+def count_tokens(text: str) -> int:
+    """Deterministic token count: the number of whitespace-separated words."""
+    return len(text.split())
+
+
+def _error(message: str, type_: str, code: str | None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": type_, "param": None, "code": code}}
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False  # FakeOpenAIServer.stop() closes and awaits connections itself
+    owner: FakeOpenAIServer
+
+    def server_bind(self) -> None:
+        socketserver.TCPServer.server_bind(self)  # skip getfqdn(): no DNS traffic
+        self.server_name, self.server_port = "127.0.0.1", self.server_address[1]
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        self.owner._note_error()  # quiet: no traceback on stderr
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, like real clients expect
+    server_version = "FakeOpenAI/1.0"
+    timeout = 30.0
+    server: _HTTPServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Print nothing (and so never leak headers)."""
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.owner._track(self.connection, add=True)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.server.owner._track(self.connection, add=False)
+
+    def do_GET(self) -> None:
+        self._read_body()
+        self.send_json(*self.server.owner._handle_get(self))
+
+    def do_POST(self) -> None:
+        status, payload, headers = self.server.owner._handle_chat(self, self._read_body())
+        if status == _DISCONNECT:
+            self.close_connection = True
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        else:
+            self.send_json(status, payload, headers)
+
+    def _read_body(self) -> bytes:
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length > 0 else b""
+
+    def send_json(self, status: int, payload: Any, headers: dict[str, str]) -> None:
+        """Send ``payload`` (JSON-encoded unless already bytes) with ``status``."""
+        body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(body)
+            self.wfile.flush()
+        except OSError:  # client gone, e.g. it timed out during a "slow" fault
+            self.close_connection = True
+
+
+class FakeOpenAIServer:
+    """OpenAI-compatible ``/v1/chat/completions`` and ``/v1/models`` on 127.0.0.1.
+
+    Use as a context manager (or :meth:`start` / :meth:`stop`). ``requests`` records every
+    chat-completion request (never the API key); ``chat_count`` counts them.
+    """
+
+    def __init__(
+        self,
+        strategy: Strategy | None = None,
+        *,
+        api_key: str | None = None,
+        models: set[str] | None = None,
+        faults: dict[int, Fault] | None = None,
+        fault_every: tuple[int, Fault] | None = None,
+        latency_s: float = 0.0,
+    ) -> None:
+        if fault_every is not None and fault_every[0] < 1:
+            raise ValueError("fault_every period must be >= 1")
+        self.strategy: Strategy = strategy or tit_for_tat_from_prompt
+        self.models: set[str] = set(models) if models is not None else {"test-model"}
+        self.faults: dict[int, Fault] = dict(faults or {})
+        self.fault_every = fault_every
+        self.latency_s = latency_s
+        self._api_key = api_key
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._stopping = threading.Event()
+        self._records: list[dict[str, Any]] = []
+        self._chat_count = 0
+        self._error_count = 0
+        self._connections: set[socket.socket] = set()
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> FakeOpenAIServer:
+        """Bind 127.0.0.1:0 and serve in a daemon thread; returns ``self``."""
+        if self._httpd is None:
+            self._stopping.clear()
+            self._httpd = _HTTPServer(("127.0.0.1", 0), _Handler)
+            self._httpd.owner = self
+            serve = self._httpd.serve_forever
+            self._thread = threading.Thread(target=serve, args=(0.02,), daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 2.0) -> None:
+        """Stop serving, close open connections, wait (bounded) for handlers. Idempotent."""
+        httpd, self._httpd = self._httpd, None
+        if httpd is None:
+            return
+        self._stopping.set()  # wakes "slow" faults and latency waits
+        httpd.shutdown()
+        httpd.server_close()
+        with self._idle:
+            for conn in list(self._connections):
+                try:
+                    conn.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+            self._idle.wait_for(lambda: not self._connections, timeout=timeout)
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        """The bound TCP port (the server must be running)."""
+        if self._httpd is None:
+            raise RuntimeError("FakeOpenAIServer is not running")
+        return self._httpd.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT/v1``, for ``openai.OpenAI(base_url=...)`` / ``api_base``."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """Snapshot of chat requests, each with index, path, model, messages, temperature,
+        max_tokens, had_auth, fault (kind or None) and status (None if disconnected)."""
+        with self._lock:
+            return [dict(r) for r in self._records]
+
+    @property
+    def chat_count(self) -> int:
+        """Number of chat-completion requests received so far."""
+        with self._lock:
+            return self._chat_count
+
+    @property
+    def error_count(self) -> int:
+        """Number of unexpected handler exceptions (swallowed quietly)."""
+        with self._lock:
+            return self._error_count
+
+    def _track(self, conn: socket.socket, *, add: bool) -> None:
+        with self._idle:
+            if add:
+                self._connections.add(conn)
+            else:
+                self._connections.discard(conn)
+                self._idle.notify_all()
+
+    def _note_error(self) -> None:
+        with self._lock:
+            self._error_count += 1
+
+    def _fault_for(self, index: int) -> Fault | None:
+        if index in self.faults:
+            return self.faults[index]
+        if self.fault_every is not None and index % self.fault_every[0] == 0:
+            return self.fault_every[1]
+        return None
+
+    def _auth_error(self, h: _Handler) -> Reply | None:
+        if self._api_key is None:
+            return None
+        given = h.headers.get("Authorization", "").encode()
+        if hmac.compare_digest(given, f"Bearer {self._api_key}".encode()):
+            return None
+        return 401, _error("Incorrect API key provided.", _INVALID, "invalid_api_key"), {}
+
+    def _handle_get(self, h: _Handler) -> Reply:
+        path = h.path.split("?", 1)[0].rstrip("/")
+        if (denied := self._auth_error(h)) is not None:
+            return denied
+        if path not in _MODELS_PATHS:
+            return 404, _error(f"Unknown path {path}", _INVALID, "unknown_url"), {}
+        data = [{"id": m, "object": "model", "created": 0, "owned_by": "pdbench-test"}
+                for m in sorted(self.models)]  # fmt: skip
+        return 200, {"object": "list", "data": data}, {}
+
+    def _handle_chat(self, h: _Handler, raw: bytes) -> Reply:
+        path = h.path.split("?", 1)[0].rstrip("/")
+        if path not in _CHAT_PATHS:
+            return 404, _error(f"Unknown path {path}", _INVALID, "unknown_url"), {}
+        try:
+            body = json.loads(raw or b"null")
+        except ValueError:
+            body = None
+        body = body if isinstance(body, dict) else {}
+        messages = body.get("messages") if isinstance(body.get("messages"), list) else []
+        with self._lock:
+            self._chat_count += 1
+            record: dict[str, Any] = {
+                "index": self._chat_count, "path": path, "model": body.get("model"),
+                "messages": messages, "temperature": body.get("temperature"),
+                "max_tokens": body.get("max_tokens"), "fault": None, "status": None,
+                "had_auth": bool(h.headers.get("Authorization")),
+            }  # fmt: skip
+            self._records.append(record)
+        status, payload, headers = self._chat_reply(h, body, messages, record)
+        with self._lock:
+            record["status"] = None if status == _DISCONNECT else status
+        return status, payload, headers
+
+    def _chat_reply(
+        self, h: _Handler, body: dict[str, Any], messages: list[Any], record: dict[str, Any]
+    ) -> Reply:
+        model = body.get("model")
+        if (denied := self._auth_error(h)) is not None:
+            return denied
+        if not isinstance(model, str) or not messages:
+            msg = "Request body must be JSON with 'model' and a non-empty 'messages' list."
+            return 400, _error(msg, _INVALID, None), {}
+        if body.get("stream"):
+            return 400, _error("stream=true is not supported here.", _INVALID, None), {}
+        if model not in self.models:
+            msg = f"The model `{model}` does not exist or you do not have access to it."
+            return 404, _error(msg, _INVALID, "model_not_found"), {}
+        fault = self._fault_for(record["index"])
+        kind = fault.kind if fault is not None else None
+        with self._lock:
+            record["fault"] = kind
+        if self.latency_s > 0:
+            self._stopping.wait(self.latency_s)
+        if fault is not None and fault.kind in _HTTP_ERRORS:
+            headers = {}
+            if fault.kind != "500" and fault.retry_after is not None:
+                secs = float(fault.retry_after)
+                headers["Retry-After"] = str(int(secs)) if secs.is_integer() else repr(secs)
+            return int(fault.kind), _error(*_HTTP_ERRORS[fault.kind]), headers
+        if kind == "disconnect":
+            return _DISCONNECT, None, {}
+        if kind == "malformed":
+            return 200, _MALFORMED_BODY, {}
+        if fault is not None and kind == "slow":
+            self._stopping.wait(fault.delay_s)
+        if fault is not None and kind == "invalid_action":
+            content = fault.content
+        else:
+            try:
+                content = str(self.strategy(messages))
+            except Exception as exc:  # a broken strategy is a 500, not a hung client
+                self._note_error()
+                return 500, _error(f"strategy raised {exc!r}", "server_error", None), {}
+        prompt = sum(count_tokens(message_text(m)) for m in messages if isinstance(m, dict))
+        completion = count_tokens(content)
+        usage = {"prompt_tokens": prompt, "completion_tokens": completion,
+                 "total_tokens": prompt + completion}  # fmt: skip
+        choice = {"index": 0, "message": {"role": "assistant", "content": content},
+                  "logprobs": None, "finish_reason": "stop"}  # fmt: skip
+        return 200, {"id": f"chatcmpl-fake{record['index']:06d}", "object": "chat.completion",
+                     "created": int(time.time()), "model": model, "choices": [choice],
+                     "usage": usage}, {}  # fmt: skip
