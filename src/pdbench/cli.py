@@ -69,15 +69,40 @@ def run(
     ] = None,
     dry_run: Annotated[
         bool,
-        typer.Option("--dry-run", help="Print the plan and expected LLM calls; write nothing."),
+        typer.Option(
+            "--dry-run", help="Print the plan, expected LLM calls and tokens; write nothing."
+        ),
     ] = False,
     overwrite: Annotated[
         bool,
         typer.Option("--overwrite", help="Replace the artifacts of an existing run directory."),
     ] = False,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume", help="Continue a stopped run in its output dir, keeping finished games."
+        ),
+    ] = False,
+    output_dir: Annotated[
+        Path | None,
+        typer.Option("--output-dir", "-o", help="Write here instead of run.output_dir."),
+    ] = None,
     concurrency: Annotated[
-        int, typer.Option("--concurrency", min=1, help="Games played at once.")
+        int,
+        typer.Option(
+            "--concurrency",
+            "-c",
+            min=1,
+            help="Games in flight and provider calls in flight, at most.",
+        ),
     ] = 16,
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Do not read or write the response cache.")
+    ] = False,
+    cache_dir: Annotated[
+        Path | None,
+        typer.Option("--cache-dir", help="Response cache directory (default .pdbench_cache)."),
+    ] = None,
 ) -> None:
     """Run every condition x replicate and write rounds.jsonl, run_manifest.json, aggregates.parquet."""
     from pdbench.runners.plan import describe_plan
@@ -87,6 +112,23 @@ def run(
         typer.echo(describe_plan(loaded, replicates))
         typer.echo("dry run: nothing was written")
         return
+    if resume and overwrite:
+        from pdbench.errors import RunError
+
+        raise RunError("--resume and --overwrite exclude each other")
+    _execute(loaded, replicates, overwrite, resume, output_dir, concurrency, no_cache, cache_dir)
+
+
+def _execute(
+    loaded,  # type: ignore[no-untyped-def]
+    replicates: int | None,
+    overwrite: bool,
+    resume: bool,
+    output_dir: Path | None,
+    concurrency: int,
+    no_cache: bool,
+    cache_dir: Path | None,
+) -> None:
     from pdbench.runners.progress import terminal_progress
     from pdbench.runners.run_experiment import run_experiment
 
@@ -97,11 +139,84 @@ def run(
             overwrite=overwrite,
             progress=progress,
             concurrency=concurrency,
+            output_dir=output_dir,
+            resume=resume,
+            cache_dir=cache_dir,
+            use_cache=not no_cache,
         )
+    kept = f" ({summary.games_resumed} kept from before)" if resume else ""
     typer.echo(
-        f"run {summary.run_id}: {summary.n_games} games, {summary.n_rounds} rounds -> {summary.run_dir}"
+        f"run {summary.run_id}: {summary.n_games} games{kept}, {summary.n_rounds} rounds -> {summary.run_dir}"
     )
+    usage = (summary.manifest.get("usage") or {}).get("total") or {}
+    if usage:
+        typer.echo(
+            f"LLM calls: {usage.get('llm_calls', 0)} to providers, {usage.get('cached_calls', 0)} from cache; "
+            f"tokens in/out: {usage.get('input_tokens', 0)}/{usage.get('output_tokens', 0)}; "
+            f"cost: ${usage.get('cost_usd', 0):.4f}"
+        )
     typer.echo(_summary_table(summary.rows))
+
+
+@app.command("resume")
+def resume_run(
+    run_dir: Annotated[
+        Path, typer.Argument(help="The directory of a stopped run.", show_default=False)
+    ],
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", "-c", min=1, help="Games in flight.")
+    ] = 16,
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Do not use the response cache.")
+    ] = False,
+    cache_dir: Annotated[
+        Path | None, typer.Option("--cache-dir", help="Response cache directory.")
+    ] = None,
+) -> None:
+    """Continue a stopped run (Ctrl-C, kill, budget, provider failure) from its directory."""
+    from pdbench.runners.run_files import read_manifest
+
+    manifest = read_manifest(run_dir)
+    config_path = Path(manifest.get("config_path", ""))
+    loaded = _load(config_path)
+    _execute(
+        loaded, manifest.get("replicates"), False, True, run_dir, concurrency, no_cache, cache_dir
+    )
+
+
+cache_app = typer.Typer(help="Inspect or clear the response cache.", no_args_is_help=True)
+app.add_typer(cache_app, name="cache")
+CacheDirOpt = Annotated[
+    Path | None,
+    typer.Option("--cache-dir", help="Response cache directory (default .pdbench_cache)."),
+]
+
+
+@cache_app.command("stats")
+def cache_stats(cache_dir: CacheDirOpt = None) -> None:
+    """Entries, tokens and size of the response cache."""
+    from pdbench.storage.cache import DEFAULT_CACHE_DIR, ResponseCache
+
+    cache = ResponseCache(cache_dir or DEFAULT_CACHE_DIR)
+    stats = cache.stats()
+    cache.close()
+    typer.echo(f"{stats['path']}: {stats['entries']} entries, {stats['bytes']} bytes")
+    for row in stats["by_model"]:
+        typer.echo(
+            f"  {row['provider']}/{row['model']}: {row['entries']} entries, "
+            f"tokens in/out {row['input_tokens']}/{row['output_tokens']}"
+        )
+
+
+@cache_app.command("clear")
+def cache_clear(cache_dir: CacheDirOpt = None) -> None:
+    """Delete every cached response."""
+    from pdbench.storage.cache import DEFAULT_CACHE_DIR, ResponseCache
+
+    cache = ResponseCache(cache_dir or DEFAULT_CACHE_DIR)
+    removed = cache.clear()
+    cache.close()
+    typer.echo(f"{cache.path}: removed {removed} entries")
 
 
 @app.command()

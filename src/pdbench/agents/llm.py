@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pdbench.agents.base import Attempt, Decision
-from pdbench.agents.providers.base import AsyncProviderClient
+from pdbench.agents.providers.base import AsyncProviderClient, CallTag
 from pdbench.core.config import LLMAgentConfig
 from pdbench.core.parse import correction_message, parse_action
 from pdbench.core.payoff import PayoffMatrix
@@ -175,6 +175,7 @@ class LLMAgent:
                 temperature=cfg.temperature,
                 max_tokens=cfg.max_tokens,
                 seed=self.call_seed(obs.round_index, index),
+                tag=CallTag(obs.round_index, index),
             )
             result = parse_action(completion.text, cfg.output_format)
             attempts.append(

@@ -171,3 +171,59 @@ class WinStayLoseShift(PolicyAgent):
         if threshold is None:
             threshold = obs.payoff_matrix.reward
         return last.my_action if last.my_payoff >= threshold else last.my_action.flipped
+
+
+@register_policy
+class RandomPolicy(PolicyAgent):
+    """RANDOM: cooperates with probability `coop_prob` (default 0.5) each round, independently.
+
+    The round's draw is `counter_uniform(seed, round, Purpose.POLICY)`; a draw below `coop_prob`
+    means C.
+    """
+
+    key = "RANDOM"
+    description = "Cooperates at random with probability coop_prob (default one half)."
+    stochastic = True
+
+    def choose(self, obs: Observation) -> Action:
+        return C if self.draw(obs) < self.params.coop_prob else D
+
+
+@register_policy
+class SuspiciousTitForTat(PolicyAgent):
+    """STFT (suspicious tit for tat): defects first, then copies the opponent's last move."""
+
+    key = "STFT"
+    description = "Defects first, then copies the opponent's last move."
+
+    def choose(self, obs: Observation) -> Action:
+        return obs.history[-1].opp_action if obs.history else D
+
+
+@register_policy
+class TitForTwoTats(PolicyAgent):
+    """TF2T (tit for two tats): defects only right after two consecutive opponent defections.
+
+    Like Axelrod's TitFor2Tats; needs a history window of at least 2 to see the two rounds.
+    """
+
+    key = "TF2T"
+    description = "Cooperates unless the opponent defected in each of the last two rounds."
+
+    def choose(self, obs: Observation) -> Action:
+        last_two = obs.history[-2:]
+        if len(last_two) == 2 and all(h.opp_action is D for h in last_two):
+            return D
+        return C
+
+
+@register_policy
+class Alternator(PolicyAgent):
+    """ALTERNATOR: C, D, C, D, ...: cooperates first, then plays the opposite of its own last
+    (played) move, like Axelrod's Alternator."""
+
+    key = "ALTERNATOR"
+    description = "Cooperates first, then plays the opposite of its own last move."
+
+    def choose(self, obs: Observation) -> Action:
+        return obs.history[-1].my_action.flipped if obs.history else C

@@ -38,14 +38,23 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class BudgetConfig(Strict):
+    """Spending limits of a run (provider calls not served from the cache); None = no limit."""
+
+    max_calls: int | None = Field(default=None, ge=0)
+    max_tokens: int | None = Field(default=None, ge=0)
+    max_cost_usd: float | None = Field(default=None, ge=0.0)
+
+
 class RunConfig(Strict):
-    """Run metadata: id, seed, where artifacts go, and what gets logged."""
+    """Run metadata: id, seed, where artifacts go, what gets logged, and the budget."""
 
     run_id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9._-]+$")
     seed: int = Field(ge=0, lt=2**63)
     output_dir: str = Field(min_length=1)
     store_prompts: bool = True
     store_raw_responses: bool = True
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
 
 
 class GameConfig(Strict):
@@ -134,6 +143,14 @@ class MockSettings(Strict):
     latency_ms: float = Field(default=0.0, ge=0.0)
 
 
+class TransportConfig(Strict):
+    """Retries of failed provider calls (timeouts, connection errors, 429, 5xx)."""
+
+    max_retries: int = Field(default=5, ge=0, le=50)
+    backoff_initial_s: float = Field(default=0.5, ge=0.0)
+    backoff_max_s: float = Field(default=30.0, ge=0.0)
+
+
 class LLMAgentConfig(Strict):
     """An agent whose moves come from a provider (an LLM or the offline mock)."""
 
@@ -155,6 +172,7 @@ class LLMAgentConfig(Strict):
     output_format: Literal["token", "json"] = "token"
     max_retries: int = Field(default=2, ge=0, le=10)
     on_parse_failure: Literal["defect", "cooperate", "error"] = "defect"
+    transport: TransportConfig = Field(default_factory=TransportConfig)
     mock: MockSettings = Field(default_factory=MockSettings)
 
     def display_name(self) -> str:

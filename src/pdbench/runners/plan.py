@@ -35,4 +35,48 @@ def describe_plan(loaded: LoadedExperiment, replicates: int | None) -> str:
     low, high = expected_llm_calls(plans)
     lines.append(f"games: {len(plans)}   rounds: {sum(p.n_rounds for p in plans)}")
     lines.append(f"expected LLM calls: {low} (up to {high} with parse retries)")
+    if low:
+        tokens_in, tokens_out = estimate_tokens(loaded, replicates)
+        lines.append(
+            f"estimated tokens: ~{tokens_in} input, at most {tokens_out} output (before parse retries)"
+        )
     return "\n".join(lines)
+
+
+def estimate_tokens(loaded: LoadedExperiment, replicates: int | None) -> tuple[int, int]:
+    """(input tokens, output tokens) a run would use at most once, ~4 characters a token.
+
+    Input counts the system prompt and a round prompt with a full history window for every call;
+    output counts max_tokens per call (an upper bound). Parse retries come on top.
+    """
+    from pdbench.agents.llm import render_round, render_system
+    from pdbench.core.transcript import Transcript
+    from pdbench.core.types import Action
+
+    cfg = loaded.config
+    matrix = cfg.game.matrix()
+    tokens_in = tokens_out = 0
+    for plan in plan_games(loaded, replicates):
+        for key in ("agent_a", "agent_b"):
+            agent = getattr(plan.condition, key)
+            if not isinstance(agent, LLMAgentConfig):
+                continue
+            templates = loaded.templates[(plan.condition.name, key)]
+            system = render_system(templates, matrix, agent.output_format)
+            transcript = Transcript(matrix)
+            window = agent.history_window if agent.history_window is not None else plan.n_rounds
+            for _ in range(min(window, plan.n_rounds)):
+                transcript.record(Action.C, Action.D)
+            obs = transcript.observation(
+                0,
+                history_window=agent.history_window,
+                include_totals=agent.include_totals,
+                horizon_type="fixed",
+            )
+            per_call = (
+                len(system)
+                + len(render_round(templates.round, obs, agent.history_window, agent.output_format))
+            ) // 4
+            tokens_in += per_call * plan.n_rounds
+            tokens_out += agent.max_tokens * plan.n_rounds
+    return tokens_in, tokens_out

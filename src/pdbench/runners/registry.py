@@ -28,11 +28,13 @@ from pdbench.agents.llm import (
     render_system,
 )
 from pdbench.agents.policy import PolicyAgent, make_policy, policy_names
+from pdbench.agents.providers.base import ProviderError
+from pdbench.agents.providers.keys import resolve_api_key
 from pdbench.agents.providers.mock import MockProvider
 from pdbench.core.config import ExperimentConfig, LLMAgentConfig, PolicyAgentConfig
 from pdbench.core.payoff import PayoffError, PayoffMatrix
 from pdbench.core.transcript import Transcript
-from pdbench.errors import ConfigError, ConfigIssue
+from pdbench.errors import ConfigError, ConfigIssue, RunError
 from pdbench.runners.config_loader import Loc, Resolved, load_resolved
 
 PROVIDERS: dict[str, str | None] = {
@@ -318,16 +320,51 @@ def build_agent(
 
 
 def make_provider(cfg: LLMAgentConfig, cache: dict[str, Any] | None = None) -> Any:
-    """The provider client for an LLM agent config (shared across agents with equal settings)."""
-    key = json.dumps([cfg.provider, cfg.model, cfg.base_url, cfg.mock.model_dump()], sort_keys=True)
+    """The provider client for an LLM agent config (shared across agents with equal settings).
+
+    Keys are read from the variable named by `api_key_env` (environment, then `.env`); a missing
+    key is a RunError naming the variable, never showing any value.
+    """
+    key = json.dumps(
+        [
+            cfg.provider,
+            cfg.model,
+            cfg.base_url,
+            cfg.api_key_env,
+            cfg.timeout_s,
+            cfg.mock.model_dump(),
+        ]
+    )
     if cache is not None and key in cache:
         return cache[key]
     if cfg.provider == "mock":
         client: Any = MockProvider(cfg.model, cfg.mock.invalid_rate, cfg.mock.latency_ms)
     else:
-        raise ConfigError(
-            [ConfigIssue("provider", cfg.provider, "adapter not available in this version")]
-        )
+        api_key = resolve_api_key(cfg.api_key_env)
+        if cfg.api_key_env and not api_key:
+            raise RunError(
+                f"{cfg.display_name()}: environment variable {cfg.api_key_env} is not set "
+                f"(set it, or put it in .env; see .env.example)"
+            )
+        kwargs = {"api_key": api_key, "base_url": cfg.base_url, "timeout_s": cfg.timeout_s}
+        try:
+            if cfg.provider == "openai":
+                from pdbench.agents.providers.openai import OpenAIProvider
+
+                client = OpenAIProvider(cfg.model, **kwargs)
+            elif cfg.provider == "litellm":
+                from pdbench.agents.providers.litellm import LiteLLMProvider
+
+                client = LiteLLMProvider(cfg.model, **kwargs)
+            elif cfg.provider == "anthropic":
+                from pdbench.agents.providers.anthropic import AnthropicProvider
+
+                client = AnthropicProvider(cfg.model, **kwargs)
+            else:
+                raise RunError(f"unknown provider {cfg.provider!r} (valid: {', '.join(PROVIDERS)})")
+        except ProviderError as exc:
+            raise RunError(f"{cfg.display_name()}: {exc}") from None
+        client.api_key_value = api_key  # kept in memory only, for redacting error messages
     if cache is not None:
         cache[key] = client
     return client

@@ -13,8 +13,10 @@ from pdbench.storage.files import read_json, write_bytes_atomic
 from pdbench.storage.schema import (
     AGGREGATE_INPUT_FIELDS,
     AGGREGATES_FILE,
+    CALLS_FILE,
     MANIFEST_FILE,
     ROUNDS_FILE,
+    USAGE_FIELDS,
     aggregates_arrow_schema,
 )
 
@@ -144,5 +146,69 @@ def aggregate_run_dir(run_dir: Path) -> list[dict[str, Any]]:
     rows = aggregate_rows(
         manifest.get("run_id", ""), outcomes_from_table(table), condition_order, collapse
     )
+    rows = add_usage_columns(rows, usage_by_game(run_dir))
     write_aggregates(rows, run_dir / AGGREGATES_FILE)
+    return rows
+
+
+def usage_by_game(run_dir: Path) -> dict[tuple[str, int, str], dict[str, Any]]:
+    """Per (condition, replicate, agent): provider calls, cached calls, tokens and cost.
+
+    Read from llm_calls.jsonl. Tokens count every reply used (cached or not); calls and cost
+    count only real provider calls.
+    """
+    import orjson
+
+    path = Path(run_dir) / CALLS_FILE
+    out: dict[tuple[str, int, str], dict[str, Any]] = {}
+    if not path.is_file():
+        return out
+    for line in path.read_bytes().splitlines():
+        try:
+            rec = orjson.loads(line)
+            key = (str(rec["condition"]), int(rec["replicate"]), str(rec["agent"]))
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            continue
+        slot = out.setdefault(key, {name: 0 for name in USAGE_FIELDS})
+        if not rec.get("ok"):
+            continue
+        if rec.get("cached"):
+            slot["cached_calls"] += 1
+        else:
+            slot["llm_calls"] += 1
+            slot["cost_usd"] += rec.get("cost_usd") or 0.0
+        slot["input_tokens"] += rec.get("input_tokens") or 0
+        slot["output_tokens"] += rec.get("output_tokens") or 0
+    return out
+
+
+def add_usage_columns(
+    rows: list[dict[str, Any]], usage: dict[tuple[str, int, str], dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Append agent_{a,b}_{llm_calls,cached_calls,input_tokens,output_tokens,cost_usd} to rows.
+
+    Replicate rows get that game's totals (null when the agent made no calls, e.g. a policy);
+    condition rows the mean over replicates, like every other column.
+    """
+    llm_sides = {(cond, agent) for (cond, _rep, agent) in usage}
+    for row in rows:
+        for side in ("a", "b"):
+            agent = f"agent_{side}"
+            if (row["condition"], agent) not in llm_sides:
+                for name in USAGE_FIELDS:
+                    row[f"{agent}_{name}"] = None
+                continue
+            if row["scope"] == "replicate":
+                counts = usage.get((row["condition"], int(row["replicate"]), agent), {})
+                for name in USAGE_FIELDS:
+                    row[f"{agent}_{name}"] = float(counts.get(name, 0))
+            else:
+                reps = [
+                    c
+                    for (cond, _r, a), c in usage.items()
+                    if cond == row["condition"] and a == agent
+                ]
+                n = max(1, int(row.get("n_replicates") or 1))
+                for name in USAGE_FIELDS:
+                    row[f"{agent}_{name}"] = sum(float(c.get(name, 0)) for c in reps) / n
     return rows

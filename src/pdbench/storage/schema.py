@@ -56,7 +56,19 @@ AGGREGATE_INPUT_FIELDS: tuple[str, ...] = (
     "agent_b_parse_failure",
 )
 
-__all__ = ["AGGREGATE_COLUMNS", "ROUND_FIELDS", "missing_round_fields"]
+# Spending columns appended to aggregates.parquet (from llm_calls.jsonl; null for policy agents).
+USAGE_FIELDS: tuple[str, ...] = (
+    "llm_calls",
+    "cached_calls",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+)
+USAGE_COLUMNS: tuple[str, ...] = tuple(
+    f"agent_{side}_{name}" for side in ("a", "b") for name in USAGE_FIELDS
+)
+
+__all__ = ["AGGREGATE_COLUMNS", "ROUND_FIELDS", "USAGE_COLUMNS", "missing_round_fields"]
 
 
 def missing_round_fields(record: Mapping[str, Any]) -> list[str]:
@@ -79,4 +91,6 @@ def aggregates_arrow_schema() -> Any:
         "agent_b_name": pa.string(),
         "cooperation_rate_over_time": pa.string(),
     }
-    return pa.schema([(name, types.get(name, pa.float64())) for name in AGGREGATE_COLUMNS])
+    return pa.schema(
+        [(name, types.get(name, pa.float64())) for name in AGGREGATE_COLUMNS + USAGE_COLUMNS]
+    )

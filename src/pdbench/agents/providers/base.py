@@ -16,6 +16,14 @@ class ProviderError(RuntimeError):
 
 
 @dataclass(frozen=True, slots=True)
+class CallTag:
+    """Which round and parse attempt a call belongs to (used for cache keys and the call log)."""
+
+    round_index: int
+    attempt: int
+
+
+@dataclass(frozen=True, slots=True)
 class Completion:
     """A provider's reply with what it cost (token counts as the provider reports them)."""
 
@@ -48,6 +56,7 @@ class AsyncProviderClient(Protocol):
         temperature: float,
         max_tokens: int,
         seed: int | None = None,
+        tag: CallTag | None = None,
     ) -> Completion:
-        """Return the model's reply and its usage."""
+        """Return the model's reply and its usage (`tag` is for wrappers; adapters ignore it)."""
         ...

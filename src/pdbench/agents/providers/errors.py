@@ -1,0 +1,80 @@
+"""Turning SDK exceptions (openai, anthropic, litellm) into retryable or fatal ProviderErrors."""
+
+from __future__ import annotations
+
+import json
+
+from pdbench.agents.providers.base import ProviderError
+
+RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
+RETRYABLE_NAMES = (
+    "Timeout",
+    "Connection",
+    "ResponseValidation",
+    "InternalServer",
+    "ServiceUnavailable",
+    "RateLimit",
+    "BadGateway",
+    "Overloaded",
+    "GatewayTimeout",
+)
+FATAL_HINTS = {
+    400: "the request was rejected (check model name and decoding settings)",
+    401: "authentication failed (check that the API key variable is set and valid)",
+    403: "permission denied (check the key's access to this model)",
+    404: "model or endpoint not found (check model and base_url)",
+    422: "the request was rejected (check decoding settings)",
+}
+
+
+def _status(exc: BaseException) -> int | None:
+    for attr in ("status_code", "status"):
+        value = getattr(exc, attr, None)
+        if isinstance(value, int):
+            return value
+    response = getattr(exc, "response", None)
+    value = getattr(response, "status_code", None)
+    return value if isinstance(value, int) else None
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    raw = headers.get("retry-after") or headers.get("Retry-After")
+    if raw is None:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        return None
+
+
+def redact(text: str, secret: str | None) -> str:
+    """Remove a secret from text (API keys must never reach a log or an artifact)."""
+    if secret and len(secret) >= 4:
+        return text.replace(secret, "***")
+    return text
+
+
+def classify(exc: BaseException, secret: str | None = None) -> ProviderError:
+    """A ProviderError saying whether `exc` is worth retrying, with a one-line, key-free message."""
+    if isinstance(exc, ProviderError):
+        return exc
+    status = _status(exc)
+    first_line = (str(exc).strip().splitlines() or [""])[0][:300]
+    message = redact(f"{type(exc).__name__}: {first_line}", secret)
+    if status is not None:
+        if status in RETRYABLE_STATUS:
+            return ProviderError(
+                f"HTTP {status} {message}", retryable=True, retry_after=_retry_after(exc)
+            )
+        hint = FATAL_HINTS.get(status, "the provider refused the request")
+        return ProviderError(f"HTTP {status}: {hint} ({message})", retryable=False)
+    if isinstance(exc, json.JSONDecodeError | TimeoutError | ConnectionError):
+        return ProviderError(message, retryable=True)
+    name = type(exc).__name__
+    if any(part in name for part in RETRYABLE_NAMES):
+        return ProviderError(message, retryable=True, retry_after=_retry_after(exc))
+    return ProviderError(message, retryable=False)

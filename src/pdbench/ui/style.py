@@ -1,0 +1,246 @@
+"""The look of the app, after Nicky Case's "The Evolution of Trust": an emoji, nickname and color
+per strategy, green C and red D, gradient agent cards, move cards and timelines as HTML.
+
+Everything here returns strings (HTML/CSS) or plain values; pages decide where they go.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from html import escape
+from typing import Any
+
+import pandas as pd
+
+from pdbench.agents.policy import POLICY_REGISTRY
+
+COOP_COLOR = "#2e9e4f"
+DEFECT_COLOR = "#d64545"
+FLIP_COLOR = "#f5b301"
+ACTION_COLORS = {"C": COOP_COLOR, "D": DEFECT_COLOR}
+AGENT_COLORS = {"A": "#3b6fd8", "B": "#e08a1e"}
+ACTION_EMOJI = {"C": "🤝", "D": "🗡️"}
+ACTION_WORD = {"C": "Cooperate", "D": "Defect"}
+TRAIL_EMOJI = {"C": "🟢", "D": "🔴"}
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """How an agent is presented: emoji, nickname, subtitle, one-line description, card colors."""
+
+    emoji: str
+    title: str
+    subtitle: str
+    description: str
+    gradient: tuple[str, str]
+
+    @property
+    def short(self) -> str:
+        """Emoji and nickname, e.g. '🪞 Copycat'."""
+        return f"{self.emoji} {self.title}"
+
+
+# Strategy key -> (emoji, nickname, card gradient). Nicknames follow The Evolution of Trust.
+STRATEGY_STYLE: dict[str, tuple[str, str, tuple[str, str]]] = {
+    "ALLC": ("🕊️", "Always Cooperate", ("#e3f9e9", "#a9e4bd")),
+    "ALLD": ("😈", "Always Cheat", ("#ffe1e1", "#f4a3a3")),
+    "TFT": ("🪞", "Copycat", ("#e2eefe", "#a9c9f6")),
+    "GRIM": ("💀", "Grudger", ("#ececec", "#bdbdbd")),
+    "GTFT": ("😇", "Generous Copycat", ("#fff7d6", "#ffe08a")),
+    "WSLS": ("🔄", "Simpleton", ("#f0e6fd", "#cdb3f2")),
+}
+LLM_GRADIENT = ("#e0f7fa", "#95d8e4")
+UNKNOWN_STYLE = ("🎲", ("#f2f2f2", "#d2d2d2"))
+
+PERSONA_TEXT: dict[str, str] = {
+    "cooperative": "Prefers mutual cooperation and gives the benefit of the doubt.",
+    "exploitative": "Cares only about its own score; cooperates only when it pays.",
+    "tit_for_tat": "Cooperates first, then mirrors the opponent's last move.",
+    "grim_trigger": "Cooperates until the first betrayal, then never again.",
+    "generous_tft": "Mirrors the opponent, but sometimes forgives a defection.",
+    "wsls": "Repeats a move that paid well, switches after a poor payoff.",
+}
+
+
+def policy_profile(key: str, display_name: str | None = None) -> Profile:
+    """The profile of a registered (or unknown) scripted policy."""
+    key = key.upper()
+    emoji, title, gradient = STRATEGY_STYLE.get(key, (UNKNOWN_STYLE[0], key, UNKNOWN_STYLE[1]))
+    cls = POLICY_REGISTRY.get(key)
+    description = cls.description if cls is not None else "A scripted policy."
+    subtitle = key if not display_name or display_name.upper() == key else f"{key} · {display_name}"
+    return Profile(emoji, title, subtitle, description, gradient)
+
+
+def persona_profile(persona: str | None, model: str = "", provider: str = "") -> Profile:
+    """The profile of an LLM agent with an optional persona."""
+    title = f"LLM · {persona.replace('_', ' ')}" if persona else "LLM"
+    where = f"{provider}:{model}" if provider and model else (model or provider or "llm")
+    description = PERSONA_TEXT.get(
+        persona or "", "An LLM agent" + (f" ({persona})." if persona else ".")
+    )
+    return Profile("🤖", title, where, description, LLM_GRADIENT)
+
+
+def agent_profile(config: Mapping[str, Any] | None, name: str = "") -> Profile:
+    """The profile of an agent from its resolved config (or, without one, from its name)."""
+    if config and config.get("type") == "policy":
+        return policy_profile(str(config.get("policy", "")), config.get("name") or None)
+    if config and config.get("type") == "llm":
+        return persona_profile(
+            config.get("persona"), str(config.get("model", "")), str(config.get("provider", ""))
+        )
+    if name.upper() in STRATEGY_STYLE:
+        return policy_profile(name)
+    if name.endswith("]") and "[" in name:
+        model, persona = name[:-1].split("[", 1)
+        return persona_profile(persona, model)
+    return Profile(UNKNOWN_STYLE[0], name or "?", "", "", UNKNOWN_STYLE[1])
+
+
+CSS = f"""
+<style>
+.pdb-card {{ border-radius: 16px; padding: 14px 18px; color: #1f2933;
+  box-shadow: 0 2px 10px rgba(0,0,0,.12); min-height: 128px; }}
+.pdb-card .pdb-emoji {{ font-size: 42px; line-height: 1.1; }}
+.pdb-card .pdb-title {{ font-size: 20px; font-weight: 700; margin-top: 4px; }}
+.pdb-card .pdb-sub {{ font-size: 12px; opacity: .7; font-family: monospace; }}
+.pdb-card .pdb-desc {{ font-size: 14px; margin-top: 6px; }}
+.pdb-card .pdb-side {{ float: right; font-size: 12px; font-weight: 700; opacity: .6; }}
+.pdb-vs {{ text-align: center; font-size: 34px; padding-top: 38px; }}
+.pdb-move {{ border-radius: 14px; padding: 12px; text-align: center; color: white;
+  box-shadow: 0 2px 8px rgba(0,0,0,.15); }}
+.pdb-move.c {{ background: linear-gradient(135deg, #3fb866, {COOP_COLOR}); }}
+.pdb-move.d {{ background: linear-gradient(135deg, #e86363, {DEFECT_COLOR}); }}
+.pdb-move .pdb-big {{ font-size: 30px; font-weight: 800; }}
+.pdb-move .pdb-note {{ font-size: 13px; margin-top: 2px; opacity: .95; }}
+.pdb-round {{ text-align: center; font-size: 18px; font-weight: 700; padding-top: 22px; }}
+.pdb-tl {{ font-family: monospace; margin-bottom: 6px; }}
+.pdb-tl .pdb-head {{ font-size: 12px; color: #667; margin: 4px 0 2px 0; }}
+.pdb-tl .pdb-row {{ display: flex; align-items: center; flex-wrap: nowrap; }}
+.pdb-tl .pdb-who {{ width: 120px; min-width: 120px; font-size: 13px; white-space: nowrap;
+  overflow: hidden; text-overflow: ellipsis; }}
+.pdb-cell {{ display: inline-flex; width: 17px; height: 21px; min-width: 17px; margin: 1px;
+  border-radius: 4px; align-items: center; justify-content: center; position: relative;
+  font: 700 11px/1 monospace; color: white; }}
+.pdb-cell.c {{ background: {COOP_COLOR}; }}
+.pdb-cell.d {{ background: {DEFECT_COLOR}; }}
+.pdb-cell.flip {{ outline: 2px dashed {FLIP_COLOR}; outline-offset: 1px; }}
+.pdb-cell.fail {{ box-shadow: inset 0 0 0 2px #111; }}
+.pdb-cell.fail::after {{ content: "!"; position: absolute; top: -6px; right: -5px; width: 11px;
+  height: 11px; border-radius: 50%; background: #111; color: #fff; font-size: 8px;
+  display: flex; align-items: center; justify-content: center; }}
+.pdb-cell.now {{ transform: scale(1.25); z-index: 1; box-shadow: 0 0 0 2px #1f2933; }}
+.pdb-trail {{ font-size: 20px; letter-spacing: 2px; }}
+.pdb-legend {{ font-size: 13px; color: #556; }}
+</style>
+"""
+
+
+def card_html(profile: Profile, side: str) -> str:
+    """A gradient agent card: emoji, nickname, subtitle and description."""
+    c1, c2 = profile.gradient
+    return (
+        f'<div class="pdb-card" style="background: linear-gradient(135deg, {c1}, {c2});">'
+        f'<span class="pdb-side">AGENT {escape(side)}</span>'
+        f'<div class="pdb-emoji">{profile.emoji}</div>'
+        f'<div class="pdb-title">{escape(profile.title)}</div>'
+        f'<div class="pdb-sub">{escape(profile.subtitle)}</div>'
+        f'<div class="pdb-desc">{escape(profile.description)}</div></div>'
+    )
+
+
+def move_html(played: str, intended: str, payoff: float, parse_failure: bool) -> str:
+    """A move card: '🤝 C +3' on green or '🗡️ D +5' on red, with notes for noise and fallbacks."""
+    notes = []
+    if played != intended:
+        notes.append(f"⚡ meant {escape(intended)}, flipped by noise")
+    if parse_failure:
+        notes.append("⚠️ fallback move after invalid replies")
+    note = f'<div class="pdb-note">{" · ".join(notes)}</div>' if notes else ""
+    return (
+        f'<div class="pdb-move {played.lower()}">'
+        f'<div class="pdb-big">{ACTION_EMOJI.get(played, "?")} {escape(played)} '
+        f"{payoff:+g}</div>"
+        f'<div class="pdb-note">{ACTION_WORD.get(played, "")}</div>{note}</div>'
+    )
+
+
+def _cell(
+    action: str, intended: str, failure: bool, round_no: int, who: str, payoff: float, now: bool
+) -> str:
+    classes = ["pdb-cell", action.lower()]
+    tip = f"Round {round_no}: {who} played {action} ({ACTION_WORD.get(action, '?')}), {payoff:+g}"
+    if action != intended:
+        classes.append("flip")
+        tip += f"; meant {intended}, flipped by noise"
+    if failure:
+        classes.append("fail")
+        tip += "; fallback after invalid LLM replies"
+    if now:
+        classes.append("now")
+    return f'<span class="{" ".join(classes)}" title="{escape(tip)}">{escape(action)}</span>'
+
+
+def timeline_html(
+    game: pd.DataFrame,
+    labels: Sequence[str],
+    block: int = 50,
+    current: int | None = None,
+) -> str:
+    """Rows of C/D cells for both agents, `block` rounds per line pair (for short games).
+
+    `game` is one game's rounds (see data.game_rounds); `labels` are the two row labels;
+    `current` (a 1-based round) is highlighted.
+    """
+    parts = ['<div class="pdb-tl">']
+    n = len(game)
+    cols = {
+        side: (
+            game[f"agent_{side}_action"].tolist(),
+            game[f"agent_{side}_intended_action"].tolist(),
+            game[f"agent_{side}_parse_failure"].tolist(),
+            game[f"agent_{side}_payoff"].tolist(),
+        )
+        for side in ("a", "b")
+    }
+    rounds = game["round"].tolist()
+    for lo in range(0, n, block):
+        hi = min(lo + block, n)
+        parts.append(f'<div class="pdb-head">rounds {rounds[lo]}–{rounds[hi - 1]}</div>')
+        for side, label in zip(("a", "b"), labels, strict=True):
+            played, intended, failed, paid = cols[side]
+            cells = "".join(
+                _cell(
+                    played[i],
+                    intended[i],
+                    bool(failed[i]),
+                    rounds[i],
+                    label,
+                    paid[i],
+                    rounds[i] == current,
+                )
+                for i in range(lo, hi)
+            )
+            parts.append(
+                f'<div class="pdb-row"><span class="pdb-who" title="{escape(label)}">'
+                f"{escape(label)}</span>{cells}</div>"
+            )
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def trail_text(actions: Sequence[str]) -> str:
+    """A history trail such as '🟢🔴🔴'."""
+    return "".join(TRAIL_EMOJI.get(a, "⚪") for a in actions)
+
+
+LEGEND = (
+    '<div class="pdb-legend">'
+    '<span class="pdb-cell c">C</span> cooperate &nbsp; '
+    '<span class="pdb-cell d">D</span> defect &nbsp; '
+    '<span class="pdb-cell c flip">C</span> noise flipped the intended move &nbsp; '
+    '<span class="pdb-cell d fail">D</span> fallback after invalid LLM replies'
+    "</div>"
+)
