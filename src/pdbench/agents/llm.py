@@ -124,7 +124,9 @@ def render_round(
         "round_number": obs.round_number,
         "horizon_text": horizon_text(obs),
         "totals": totals,
-        "history": "\n".join(lines) if lines else "(no rounds played yet)",
+        "history": "\n".join(lines)
+        if lines
+        else ("(no rounds played yet)" if obs.round_index == 0 else "(not shown)"),
         "history_len": len(lines),
         "history_window": "all" if history_window is None else history_window,
         "opponent_last_move": obs.history[-1].opp_action.value if obs.history else "none yet",

@@ -102,6 +102,16 @@ class _Resolver:
         self, node: Any, file: Path, in_loc: Loc, out_loc: Loc, stack: tuple[Path, ...]
     ) -> Any:
         self.note(out_loc, file, in_loc)
+        if isinstance(node, dict) and "ref" in node and not _is_ref(node):
+            extra = sorted(map(str, set(node) - REF_KEYS))
+            self.issues.append(
+                ConfigIssue(
+                    self.result.display(file),
+                    dotted(in_loc + (extra[0],)),
+                    "unknown key next to ref (valid: ref, overrides)",
+                )
+            )
+            return None
         if _is_ref(node):
             return self.expand(node, file, in_loc, out_loc, stack)
         if isinstance(node, dict):

@@ -74,7 +74,8 @@ class RunInfo:
         started = self.started[:16].replace("T", " ") if self.started else "?"
         return (
             f"{self.run_id} · {self.status} · {started} · "
-            f"{self.n_conditions} conditions · {self.n_rounds:,} rounds"
+            f"{self.n_conditions} condition{'s' if self.n_conditions != 1 else ''} · "
+            f"{self.n_rounds:,} rounds"
         )
 
 

@@ -99,8 +99,12 @@ def agent_profile(config: Mapping[str, Any] | None, name: str = "") -> Profile:
     return Profile(UNKNOWN_STYLE[0], name or "?", "", "", UNKNOWN_STYLE[1])
 
 
+EMOJI_FONTS = '"Apple Color Emoji", "Segoe UI Emoji", "Noto Color Emoji"'
 CSS = f"""
 <style>
+.pdb-card, .pdb-move, .pdb-vs, .pdb-round, .pdb-tl .pdb-who, .pdb-tl .pdb-head {{
+  font-family: "Source Sans", "Source Sans Pro", "Source Sans 3", {EMOJI_FONTS}, sans-serif; }}
+.pdb-card .pdb-emoji, .pdb-t, .pdb-vs {{ font-family: {EMOJI_FONTS}, sans-serif; }}
 .pdb-card {{ border-radius: 16px; padding: 14px 18px; color: #1f2933;
   box-shadow: 0 2px 10px rgba(0,0,0,.12); min-height: 128px; }}
 .pdb-card .pdb-emoji {{ font-size: 42px; line-height: 1.1; }}
@@ -116,10 +120,10 @@ CSS = f"""
 .pdb-move .pdb-big {{ font-size: 30px; font-weight: 800; }}
 .pdb-move .pdb-note {{ font-size: 13px; margin-top: 2px; opacity: .95; }}
 .pdb-round {{ text-align: center; font-size: 18px; font-weight: 700; padding-top: 22px; }}
-.pdb-tl {{ font-family: monospace; margin-bottom: 6px; }}
+.pdb-tl {{ margin-bottom: 6px; }}
 .pdb-tl .pdb-head {{ font-size: 12px; color: #667; margin: 4px 0 2px 0; }}
 .pdb-tl .pdb-row {{ display: flex; align-items: center; flex-wrap: nowrap; }}
-.pdb-tl .pdb-who {{ width: 120px; min-width: 120px; font-size: 13px; white-space: nowrap;
+.pdb-tl .pdb-who {{ width: 170px; min-width: 170px; font-size: 13px; white-space: nowrap;
   overflow: hidden; text-overflow: ellipsis; }}
 .pdb-cell {{ display: inline-flex; width: 17px; height: 21px; min-width: 17px; margin: 1px;
   border-radius: 4px; align-items: center; justify-content: center; position: relative;
@@ -132,8 +136,16 @@ CSS = f"""
   height: 11px; border-radius: 50%; background: #111; color: #fff; font-size: 8px;
   display: flex; align-items: center; justify-content: center; }}
 .pdb-cell.now {{ transform: scale(1.25); z-index: 1; box-shadow: 0 0 0 2px #1f2933; }}
-.pdb-trail {{ font-size: 20px; letter-spacing: 2px; }}
-.pdb-legend {{ font-size: 13px; color: #556; }}
+.pdb-t {{ display: inline-flex; width: 28px; min-width: 28px; height: 28px; margin: 1px;
+  align-items: center; justify-content: center; border-radius: 50%; position: relative;
+  font-size: 19px; }}
+.pdb-t.flip {{ outline: 2px dashed {FLIP_COLOR}; }}
+.pdb-t.fail::after {{ content: "!"; position: absolute; top: -3px; right: -3px; width: 12px;
+  height: 12px; border-radius: 50%; background: #111; color: #fff; font-size: 9px;
+  display: flex; align-items: center; justify-content: center; }}
+.pdb-t.now {{ box-shadow: 0 0 0 3px #1f2933; }}
+.pdb-legend {{ font-size: 13px; color: #556; line-height: 2; }}
+.pdb-legend .pdb-cell {{ margin: 0 6px 0 10px; }}
 </style>
 """
 
@@ -244,3 +256,38 @@ LEGEND = (
     '<span class="pdb-cell d fail">D</span> fallback after invalid LLM replies'
     "</div>"
 )
+
+
+def trail_html(table: pd.DataFrame, labels: Sequence[str], current: int) -> str:
+    """The history trail: one 🟢/🔴 per round for each agent, the current round ringed, noise
+    flips outlined in gold and parse fallbacks marked '!'. `table` is the slice to show."""
+    rows = []
+    for side, label in zip(("a", "b"), labels, strict=True):
+        cells = []
+        for rnd, played, intended, failed in zip(
+            table["round"],
+            table[f"agent_{side}_action"],
+            table[f"agent_{side}_intended_action"],
+            table[f"agent_{side}_parse_failure"],
+            strict=True,
+        ):
+            classes = ["pdb-t"]
+            tip = f"Round {rnd}: {played}"
+            if played != intended:
+                classes.append("flip")
+                tip += f" (meant {intended}, noise flip)"
+            if failed:
+                classes.append("fail")
+                tip += " (fallback after invalid replies)"
+            if rnd == current:
+                classes.append("now")
+            cells.append(
+                f'<span class="{" ".join(classes)}" title="{escape(tip)}">'
+                f"{TRAIL_EMOJI.get(played, '⚪')}</span>"
+            )
+        rows.append(
+            f'<div class="pdb-row"><span class="pdb-who">{escape(label)}</span>{"".join(cells)}</div>'
+        )
+    first, last = int(table["round"].iloc[0]), int(table["round"].iloc[-1])
+    head = f'<div class="pdb-head">history, rounds {first}–{last}</div>'
+    return f'<div class="pdb-tl pdb-trail">{head}{"".join(rows)}</div>'

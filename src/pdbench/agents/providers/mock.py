@@ -13,7 +13,7 @@ import asyncio
 import hashlib
 import re
 
-from pdbench.agents.providers.base import Completion
+from pdbench.agents.providers.base import CallTag, Completion
 
 _PERSONA_RE = re.compile(r"persona:\s*([a-z_]+)", re.IGNORECASE)
 _HISTORY_RE = re.compile(
@@ -105,6 +105,7 @@ class MockProvider:
         temperature: float = 0.0,
         max_tokens: int = 16,
         seed: int | None = None,
+        tag: CallTag | None = None,
     ) -> Completion:
         """Async call with usage; sleeps `latency_ms` to simulate a remote model."""
         if self.latency_ms:

@@ -1,0 +1,224 @@
+"""Altair charts of one game: a compact action heatmap, cooperation over time, cumulative payoffs.
+
+Charts only draw numbers they are given: per-round actions and payoffs from rounds.jsonl, and
+metric series computed by `pdbench.core.metrics` (stored in aggregates.parquet). Rolling means are
+display smoothing; long games are binned or thinned so the browser draws at most a few thousand
+marks.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from pdbench.ui.style import AGENT_COLORS, COOP_COLOR, DEFECT_COLOR, FLIP_COLOR
+
+MAX_CELLS = 1500  # rounds drawn one rect each; longer games are binned
+MAX_POINTS = 2000  # points per line series
+
+
+def _thin(df: pd.DataFrame, max_points: int = MAX_POINTS) -> pd.DataFrame:
+    """Every k-th row (and the last) so a series has at most about `max_points` points."""
+    if len(df) <= max_points:
+        return df
+    step = math.ceil(len(df) / max_points)
+    keep = np.zeros(len(df), dtype=bool)
+    keep[::step] = True
+    keep[-1] = True
+    return df.loc[keep]
+
+
+def _long_actions(game: pd.DataFrame, labels: Sequence[str]) -> pd.DataFrame:
+    frames = []
+    for side, label in zip(("a", "b"), labels, strict=True):
+        frames.append(
+            pd.DataFrame(
+                {
+                    "round": game["round"].to_numpy(),
+                    "agent": label,
+                    "action": game[f"agent_{side}_action"].to_numpy(),
+                    "intended": game[f"agent_{side}_intended_action"].to_numpy(),
+                    "fallback": game[f"agent_{side}_parse_failure"].to_numpy(dtype=bool),
+                    "payoff": game[f"agent_{side}_payoff"].to_numpy(),
+                }
+            )
+        )
+    out = pd.concat(frames, ignore_index=True)
+    out["noise_flip"] = out["action"] != out["intended"]
+    out["x0"] = out["round"] - 0.5
+    out["x1"] = out["round"] + 0.5
+    return out
+
+
+def timeline_heatmap(game: pd.DataFrame, labels: Sequence[str]) -> alt.Chart:
+    """Both agents' moves, round on x: one green/red cell per round, gold crosses for noise flips
+    and black triangles for parse fallbacks; longer games are binned (cell color = share of C)."""
+    n = len(game)
+    y = alt.Y("agent:N", title=None, sort=list(labels), axis=alt.Axis(labelLimit=220))
+    data = _long_actions(game, labels)
+    if n <= MAX_CELLS:
+        base = alt.Chart(data)
+        cells = base.mark_rect(stroke="white", strokeWidth=0.3 if n > 300 else 1).encode(
+            x=alt.X("x0:Q", title="round", scale=alt.Scale(domain=[0.5, n + 0.5], nice=False)),
+            x2="x1:Q",
+            y=y,
+            color=alt.Color(
+                "action:N",
+                scale=alt.Scale(domain=["C", "D"], range=[COOP_COLOR, DEFECT_COLOR]),
+                legend=alt.Legend(title="move", orient="top"),
+            ),
+            tooltip=[
+                alt.Tooltip("round:Q"),
+                alt.Tooltip("agent:N"),
+                alt.Tooltip("action:N", title="played"),
+                alt.Tooltip("intended:N"),
+                alt.Tooltip("payoff:Q"),
+                alt.Tooltip("noise_flip:N", title="noise flip"),
+                alt.Tooltip("fallback:N", title="parse fallback"),
+            ],
+        )
+        marks = base.transform_calculate(x="datum.round").encode(
+            x=alt.X("x:Q"), y=y, tooltip=["round:Q", "agent:N", "action:N", "intended:N"]
+        )
+        flips = marks.transform_filter("datum.noise_flip").mark_point(
+            shape="cross", color=FLIP_COLOR, filled=True, size=60
+        )
+        fails = marks.transform_filter("datum.fallback").mark_point(
+            shape="triangle-up", color="#111", filled=True, size=45
+        )
+        return alt.layer(cells, flips, fails).properties(height=110)
+    bins = max(1, math.ceil(n / 600))
+    data["bin"] = (data["round"] - 1) // bins
+    grouped = (
+        data.assign(coop=data["action"].eq("C"))
+        .groupby(["agent", "bin"], sort=False)
+        .agg(
+            first=("round", "min"),
+            last=("round", "max"),
+            coop=("coop", "mean"),
+            noise_flips=("noise_flip", "sum"),
+            fallbacks=("fallback", "sum"),
+        )
+        .reset_index()
+    )
+    grouped["x0"] = grouped["first"] - 0.5
+    grouped["x1"] = grouped["last"] + 0.5
+    return (
+        alt.Chart(grouped)
+        .mark_rect()
+        .encode(
+            x=alt.X("x0:Q", title=f"round (each cell = {bins} rounds)"),
+            x2="x1:Q",
+            y=y,
+            color=alt.Color(
+                "coop:Q",
+                title="share of C",
+                scale=alt.Scale(domain=[0, 0.5, 1], range=[DEFECT_COLOR, "#f3e6b3", COOP_COLOR]),
+                legend=alt.Legend(orient="top", format=".0%"),
+            ),
+            tooltip=[
+                alt.Tooltip("agent:N"),
+                alt.Tooltip("first:Q", title="from round"),
+                alt.Tooltip("last:Q", title="to round"),
+                alt.Tooltip("coop:Q", title="share of C", format=".1%"),
+                alt.Tooltip("noise_flips:Q", title="noise flips"),
+                alt.Tooltip("fallbacks:Q", title="parse fallbacks"),
+            ],
+        )
+        .properties(height=110)
+    )
+
+
+def cooperation_chart(
+    game: pd.DataFrame,
+    labels: Sequence[str],
+    window: int,
+    joint: Sequence[float],
+    condition_mean: Sequence[float],
+) -> alt.Chart:
+    """Cooperation over time: each agent's rolling share of C (window `window`), the per-round
+    joint rate of this game (`joint`, from the metrics; drawn for games up to 400 rounds) and the
+    condition mean over replicates (rolling too)."""
+    series: list[tuple[str, str, list[int] | None, pd.DataFrame]] = []
+    if joint and len(joint) <= 400:
+        frame = pd.DataFrame({"round": np.arange(1, len(joint) + 1), "rate": joint})
+        series.append(("both agents, per round", "#b8c2cc", None, frame))
+    for side, label, color in zip(("a", "b"), labels, AGENT_COLORS.values(), strict=True):
+        coop = game[f"agent_{side}_action"].eq("C").astype(float)
+        frame = pd.DataFrame(
+            {"round": game["round"], "rate": coop.rolling(window, min_periods=1).mean()}
+        )
+        series.append((f"{label}, rolling {window}", color, None, frame))
+    if condition_mean:
+        mean = pd.Series(condition_mean).rolling(window, min_periods=1).mean()
+        frame = pd.DataFrame({"round": np.arange(1, len(mean) + 1), "rate": mean})
+        series.append((f"condition mean, rolling {window}", "#3e4c59", [5, 3], frame))
+    data = pd.concat(
+        [_thin(frame).assign(series=name) for name, _, _, frame in series], ignore_index=True
+    )
+    names = [name for name, _, _, _ in series]
+    dashed = [name for name, _, dash, _ in series if dash]
+    return (
+        alt.Chart(data)
+        .mark_line(strokeWidth=2.2, interpolate="linear")
+        .encode(
+            x=alt.X("round:Q", title="round"),
+            y=alt.Y(
+                "rate:Q",
+                title="cooperation rate",
+                scale=alt.Scale(domain=[0, 1.02]),
+                axis=alt.Axis(format="%"),
+            ),
+            color=alt.Color(
+                "series:N",
+                sort=names,
+                scale=alt.Scale(domain=names, range=[color for _, color, _, _ in series]),
+                legend=alt.Legend(title=None, orient="bottom", columns=2, labelLimit=400),
+            ),
+            strokeDash=alt.condition(
+                alt.FieldOneOfPredicate(field="series", oneOf=dashed or ["-"]),
+                alt.value([5, 3]),
+                alt.value([1, 0]),
+            ),
+            tooltip=[
+                alt.Tooltip("series:N"),
+                alt.Tooltip("round:Q"),
+                alt.Tooltip("rate:Q", format=".1%"),
+            ],
+        )
+        .properties(height=300)
+    )
+
+
+def payoff_chart(game: pd.DataFrame, labels: Sequence[str]) -> alt.Chart:
+    """Cumulative payoff of both agents by round."""
+    frames = [
+        pd.DataFrame(
+            {
+                "round": game["round"],
+                "payoff": game[f"agent_{side}_cum_payoff"],
+                "agent": label,
+            }
+        )
+        for side, label in zip(("a", "b"), labels, strict=True)
+    ]
+    data = pd.concat([_thin(f) for f in frames], ignore_index=True)
+    return (
+        alt.Chart(data)
+        .mark_line(strokeWidth=2.2)
+        .encode(
+            x=alt.X("round:Q", title="round"),
+            y=alt.Y("payoff:Q", title="cumulative payoff"),
+            color=alt.Color(
+                "agent:N",
+                scale=alt.Scale(domain=list(labels), range=[AGENT_COLORS["A"], AGENT_COLORS["B"]]),
+                legend=alt.Legend(title=None, orient="bottom", columns=2, labelLimit=400),
+            ),
+            tooltip=["agent:N", "round:Q", alt.Tooltip("payoff:Q", format=",.1f")],
+        )
+        .properties(height=300)
+    )

@@ -1,0 +1,188 @@
+"""Widgets shared by several tabs: the app context, error display, and the run / condition /
+replicate picker whose choice follows the user from tab to tab."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from pdbench.ui import data
+from pdbench.ui.style import CSS, Profile, agent_profile
+
+# Session-state keys of the shared selection (plain keys, not widget keys).
+SEL_RUN, SEL_CONDITION, SEL_REPLICATE = "sel_run", "sel_condition", "sel_replicate"
+FLASH = "flash_message"
+
+
+@dataclass(frozen=True, slots=True)
+class AppContext:
+    """What every tab gets: the run directory given at launch and where runs live."""
+
+    run_dir: Path | None
+    runs_root: Path
+
+
+@dataclass(frozen=True)
+class Game:
+    """One selected game with everything the pages draw from."""
+
+    run: data.RunInfo
+    manifest: dict[str, Any]
+    rounds: pd.DataFrame
+    aggregates: pd.DataFrame
+    aggregates_source: str
+    condition: str
+    replicate: int
+    table: pd.DataFrame  # this game's rounds, see data.game_rounds
+    configs: tuple[dict[str, Any] | None, dict[str, Any] | None]
+    profiles: tuple[Profile, Profile]
+
+    @property
+    def labels(self) -> tuple[str, str]:
+        """Row/series labels such as 'A · 🪞 Copycat'."""
+        return (f"A · {self.profiles[0].short}", f"B · {self.profiles[1].short}")
+
+    @property
+    def has_llm(self) -> bool:
+        """Whether either agent is an LLM agent."""
+        return any(c is not None and c.get("type") == "llm" for c in self.configs)
+
+
+def inject_css() -> None:
+    """Add the app's CSS (cards, cells) to the page."""
+    st.html(CSS)
+
+
+def show_error(exc: Exception) -> None:
+    """One line, as st.warning or st.error depending on the error's level; never a traceback."""
+    message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if getattr(exc, "level", "error") == "warning":
+        st.warning(message, icon="⏳")
+    else:
+        st.error(message, icon="🚫")
+
+
+def _copy_state(widget_key: str, shared_key: str) -> None:
+    st.session_state[shared_key] = st.session_state[widget_key]
+
+
+def synced_select[T](
+    label: str,
+    options: Sequence[T],
+    widget_key: str,
+    shared_key: str,
+    format_func: Callable[[Any], str] = str,
+) -> T:
+    """A select box whose value is shared across tabs through `shared_key` in session state."""
+    wanted = st.session_state.get(shared_key)
+    st.session_state[widget_key] = wanted if wanted in options else options[0]
+    value = st.selectbox(
+        label,
+        options,
+        key=widget_key,
+        format_func=format_func,
+        on_change=_copy_state,
+        args=(widget_key, shared_key),
+    )
+    st.session_state[shared_key] = value
+    return value
+
+
+def condition_profiles(
+    manifest: dict[str, Any], rounds: pd.DataFrame, condition: str
+) -> tuple[tuple[dict[str, Any] | None, dict[str, Any] | None], tuple[Profile, Profile]]:
+    """The two agents' configs (from the manifest) and profiles of a condition."""
+    cfg = data.condition_configs(manifest).get(condition) or {}
+    first = rounds.loc[rounds["condition"] == condition].head(1)
+    names = (
+        str(first["agent_a_name"].iloc[0]) if len(first) else "A",
+        str(first["agent_b_name"].iloc[0]) if len(first) else "B",
+    )
+    configs = (cfg.get("agent_a"), cfg.get("agent_b"))
+    profiles = (agent_profile(configs[0], names[0]), agent_profile(configs[1], names[1]))
+    return configs, profiles
+
+
+def pick_game(prefix: str, ctx: AppContext) -> Game | None:
+    """Run, condition and replicate select boxes; loads the game or shows why it cannot."""
+    runs = data.list_runs(ctx.runs_root, ctx.run_dir)
+    if not runs:
+        st.info(
+            f"No runs yet under `{ctx.runs_root}/`. Start one in the 🧪 Run Experiment tab, or "
+            "run `uv run pdbench run configs/experiment.yaml`.",
+            icon="🗂️",
+        )
+        return None
+    by_path = {r.path: r for r in runs}
+    col_run, col_cond, col_rep = st.columns([5, 4, 1.4])
+    with col_run:
+        path = synced_select(
+            "Run", list(by_path), f"{prefix}_run", SEL_RUN, lambda p: by_path[p].label()
+        )
+    try:
+        manifest = data.check_run(path)
+        rounds = data.load_rounds(path)
+        aggregates, source = data.load_aggregates(path, manifest)
+    except data.RunLoadError as exc:
+        show_error(exc)
+        return None
+    status = manifest.get("status")
+    if status != "completed":
+        st.warning(
+            f"Run status '{status}': {manifest.get('error') or 'no error recorded'}. "
+            "Showing the games that were written.",
+            icon="⚠️",
+        )
+    index = data.games(rounds, data.condition_order(manifest))
+    profiles = {c: condition_profiles(manifest, rounds, c)[1] for c in index}
+
+    def cond_label(c: str) -> str:
+        a, b = profiles[c]
+        return f"{c}  ({a.emoji} vs {b.emoji})"
+
+    with col_cond:
+        condition = synced_select(
+            "Condition", list(index), f"{prefix}_condition", SEL_CONDITION, cond_label
+        )
+    with col_rep:
+        replicate = synced_select(
+            "Replicate", index[condition], f"{prefix}_replicate", SEL_REPLICATE
+        )
+    configs, profs = condition_profiles(manifest, rounds, condition)
+    return Game(
+        run=by_path[path],
+        manifest=manifest,
+        rounds=rounds,
+        aggregates=aggregates,
+        aggregates_source=source,
+        condition=condition,
+        replicate=int(replicate),
+        table=data.game_rounds(rounds, condition, int(replicate)),
+        configs=configs,
+        profiles=profs,
+    )
+
+
+def describe_condition(game: Game) -> str:
+    """A one-line description: horizon, noise, seed and length of the selected game."""
+    cond = next(
+        (c for c in game.manifest.get("conditions") or [] if c.get("name") == game.condition), {}
+    )
+    horizon = cond.get("horizon") or {}
+    if horizon.get("type") == "geometric":
+        h = f"geometric horizon (stop prob {horizon.get('stop_prob')})"
+    else:
+        h = f"fixed horizon ({horizon.get('n_rounds', '?')} rounds)"
+    seed = next(
+        (g.get("seed") for g in cond.get("games") or [] if g.get("replicate") == game.replicate),
+        None,
+    )
+    noise = cond.get("noise") or 0
+    return f"{h} · noise {noise:g} · {len(game.table)} rounds played" + (
+        f" · seed {seed}" if seed is not None else ""
+    )

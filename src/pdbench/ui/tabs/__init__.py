@@ -1,0 +1,35 @@
+"""The app's tabs, one module each. Each module has `LABEL` and `render(ctx: AppContext)`.
+
+To add a tab (the Tournament and Evolution tabs come later), write a module with the same two
+names and add it to `TABS`; `tab_order` decides where it appears.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pdbench.ui.components import AppContext
+from pdbench.ui.tabs import replay, run_experiment, view_results
+
+
+@dataclass(frozen=True, slots=True)
+class Tab:
+    """A tab: its label and the function drawing it."""
+
+    label: str
+    render: Callable[[AppContext], None]
+    on_hidden: Callable[[], None] | None = None  # called on reruns where another tab is open
+
+
+VIEW = Tab(view_results.LABEL, view_results.render)
+REPLAY = Tab(replay.LABEL, replay.render, replay.stop)
+RUN = Tab(run_experiment.LABEL, run_experiment.render)
+TABS: dict[str, Tab] = {"view": VIEW, "replay": REPLAY, "run": RUN}
+
+
+def tab_order(has_run_dir: bool) -> list[Tab]:
+    """View Results first when a run directory was given at launch, else Run Experiment first."""
+    if has_run_dir:
+        return [VIEW, REPLAY, RUN]
+    return [RUN, VIEW, REPLAY]

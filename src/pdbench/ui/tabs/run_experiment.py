@@ -1,0 +1,170 @@
+"""🧪 Run Experiment: pick two agents and the game settings, run, then see the results.
+
+The run is written to a new `data/runs/ui_<timestamp>/` (see `pdbench.ui.launcher`); when it
+finishes, the View Results tab opens on it.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import streamlit as st
+
+from pdbench.errors import PdbenchError
+from pdbench.ui import launcher
+from pdbench.ui.components import (
+    FLASH,
+    SEL_CONDITION,
+    SEL_REPLICATE,
+    SEL_RUN,
+    AppContext,
+)
+from pdbench.ui.style import card_html
+
+LABEL = "🧪 Run Experiment"
+PENDING_TAB = "pending_tab"  # read by streamlit_app before the tabs are drawn
+DEFAULTS = {"a": "policy:TFT", "b": "policy:ALLD"}
+
+
+def render(ctx: AppContext) -> None:
+    """Draw the tab."""
+    config_dir = launcher.find_config_dir()
+    if config_dir is None:
+        st.error(
+            "No configs folder with agents/ found (looked in $PDBENCH_CONFIG_DIR, ./configs and "
+            "the repository's configs/).",
+            icon="🚫",
+        )
+        return
+    options = {o.key: o for o in launcher.agent_options(config_dir)}
+    st.caption(f"Agents from `{config_dir}` · results go to `{ctx.runs_root}/ui_<timestamp>/`")
+
+    picks = {}
+    cols = st.columns(2)
+    for col, side in zip(cols, ("a", "b"), strict=True):
+        with col:
+            key = f"rx_agent_{side}"
+            if st.session_state.get(key) not in options:
+                st.session_state[key] = (
+                    DEFAULTS[side] if DEFAULTS[side] in options else next(iter(options))
+                )
+            choice = st.selectbox(
+                f"Agent {side.upper()}",
+                list(options),
+                key=key,
+                format_func=lambda k: options[k].label,
+            )
+            picks[side] = options[choice]
+            st.html(card_html(picks[side].profile, side.upper()))
+
+    st.markdown("#### ⚙️ Game settings")
+    c1, c2, c3, c4 = st.columns([1.6, 1.2, 1.2, 0.8])
+    with c1:
+        kind = st.radio("Horizon", ["Fixed", "Geometric"], horizontal=True, key="rx_horizon")
+        if kind == "Fixed":
+            n_rounds = st.slider("Rounds", 1, 500, 50, key="rx_rounds")
+            horizon = {"type": "fixed", "n_rounds": int(n_rounds)}
+        else:
+            stop_prob = st.slider(
+                "Stop probability after each round", 0.01, 0.5, 0.05, step=0.01, key="rx_stop"
+            )
+            cap = st.number_input("Max rounds (cap)", 1, 100_000, 1000, key="rx_cap")
+            horizon = {"type": "geometric", "stop_prob": float(stop_prob), "max_rounds": int(cap)}
+            st.caption(f"Expected length about {1 / stop_prob:.0f} rounds.")
+    with c2:
+        noise = st.slider(
+            "Noise (move flip probability)",
+            0.0,
+            0.2,
+            0.0,
+            step=0.01,
+            key="rx_noise",
+            help="Probability that a chosen move is flipped before it is played (miscommunication).",
+        )
+    with c3:
+        replicates = st.slider("Replicates", 1, 20, 3, key="rx_reps")
+    with c4:
+        seed = st.number_input("Seed", 0, 2**31 - 1, 1337, key="rx_seed")
+
+    st.markdown("#### 💰 Payoff matrix")
+    left, right = st.columns([1, 1.3])
+    with left:
+        st.caption("Each cell: payoff to A, payoff to B. Edit a cell to change the game.")
+        edited = st.data_editor(launcher.payoff_frame(), key="rx_payoffs", num_rows="fixed")
+    matrix = None
+    with right:
+        try:
+            matrix = launcher.parse_payoff_frame(edited)
+        except launcher.PayoffInputError as exc:
+            for problem in exc.problems:
+                st.error(problem, icon="🚫")
+        if matrix is not None:
+            st.markdown(
+                f"Temptation **T = {matrix.temptation:g}** · Reward **R = {matrix.reward:g}** · "
+                f"Punishment **P = {matrix.punishment:g}** · Sucker **S = {matrix.sucker:g}**"
+            )
+            warnings = matrix.pd_warnings()
+            for warning in warnings:
+                st.warning(warning, icon="⚠️")
+            if not warnings:
+                st.success("A Prisoner's Dilemma: T > R > P > S and 2R > T + S.", icon="✅")
+
+    llm = [p for p in picks.values() if p.kind != "policy"]
+    if llm:
+        st.info(
+            "LLM agents answer through their configured provider (the offline mock needs no key); "
+            "every prompt and raw reply is stored with the rounds.",
+            icon="🤖",
+        )
+    if not st.button("🚀 Run", type="primary", key="rx_run", disabled=matrix is None):
+        return
+    assert matrix is not None
+    request = launcher.ExperimentRequest(
+        agent_a=picks["a"],
+        agent_b=picks["b"],
+        horizon=horizon,
+        noise=float(noise),
+        replicates=int(replicates),
+        seed=int(seed),
+        matrix=matrix,
+    )
+    _run(ctx, request, config_dir)
+
+
+def _run(ctx: AppContext, request: launcher.ExperimentRequest, config_dir: Path) -> None:
+    config_path = launcher.prepare_run(request, config_dir, ctx.runs_root)
+    bar = st.progress(0.0, text="Starting…")
+    last = [0.0]
+
+    def progress(done: int, total: int) -> None:
+        now = time.monotonic()
+        if done == total or now - last[0] > 0.1:
+            last[0] = now
+            bar.progress(
+                min(1.0, done / max(1, total)), text=f"Playing rounds: {done:,} / {total:,}"
+            )
+
+    try:
+        summary = launcher.execute(config_path, progress)
+    except PdbenchError as exc:
+        bar.empty()
+        for line in exc.lines():
+            st.error(line, icon="🚫")
+        launcher.discard_run(config_path)
+        return
+    except OSError as exc:
+        bar.empty()
+        st.error(f"run failed: {exc}", icon="🚫")
+        launcher.discard_run(config_path)
+        return
+    bar.progress(1.0, text="Done")
+    st.session_state[SEL_RUN] = str(summary.run_dir.resolve())
+    st.session_state[SEL_CONDITION] = request.condition_name
+    st.session_state[SEL_REPLICATE] = 0
+    st.session_state[FLASH] = (
+        f"Run {summary.run_id} finished: {summary.n_games} games, {summary.n_rounds:,} rounds "
+        f"→ {summary.run_dir}"
+    )
+    st.session_state[PENDING_TAB] = "view"
+    st.rerun()

@@ -1,0 +1,303 @@
+"""📊 View Results: one game of a run in detail, its metrics, and all conditions of the run.
+
+Read-only: nothing here writes to the run directory or re-runs anything.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from pdbench.ui import charts, data, tables
+from pdbench.ui.components import FLASH, AppContext, Game, describe_condition, pick_game, show_error
+from pdbench.ui.style import LEGEND, agent_profile, card_html, timeline_html
+
+LABEL = "📊 View Results"
+HTML_TIMELINE_MAX = 200  # longer games get the compact Altair heatmap
+
+
+def render(ctx: AppContext) -> None:
+    """Draw the tab."""
+    flash = st.session_state.pop(FLASH, None)
+    if flash:
+        st.success(flash, icon="✅")
+    game = pick_game("vr", ctx)
+    if game is None:
+        return
+    _matchup(game)
+    _headline(game)
+    _timeline(game)
+    _charts(game)
+    _metrics_table(game)
+    _conditions(game)
+    if game.has_llm:
+        _llm_inspector(game)
+
+
+def _matchup(game: Game) -> None:
+    left, mid, right = st.columns([5, 1, 5], vertical_alignment="center")
+    left.html(card_html(game.profiles[0], "A"))
+    mid.html('<div class="pdb-vs">⚔️</div>')
+    right.html(card_html(game.profiles[1], "B"))
+    st.caption(f"**{game.condition}** · replicate {game.replicate} · {describe_condition(game)}")
+
+
+def _spread(row: pd.Series, shift: float = 0.0) -> str:
+    """'mean 92% · 85–98%': the condition mean and the range over replicates, compact."""
+    kind = row["kind"]
+    if pd.isna(row["condition_mean"]):
+        return "no replicate has a value"
+    mean = tables.format_value(row["condition_mean"] + shift, kind, compact=True)
+    if row["n_replicates"] <= 1 or row["min"] == row["max"]:
+        return f"mean {mean}"
+    lo = tables.format_value(row["min"] + shift, kind, compact=True)
+    hi = tables.format_value(row["max"] + shift, kind, compact=True)
+    return f"mean {mean} · {lo}–{hi}"
+
+
+def _headline(game: Game) -> None:
+    summary = tables.metric_summary(game.aggregates, game.condition, game.replicate)
+    by_metric = {r["metric"]: r for _, r in summary.iterrows()}
+    shown = [
+        ("n_rounds", "🔢 Rounds"),
+        ("agent_a_cooperation_rate", f"{game.profiles[0].emoji} A cooperation"),
+        ("agent_b_cooperation_rate", f"{game.profiles[1].emoji} B cooperation"),
+        ("agent_a_total_payoff", f"{game.profiles[0].emoji} A payoff"),
+        ("agent_b_total_payoff", f"{game.profiles[1].emoji} B payoff"),
+    ]
+    n_rep = int(summary["n_replicates"].max()) if len(summary) else 0
+    st.subheader("📈 Headline metrics")
+    st.caption(
+        f"Big numbers: replicate {game.replicate}. Grey line: mean over the condition's "
+        f"{n_rep} replicate(s) and their range. Source: {game.aggregates_source}."
+    )
+    cols = st.columns(len(shown) + 1)
+    for col, (metric, label) in zip(cols, shown, strict=False):
+        row = by_metric.get(metric)
+        if row is None:
+            continue
+        col.metric(
+            label,
+            tables.format_value(row["replicate"], row["kind"]),
+            delta=_spread(row),
+            delta_color="off",
+            delta_arrow="off",
+            border=True,
+            help=f"`{metric}` from aggregates.parquet",
+        )
+    row = by_metric.get("time_to_collapse")
+    if row is not None:
+        t = row["replicate"]
+        cols[-1].metric(
+            "📉 Collapse at",
+            "never" if t is None or pd.isna(t) else f"round {int(t) + 1}",
+            delta=_spread(row, shift=1.0).replace(
+                "no replicate has a value", "no replicate collapsed"
+            ),
+            delta_color="off",
+            delta_arrow="off",
+            border=True,
+            help=(
+                "First round (1-based) that starts a window of k rounds whose joint cooperation "
+                "is at or below the threshold (`time_to_collapse` + 1; the mean ignores "
+                "replicates that never collapsed)."
+            ),
+        )
+
+
+def _timeline(game: Game) -> None:
+    st.subheader("🎮 Game timeline")
+    table = game.table
+    flips = int(
+        (table["agent_a_action"] != table["agent_a_intended_action"]).sum()
+        + (table["agent_b_action"] != table["agent_b_intended_action"]).sum()
+    )
+    fails = int(table["agent_a_parse_failure"].sum() + table["agent_b_parse_failure"].sum())
+    if len(table) <= HTML_TIMELINE_MAX:
+        st.html(timeline_html(table, game.labels))
+        st.html(LEGEND)
+    else:
+        st.altair_chart(charts.timeline_heatmap(table, game.labels), width="stretch")
+        st.caption(
+            "Green C / red D per round (binned for long games); gold ✚ = noise flipped the "
+            "intended move; black ▲ = fallback move after invalid LLM replies. Hover for details."
+        )
+    st.caption(f"{flips} noise flip(s) · {fails} parse fallback(s) in this game.")
+
+
+def _charts(game: Game) -> None:
+    window = st.select_slider(
+        "Smoothing window (rounds) for the rolling cooperation rate",
+        options=[1, 3, 5, 10, 20, 50, 100, 500],
+        value=10,
+        key="vr_window",
+    )
+    mine = data.replicate_row(game.aggregates, game.condition, game.replicate)
+    mean = data.condition_row(game.aggregates, game.condition)
+    joint = data.series_from_json(None if mine is None else mine["cooperation_rate_over_time"])
+    cond = data.series_from_json(None if mean is None else mean["cooperation_rate_over_time"])
+    left, right = st.columns(2)
+    with left:
+        st.markdown("**🤝 Cooperation over time**")
+        st.altair_chart(
+            charts.cooperation_chart(game.table, game.labels, int(window), joint, cond),
+            width="stretch",
+        )
+    with right:
+        st.markdown("**💰 Cumulative payoff**")
+        st.altair_chart(charts.payoff_chart(game.table, game.labels), width="stretch")
+
+
+def _metrics_table(game: Game) -> None:
+    summary = tables.metric_summary(game.aggregates, game.condition, game.replicate)
+    shown = pd.DataFrame(
+        {
+            "metric": summary["label"],
+            f"replicate {game.replicate}": [
+                tables.format_value(v, k)
+                for v, k in zip(summary["replicate"], summary["kind"], strict=True)
+            ],
+            "condition mean": [
+                tables.format_value(v, k)
+                for v, k in zip(summary["condition_mean"], summary["kind"], strict=True)
+            ],
+            "min": [
+                tables.format_value(v, k)
+                for v, k in zip(summary["min"], summary["kind"], strict=True)
+            ],
+            "max": [
+                tables.format_value(v, k)
+                for v, k in zip(summary["max"], summary["kind"], strict=True)
+            ],
+            "std": [
+                tables.format_value(v, k)
+                for v, k in zip(summary["std"], summary["kind"], strict=True)
+            ],
+            "column": summary["metric"],
+        }
+    )
+    with st.expander("📋 All metrics of this game and condition", expanded=False):
+        st.dataframe(shown, hide_index=True, width="stretch")
+
+
+KEY_CONDITION_COLUMNS = (
+    "agent_a_cooperation_rate",
+    "agent_b_cooperation_rate",
+    "overall_cooperation_rate",
+    "agent_a_total_payoff",
+    "agent_b_total_payoff",
+    "time_to_collapse",
+)
+
+
+def _conditions(game: Game) -> None:
+    st.subheader("🧮 All conditions of this run")
+    table = tables.conditions_table(game.aggregates)
+    configs = data.condition_configs(game.manifest)
+    for side in ("a", "b"):
+        table[f"agent_{side}_name"] = [
+            f"{agent_profile((configs.get(c) or {}).get(f'agent_{side}'), n).emoji} {n}"
+            for c, n in zip(table["condition"], table[f"agent_{side}_name"], strict=True)
+        ]
+    table.insert(0, " ", ["👉" if c == game.condition else "" for c in table["condition"]])
+    config: dict[str, Any] = {
+        "agent_a_name": st.column_config.TextColumn("agent A"),
+        "agent_b_name": st.column_config.TextColumn("agent B"),
+        "n_replicates": st.column_config.NumberColumn("reps", format="%d"),
+        "n_rounds": st.column_config.NumberColumn("rounds", format="%.1f"),
+    }
+    for column, (label, kind) in tables.METRICS.items():
+        if column in config or column not in table.columns:
+            continue
+        if kind == "rate":
+            config[column] = st.column_config.ProgressColumn(
+                label, min_value=0.0, max_value=1.0, format="percent", color="auto"
+            )
+        else:
+            config[column] = st.column_config.NumberColumn(label, format="%.1f")
+    failures = [c for c in ("agent_a_parse_failures", "agent_b_parse_failures") if c in table]
+    shown = [" ", "condition", "agent_a_name", "agent_b_name", "n_replicates", "n_rounds"]
+    shown += [c for c in KEY_CONDITION_COLUMNS if c in table.columns]
+    if failures and table[failures].fillna(0).to_numpy().sum() > 0:
+        shown += failures
+    st.dataframe(table, hide_index=True, width="stretch", column_config=config, column_order=shown)
+    st.caption(
+        "Condition means over replicates, from aggregates.parquet. 👉 = the selected condition."
+    )
+    with st.expander("All metric columns of every condition"):
+        st.dataframe(table, hide_index=True, width="stretch", column_config=config)
+
+
+def _llm_inspector(game: Game) -> None:
+    st.subheader("🤖 LLM prompts and replies")
+    n = len(game.table)
+    key = "vr_llm_round"
+    if not 1 <= int(st.session_state.get(key, 1)) <= n:
+        st.session_state[key] = 1
+    col_round, col_note = st.columns([1, 3])
+    round_no = int(col_round.number_input(f"Round (1–{n})", min_value=1, max_value=n, key=key))
+    failed = game.table.loc[
+        game.table["agent_a_parse_failure"] | game.table["agent_b_parse_failure"], "round"
+    ].tolist()
+    col_note.caption(
+        "Rounds with a fallback move after invalid replies: "
+        + (
+            ", ".join(map(str, failed[:30])) + (" …" if len(failed) > 30 else "")
+            if failed
+            else "none"
+        )
+    )
+    try:
+        record = data.load_round_record(
+            game.run.path, game.rounds, game.condition, game.replicate, round_no - 1
+        )
+    except data.RunLoadError as exc:
+        show_error(exc)
+        return
+    columns = st.columns(2)
+    for col, side, profile, cfg in zip(
+        columns, ("a", "b"), game.profiles, game.configs, strict=True
+    ):
+        with col:
+            _agent_exchange(record, side, profile.short, cfg)
+
+
+def _agent_exchange(
+    record: dict[str, Any], side: str, title: str, cfg: dict[str, Any] | None
+) -> None:
+    played = record.get(f"agent_{side}_action")
+    intended = record.get(f"agent_{side}_intended_action", played)
+    st.markdown(
+        f"**{side.upper()} · {title}** — played **{played}**"
+        + (f" (meant {intended})" if intended != played else "")
+    )
+    if not cfg or cfg.get("type") != "llm":
+        st.caption("Scripted policy: no prompts.")
+        return
+    prompts = (record.get("prompts") or {}).get(f"agent_{side}")
+    if prompts:
+        with st.expander("System prompt"):
+            st.code(prompts.get("system") or "", language="text", wrap_lines=True)
+        st.markdown("Round prompt")
+        st.code(prompts.get("round") or "", language="text", wrap_lines=True)
+    else:
+        st.caption("Prompts were not stored for this run (store_prompts: false).")
+    attempts = (record.get("raw_responses") or {}).get(f"agent_{side}") or []
+    if not attempts:
+        st.caption("No replies recorded.")
+    for attempt in attempts:
+        valid = bool(attempt.get("valid"))
+        badge = "✅ valid" if valid else "❌ invalid"
+        st.markdown(f"Reply {int(attempt.get('attempt', 0)) + 1} · {badge}")
+        raw = attempt.get("raw")
+        st.code(
+            "(raw reply not stored)" if raw is None else (raw or "(empty reply)"),
+            language="text",
+            wrap_lines=True,
+        )
+        if attempt.get("error"):
+            st.caption(f"error: {attempt['error']}")
+    if record.get(f"agent_{side}_parse_failure"):
+        st.warning("All replies were invalid: the agent's fallback move was played.", icon="⚠️")
