@@ -33,8 +33,10 @@ class ConfigError(PdbenchError):
     """A config that cannot be used; holds one issue per problem."""
 
     def __init__(self, issues: list[ConfigIssue]) -> None:
-        super().__init__("\n".join(str(i) for i in issues))
-        self.issues = issues
+        # A file referenced twice reports the same problem twice: keep the first of each.
+        unique = list(dict.fromkeys(issues))
+        super().__init__("\n".join(str(i) for i in unique))
+        self.issues = unique
 
     def lines(self) -> list[str]:
         return [str(i) for i in self.issues]
