@@ -250,7 +250,21 @@ def ui(
     if run_dir is not None and not run_dir.is_dir():
         raise RunError(f"{run_dir}: not a directory")
     app_path = Path(__file__).resolve().parent / "ui" / "streamlit_app.py"
-    command = [sys.executable, "-m", "streamlit", "run", str(app_path), "--server.headless", "true"]
+    command = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(app_path),
+        "--server.headless",
+        "true",
+        "--browser.gatherUsageStats",
+        "false",
+        "--client.toolbarMode",
+        "minimal",
+        "--theme.primaryColor",
+        "#4f6bed",
+    ]
     if port is not None:
         command += ["--server.port", str(port)]
     if run_dir is not None:

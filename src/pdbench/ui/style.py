@@ -49,9 +49,13 @@ STRATEGY_STYLE: dict[str, tuple[str, str, tuple[str, str]]] = {
     "GRIM": ("💀", "Grudger", ("#ececec", "#bdbdbd")),
     "GTFT": ("😇", "Generous Copycat", ("#fff7d6", "#ffe08a")),
     "WSLS": ("🔄", "Simpleton", ("#f0e6fd", "#cdb3f2")),
+    "TF2T": ("🐱", "Copykitten", ("#e6f4ff", "#b3dcf7")),
+    "STFT": ("🤨", "Suspicious Copycat", ("#fdebd8", "#f4c08e")),
+    "RANDOM": ("🎲", "Random", ("#f5f5dc", "#dcd6a8")),
+    "ALTERNATOR": ("🔀", "Alternator", ("#e8f8f5", "#a9dfd3")),
 }
 LLM_GRADIENT = ("#e0f7fa", "#95d8e4")
-UNKNOWN_STYLE = ("🎲", ("#f2f2f2", "#d2d2d2"))
+UNKNOWN_STYLE = ("❔", ("#f2f2f2", "#d2d2d2"))
 
 PERSONA_TEXT: dict[str, str] = {
     "cooperative": "Prefers mutual cooperation and gives the benefit of the doubt.",

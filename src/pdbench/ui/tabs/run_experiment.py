@@ -38,7 +38,12 @@ def render(ctx: AppContext) -> None:
         )
         return
     options = {o.key: o for o in launcher.agent_options(config_dir)}
-    st.caption(f"Agents from `{config_dir}` · results go to `{ctx.runs_root}/ui_<timestamp>/`")
+    shown_dir = (
+        config_dir.relative_to(Path.cwd().resolve())
+        if config_dir.is_relative_to(Path.cwd().resolve())
+        else config_dir
+    )
+    st.caption(f"Agents from `{shown_dir}/` · results go to `{ctx.runs_root}/ui_<timestamp>/`")
 
     picks = {}
     cols = st.columns(2)

@@ -93,8 +93,11 @@ def _headline(game: Game) -> None:
         cols[-1].metric(
             "📉 Collapse at",
             "never" if t is None or pd.isna(t) else f"round {int(t) + 1}",
-            delta=_spread(row, shift=1.0).replace(
-                "no replicate has a value", "no replicate collapsed"
+            delta=(
+                "no replicate collapsed"
+                if pd.isna(row["condition_mean"])
+                else f"{row['n_replicates']}/{row['n_total']} reps · mean round "
+                f"{row['condition_mean'] + 1:.3g}"
             ),
             delta_color="off",
             delta_arrow="off",
@@ -197,16 +200,18 @@ def _conditions(game: Game) -> None:
     table = tables.conditions_table(game.aggregates)
     configs = data.condition_configs(game.manifest)
     for side in ("a", "b"):
-        table[f"agent_{side}_name"] = [
-            f"{agent_profile((configs.get(c) or {}).get(f'agent_{side}'), n).emoji} {n}"
+        table[f"agent_{side}"] = [
+            agent_profile((configs.get(c) or {}).get(f"agent_{side}"), n).short
             for c, n in zip(table["condition"], table[f"agent_{side}_name"], strict=True)
         ]
     table.insert(0, " ", ["👉" if c == game.condition else "" for c in table["condition"]])
     config: dict[str, Any] = {
-        "agent_a_name": st.column_config.TextColumn("agent A"),
-        "agent_b_name": st.column_config.TextColumn("agent B"),
-        "n_replicates": st.column_config.NumberColumn("reps", format="%d"),
-        "n_rounds": st.column_config.NumberColumn("rounds", format="%.1f"),
+        "agent_a": st.column_config.TextColumn("agent A"),
+        "agent_b": st.column_config.TextColumn("agent B"),
+        "agent_a_name": st.column_config.TextColumn("agent A name"),
+        "agent_b_name": st.column_config.TextColumn("agent B name"),
+        "n_replicates": st.column_config.NumberColumn("reps", format="%d", width="small"),
+        "n_rounds": st.column_config.NumberColumn("rounds", format="%.1f", width="small"),
     }
     for column, (label, kind) in tables.METRICS.items():
         if column in config or column not in table.columns:
@@ -218,7 +223,7 @@ def _conditions(game: Game) -> None:
         else:
             config[column] = st.column_config.NumberColumn(label, format="%.1f")
     failures = [c for c in ("agent_a_parse_failures", "agent_b_parse_failures") if c in table]
-    shown = [" ", "condition", "agent_a_name", "agent_b_name", "n_replicates", "n_rounds"]
+    shown = [" ", "condition", "agent_a", "agent_b", "n_replicates", "n_rounds"]
     shown += [c for c in KEY_CONDITION_COLUMNS if c in table.columns]
     if failures and table[failures].fillna(0).to_numpy().sum() > 0:
         shown += failures
@@ -227,7 +232,8 @@ def _conditions(game: Game) -> None:
         "Condition means over replicates, from aggregates.parquet. 👉 = the selected condition."
     )
     with st.expander("All metric columns of every condition"):
-        st.dataframe(table, hide_index=True, width="stretch", column_config=config)
+        full = table.drop(columns=[" ", "agent_a", "agent_b"])
+        st.dataframe(full, hide_index=True, width="stretch", column_config=config)
 
 
 def _llm_inspector(game: Game) -> None:

@@ -1,0 +1,128 @@
+"""Driving the app in a real browser: a Streamlit server subprocess and Debian's Chromium
+through Playwright. Used by test_browser.py and screenshots.py."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+APP = REPO / "src" / "pdbench" / "ui" / "streamlit_app.py"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited early with code {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise TimeoutError(f"streamlit did not listen on port {port} within {timeout:.0f}s")
+
+
+@contextmanager
+def streamlit_server(run_dir: Path, cwd: Path, log_path: Path) -> Iterator[str]:
+    """Start the app on a free port with `--run-dir`, yield its URL; always stop it."""
+    port = free_port()
+    command = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(APP),
+        "--server.headless",
+        "true",
+        "--server.port",
+        str(port),
+        "--server.address",
+        "127.0.0.1",
+        "--browser.gatherUsageStats",
+        "false",
+        "--",
+        "--run-dir",
+        str(run_dir),
+    ]
+    env = {k: v for k, v in os.environ.items() if k != "PDBENCH_RUN_DIR"}
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            command, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+        try:
+            _wait_for_port(port, proc, timeout=30)
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait(timeout=5)
+
+
+@contextmanager
+def chromium_page(width: int = 1440, height: int = 1000) -> Iterator[tuple[Any, list[str]]]:
+    """A Playwright page in Debian's Chromium and the list its console errors are collected in."""
+    from playwright.sync_api import sync_playwright
+
+    errors: list[str] = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": width, "height": height})
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc}"))
+            yield page, errors
+        finally:
+            browser.close()
+
+
+def wait_idle(page: Any, timeout_ms: int = 30_000) -> None:
+    """Wait until the script has finished its run and the page has settled."""
+    page.wait_for_selector('[data-testid="stApp"]', timeout=timeout_ms)
+    page.wait_for_timeout(300)
+    page.wait_for_selector(
+        '[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=timeout_ms
+    )
+    page.wait_for_timeout(400)
+
+
+def open_tab(page: Any, label: str) -> None:
+    """Click a tab by its label and wait for the rerun."""
+    page.get_by_role("tab", name=label).click()
+    wait_idle(page)
+
+
+def select_option(page: Any, widget_label: str, option_text: str) -> None:
+    """Pick an option of a select box (by the box's label and part of the option text)."""
+    page.get_by_role("combobox", name=widget_label, exact=True).click()
+    page.get_by_role("option").filter(has_text=option_text).first.click()
+    wait_idle(page)

@@ -1,0 +1,108 @@
+"""Small sample runs made with the library, for the UI tests and the README screenshots."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+CONFIGS = REPO / "configs"
+
+
+def _policy(name: str) -> dict[str, Any]:
+    return {"ref": "agents/policies.yaml", "overrides": {"policy": name}}
+
+
+def _llm(persona: str, invalid_rate: float) -> dict[str, Any]:
+    return {
+        "ref": "agents/llm_default.yaml",
+        "overrides": {"persona": persona, "mock": {"invalid_rate": invalid_rate}},
+    }
+
+
+# Fast: three short conditions, one noisy, one with mock LLMs that sometimes reply garbage.
+TEST_CONDITIONS: list[dict[str, Any]] = [
+    {"name": "TFT_vs_ALLD", "agent_a": _policy("TFT"), "agent_b": _policy("ALLD")},
+    {
+        "name": "GTFT_vs_WSLS_noisy",
+        "agent_a": _policy("GTFT"),
+        "agent_b": _policy("WSLS"),
+        "noise": 0.1,
+    },
+    {
+        "name": "LLMcoop_vs_LLMexploit",
+        "agent_a": _llm("cooperative", 0.5),
+        "agent_b": _llm("exploitative", 0.5),
+    },
+]
+
+# For screenshots: noise makes Copycat's echoes and Generous Copycat's forgiveness visible.
+SHOWCASE_CONDITIONS: list[dict[str, Any]] = [
+    {
+        "name": "Copycat_vs_GenerousCopycat_noisy",
+        "agent_a": _policy("TFT"),
+        "agent_b": _policy("GTFT"),
+        "noise": 0.05,
+    },
+    {"name": "Copycat_vs_AlwaysCheat", "agent_a": _policy("TFT"), "agent_b": _policy("ALLD")},
+    {
+        "name": "Grudger_vs_Simpleton_noisy",
+        "agent_a": _policy("GRIM"),
+        "agent_b": _policy("WSLS"),
+        "noise": 0.05,
+    },
+    {
+        "name": "LLMcoop_vs_LLMexploit",
+        "agent_a": _llm("cooperative", 0.2),
+        "agent_b": _llm("exploitative", 0.2),
+    },
+]
+
+
+def write_config(
+    config_dir: Path,
+    output_dir: Path,
+    conditions: list[dict[str, Any]],
+    n_rounds: int = 30,
+    replicates: int = 2,
+    run_id: str = "ui_sample",
+) -> Path:
+    """Copy the repo's agent and prompt files into `config_dir` and write an experiment.yaml."""
+    config_dir.mkdir(parents=True, exist_ok=True)
+    for sub in ("agents", "prompts"):
+        shutil.copytree(CONFIGS / sub, config_dir / sub, dirs_exist_ok=True)
+    config = {
+        "run": {"run_id": run_id, "seed": 20260126, "output_dir": str(output_dir)},
+        "horizon": {"type": "fixed", "n_rounds": n_rounds},
+        "experiment": {"replicates": replicates, "conditions": conditions},
+    }
+    path = config_dir / "experiment.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def make_run(
+    base: Path,
+    conditions: list[dict[str, Any]] | None = None,
+    n_rounds: int = 30,
+    replicates: int = 2,
+    run_id: str = "ui_sample",
+) -> Path:
+    """Run a sample experiment into `base/data/runs/<run_id>` with the library; returns the run dir."""
+    from pdbench.runners.registry import load_experiment
+    from pdbench.runners.run_experiment import run_experiment
+
+    run_dir = base / "data" / "runs" / run_id
+    config = write_config(
+        base / "sample_config",
+        run_dir,
+        conditions or TEST_CONDITIONS,
+        n_rounds=n_rounds,
+        replicates=replicates,
+        run_id=run_id,
+    )
+    run_experiment(load_experiment(config), overwrite=True, output_dir=run_dir, use_cache=False)
+    return run_dir

@@ -1,0 +1,293 @@
+"""The Streamlit app through streamlit.testing (AppTest): every tab renders, selections change
+what is shown, an experiment runs from the UI, and broken run directories give one-line
+messages instead of tracebacks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import orjson
+import pytest
+from streamlit.testing.v1 import AppTest
+from tests.ui.sample import REPO
+
+APP = REPO / "src" / "pdbench" / "ui" / "streamlit_app.py"
+VIEW, REPLAY, RUN = "📊 View Results", "🎬 Animated Replay", "🧪 Run Experiment"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run every app test in an empty working directory (so data/runs/ is the test's own)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PDBENCH_RUN_DIR", raising=False)
+    monkeypatch.delenv("PDBENCH_CONFIG_DIR", raising=False)
+
+
+def make_app(run_dir: Path | None = None) -> AppTest:
+    """The app, opened on `run_dir` (AppTest cannot pass argv, so through session state)."""
+    at = AppTest.from_file(str(APP), default_timeout=30)
+    if run_dir is not None:
+        at.session_state["pdbench_run_dir"] = str(run_dir)
+    return at
+
+
+def show_tab(at: AppTest, label: str) -> AppTest:
+    """Switch the (lazy) tabs and rerun."""
+    at.session_state["main_tab"] = label
+    return at.run()
+
+
+def assert_clean(at: AppTest) -> None:
+    """No exception and no st.error on the page."""
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def metric_values(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def captions(at: AppTest) -> str:
+    return "\n".join(c.value for c in at.caption)
+
+
+def test_every_tab_renders(sample_run: Path) -> None:
+    at = make_app(sample_run).run()
+    assert_clean(at)
+    assert [t.label for t in at.tabs] == [VIEW, REPLAY, RUN]
+    for label in (VIEW, REPLAY, RUN):
+        show_tab(at, label)
+        assert_clean(at)
+    assert any(b.label == "🚀 Run" for b in at.button)
+
+
+def test_view_results_shows_game_metrics_and_conditions(sample_run: Path) -> None:
+    at = make_app(sample_run).run()
+    assert_clean(at)
+    values = metric_values(at)
+    assert values["🔢 Rounds"] == "30"
+    assert values["🪞 A cooperation"] == "3.3%"  # TFT opens with C, then copies ALLD's D
+    assert values["😈 B cooperation"] == "0.0%"
+    assert values["📉 Collapse at"] == "round 1"  # time_to_collapse 0, shown 1-based
+    assert "TFT_vs_ALLD" in captions(at)
+    html = "\n".join(h.proto.body for h in at.get("html"))
+    assert "pdb-cell" in html  # the C/D timeline
+    tables = [t.value for t in at.dataframe]
+    conditions = next(t for t in tables if "condition" in t.columns)
+    assert list(conditions["condition"]) == [
+        "TFT_vs_ALLD",
+        "GTFT_vs_WSLS_noisy",
+        "LLMcoop_vs_LLMexploit",
+    ]
+
+
+def test_changing_condition_and_replicate_changes_the_view(sample_run: Path) -> None:
+    at = make_app(sample_run).run()
+    before = metric_values(at)
+    at.selectbox(key="vr_condition").select("LLMcoop_vs_LLMexploit").run()
+    assert_clean(at)
+    after = metric_values(at)
+    assert after != before
+    assert "LLMcoop_vs_LLMexploit" in captions(at)
+    assert "replicate 0" in captions(at)
+    at.selectbox(key="vr_replicate").select(1).run()
+    assert_clean(at)
+    assert "replicate 1" in captions(at)
+    assert metric_values(at) != after  # the mock LLMs play differently in each replicate
+
+
+def test_selection_follows_to_the_replay_tab(sample_run: Path) -> None:
+    at = make_app(sample_run).run()
+    at.selectbox(key="vr_condition").select("GTFT_vs_WSLS_noisy").run()
+    show_tab(at, REPLAY)
+    assert_clean(at)
+    assert at.selectbox(key="rp_condition").value == "GTFT_vs_WSLS_noisy"
+
+
+def test_replay_step_scrub_play_pause(sample_run: Path) -> None:
+    at = make_app(sample_run).run()
+    show_tab(at, REPLAY)
+    html = lambda: "\n".join(h.proto.body for h in at.get("html"))  # noqa: E731
+    assert "Round 1 of 30" in html()
+    at.button(key="rp_step").click().run()
+    assert_clean(at)
+    assert "Round 2 of 30" in html()
+    assert at.slider(key="rp_round").value == 2
+    at.slider(key="rp_round").set_value(30).run()
+    assert "Round 30 of 30" in html()
+    scores = [m for m in at.metric if m.label.endswith("score")]
+    assert [m.value for m in scores] == ["29", "34"]  # TFT vs ALLD: 0 + 29*1 and 5 + 29*1
+    at.button(key="rp_play").click().run()
+    assert at.button(key="rp_play").label == "⏸️ Pause"
+    assert at.session_state["rp_playing"] is True
+    at.button(key="rp_play").click().run()
+    assert at.button(key="rp_play").label == "▶️ Play"
+    at.button(key="rp_restart").click().run()
+    assert "Round 1 of 30" in html()
+
+
+def _first_failure(run_dir: Path, condition: str) -> tuple[int, int]:
+    for line in (run_dir / "rounds.jsonl").read_bytes().splitlines():
+        rec = orjson.loads(line)
+        if rec["condition"] == condition and rec["agent_a_parse_failure"]:
+            return rec["replicate"], rec["round_index"] + 1
+    raise AssertionError("the sample run has no parse failure")
+
+
+def test_llm_round_shows_prompts_and_every_raw_reply(sample_run: Path) -> None:
+    at = make_app(sample_run).run()
+    at.selectbox(key="vr_condition").select("LLMcoop_vs_LLMexploit").run()
+    assert_clean(at)
+    codes = [c.value for c in at.code]
+    assert any("Persona: cooperative" in c for c in codes)
+    assert any(c.startswith("Round 1 of 30") for c in codes)
+    replicate, round_no = _first_failure(sample_run, "LLMcoop_vs_LLMexploit")
+    at.selectbox(key="vr_replicate").select(replicate).run()
+    at.number_input(key="vr_llm_round").set_value(round_no).run()
+    assert_clean(at)
+    assert any(c.startswith(f"Round {round_no} of 30") for c in (c.value for c in at.code))
+    marks = "\n".join(m.value for m in at.markdown)
+    assert marks.count("❌ invalid") >= 3  # every attempt of agent A was invalid
+    assert any("fallback move was played" in w.value for w in at.warning)
+
+
+def test_run_experiment_from_the_ui(tmp_path: Path) -> None:
+    at = make_app().run()
+    assert_clean(at)
+    assert at.tabs[0].label == RUN  # no run dir given: Run Experiment comes first
+    at.selectbox(key="rx_agent_b").select("policy:GRIM").run()
+    at.slider(key="rx_rounds").set_value(12).run()
+    at.slider(key="rx_reps").set_value(2).run()
+    at.slider(key="rx_noise").set_value(0.1).run()
+    at.button(key="rx_run").click().run()
+    assert_clean(at)
+    runs = sorted((tmp_path / "data" / "runs").glob("ui_*"))
+    assert len(runs) == 1
+    run_dir = runs[0]
+    manifest = json.loads((run_dir / "run_manifest.json").read_text())
+    assert manifest["status"] == "completed"
+    assert manifest["totals"]["rounds"] == 24
+    assert (run_dir / "aggregates.parquet").is_file()
+    config = (run_dir / "config" / "experiment.yaml").read_text()
+    assert "ref: agents/policies.yaml" in config
+    # The app switched to View Results on the new run.
+    assert at.session_state["main_tab"] == VIEW
+    assert at.selectbox(key="vr_run").value == str(run_dir.resolve())
+    assert at.selectbox(key="vr_condition").value == "TFT_vs_GRIM"
+    assert any("finished" in s.value for s in at.success)
+    assert metric_values(at)["🔢 Rounds"] == "12"
+
+
+def test_run_experiment_with_mock_llm_persona_and_geometric_horizon(tmp_path: Path) -> None:
+    at = make_app().run()
+    at.selectbox(key="rx_agent_a").select("persona:exploitative").run()
+    at.radio(key="rx_horizon").set_value("Geometric").run()
+    at.slider(key="rx_stop").set_value(0.2).run()
+    at.slider(key="rx_reps").set_value(1).run()
+    at.button(key="rx_run").click().run()
+    assert_clean(at)
+    (run_dir,) = (tmp_path / "data" / "runs").glob("ui_*")
+    manifest = json.loads((run_dir / "run_manifest.json").read_text())
+    assert manifest["status"] == "completed"
+    assert manifest["conditions"][0]["name"] == "LLM-exploitative_vs_ALLD"
+    assert manifest["conditions"][0]["horizon"]["type"] == "geometric"
+    assert any("Persona: exploitative" in c.value for c in at.code)
+
+
+def _write_manifest(run_dir: Path, status: str) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "run_manifest.json").write_text(
+        json.dumps({"run_id": run_dir.name, "status": status, "conditions": [], "totals": {}})
+    )
+
+
+def _broken(kind: str, base: Path) -> Path:
+    run_dir = base / "broken"
+    if kind == "missing":
+        return base / "does_not_exist"
+    if kind == "empty_dir":
+        run_dir.mkdir()
+    elif kind == "bad_manifest":
+        run_dir.mkdir()
+        (run_dir / "run_manifest.json").write_text("{ not json")
+    elif kind == "running":
+        _write_manifest(run_dir, "running")
+        (run_dir / "rounds.jsonl").write_text("")
+    elif kind == "garbage_rounds":
+        _write_manifest(run_dir, "completed")
+        (run_dir / "rounds.jsonl").write_text("this is not json\n{]\n")
+    elif kind == "empty_rounds":
+        _write_manifest(run_dir, "completed")
+        (run_dir / "rounds.jsonl").write_text("")
+    elif kind == "no_rounds":
+        _write_manifest(run_dir, "completed")
+    elif kind == "wrong_fields":
+        _write_manifest(run_dir, "completed")
+        (run_dir / "rounds.jsonl").write_text('{"hello": 1}\n{"hello": 2}\n')
+    return run_dir
+
+
+EXPECTED = {
+    "missing": ("error", "directory not found"),
+    "empty_dir": ("error", "not a pdbench run"),
+    "bad_manifest": ("error", "unreadable manifest"),
+    "running": ("warning", "still in progress"),
+    "garbage_rounds": ("error", "not valid rounds JSON Lines"),
+    "empty_rounds": ("error", "no rounds recorded"),
+    "no_rounds": ("error", "rounds file not found"),
+    "wrong_fields": ("error", "records lack required fields"),
+}
+
+
+@pytest.mark.parametrize("kind", list(EXPECTED))
+@pytest.mark.parametrize("tab", [VIEW, REPLAY])
+def test_broken_run_dirs_show_a_message_not_a_traceback(
+    kind: str, tab: str, tmp_path: Path
+) -> None:
+    at = make_app(_broken(kind, tmp_path)).run()
+    show_tab(at, tab)
+    assert not at.exception, [e.value for e in at.exception]
+    level, text = EXPECTED[kind]
+    shown = at.error if level == "error" else at.warning
+    assert any(text in e.value for e in shown), [e.value for e in shown]
+    for element in list(at.error) + list(at.warning):
+        assert "\n" not in element.value and "Traceback" not in element.value
+
+
+def test_failed_run_without_aggregates_computes_metrics_in_memory(run_copy: Path) -> None:
+    (run_copy / "aggregates.parquet").unlink()
+    manifest = json.loads((run_copy / "run_manifest.json").read_text())
+    manifest.update(status="failed", error="ParseFailureAbort: agent gave up")
+    (run_copy / "run_manifest.json").write_text(json.dumps(manifest))
+    at = make_app(run_copy).run()
+    assert not at.exception
+    assert any("failed" in w.value for w in at.warning)
+    assert "computed in memory" in captions(at)
+    assert metric_values(at)["🔢 Rounds"] == "30"
+    assert not (run_copy / "aggregates.parquet").exists()  # the viewer never writes
+
+
+def test_viewing_never_writes_to_the_run_dir(run_copy: Path) -> None:
+    def snapshot() -> dict[str, tuple[int, int]]:
+        return {
+            str(p.relative_to(run_copy)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in run_copy.rglob("*")
+        }
+
+    before = snapshot()
+    at = make_app(run_copy).run()
+    at.selectbox(key="vr_condition").select("LLMcoop_vs_LLMexploit").run()
+    show_tab(at, REPLAY)
+    at.button(key="rp_step").click().run()
+    show_tab(at, VIEW)
+    assert not at.exception
+    assert snapshot() == before
+
+
+def test_run_dir_from_environment(sample_run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PDBENCH_RUN_DIR", str(sample_run))
+    at = AppTest.from_file(str(APP), default_timeout=30).run()
+    assert_clean(at)
+    assert at.tabs[0].label == VIEW
+    assert at.selectbox(key="vr_run").value == str(sample_run.resolve())

@@ -1,0 +1,265 @@
+"""The app's loaders (pdbench.ui.data), the Run Experiment back end (pdbench.ui.launcher) and
+the HTML helpers (pdbench.ui.style), without a browser."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import orjson
+import pandas as pd
+import pytest
+from tests.ui.sample import CONFIGS
+
+from pdbench.agents.policy import POLICY_REGISTRY
+from pdbench.core.payoff import PayoffMatrix
+from pdbench.runners.registry import load_experiment
+from pdbench.ui import data, launcher, style, tables
+
+
+def test_load_rounds_reads_scalar_columns_in_file_order(sample_run: Path) -> None:
+    rounds = data.load_rounds(sample_run)
+    assert len(rounds) == 3 * 2 * 30
+    assert "prompts" not in rounds.columns and "raw_responses" not in rounds.columns
+    assert list(rounds[data.LINE_COLUMN]) == list(range(len(rounds)))
+    noisy = rounds[rounds["condition"] == "GTFT_vs_WSLS_noisy"]
+    assert (noisy["agent_a_action"] != noisy["agent_a_intended_action"]).any()
+    llm = rounds[rounds["condition"] == "LLMcoop_vs_LLMexploit"]
+    assert llm["agent_a_parse_failure"].any()
+
+
+def test_games_and_game_rounds(sample_run: Path) -> None:
+    manifest = data.check_run(sample_run)
+    rounds = data.load_rounds(sample_run)
+    index = data.games(rounds, data.condition_order(manifest))
+    assert index == {
+        "TFT_vs_ALLD": [0, 1],
+        "GTFT_vs_WSLS_noisy": [0, 1],
+        "LLMcoop_vs_LLMexploit": [0, 1],
+    }
+    game = data.game_rounds(rounds, "TFT_vs_ALLD", 1)
+    assert list(game["round"]) == list(range(1, 31))
+    assert game["agent_b_cum_payoff"].iloc[-1] == 5 + 29
+
+
+def test_metric_summary_takes_values_from_aggregates(sample_run: Path) -> None:
+    manifest = data.check_run(sample_run)
+    aggregates, source = data.load_aggregates(sample_run, manifest)
+    assert source == "aggregates.parquet"
+    summary = tables.metric_summary(aggregates, "LLMcoop_vs_LLMexploit", 1).set_index("metric")
+    row = data.replicate_row(aggregates, "LLMcoop_vs_LLMexploit", 1)
+    mean = data.condition_row(aggregates, "LLMcoop_vs_LLMexploit")
+    for column in tables.METRICS:
+        got, want = summary.loc[column, "replicate"], row[column]
+        assert (pd.isna(got) and pd.isna(want)) or got == want
+        got, want = summary.loc[column, "condition_mean"], mean[column]
+        assert (pd.isna(got) and pd.isna(want)) or got == want
+    reps = aggregates[
+        (aggregates["scope"] == "replicate") & (aggregates["condition"] == "LLMcoop_vs_LLMexploit")
+    ]
+    assert summary.loc["agent_b_total_payoff", "max"] == reps["agent_b_total_payoff"].max()
+    table = tables.conditions_table(aggregates)
+    assert list(table["condition"]) == list(index_order(manifest))
+
+
+def index_order(manifest: dict) -> list[str]:
+    return [c["name"] for c in manifest["conditions"]]
+
+
+def test_round_record_is_read_lazily_and_matches(sample_run: Path) -> None:
+    rounds = data.load_rounds(sample_run)
+    record = data.load_round_record(sample_run, rounds, "LLMcoop_vs_LLMexploit", 1, 7)
+    assert (record["condition"], record["replicate"], record["round_index"]) == (
+        "LLMcoop_vs_LLMexploit",
+        1,
+        7,
+    )
+    assert record["prompts"]["agent_a"]["round"].startswith("Round 8 of 30")
+    assert record["raw_responses"]["agent_b"][0]["attempt"] == 0
+
+
+def test_round_record_survives_blank_lines(run_copy: Path) -> None:
+    path = run_copy / "rounds.jsonl"
+    lines = path.read_bytes().splitlines()
+    path.write_bytes(b"\n\n".join(lines) + b"\n")  # blank lines shift the line numbers
+    rounds = data.load_rounds(run_copy)
+    assert len(rounds) == len(lines)
+    record = data.load_round_record(run_copy, rounds, "LLMcoop_vs_LLMexploit", 0, 29)
+    assert record["round_index"] == 29
+
+
+def test_loaders_refresh_when_the_file_changes(run_copy: Path) -> None:
+    assert len(data.load_rounds(run_copy)) == 180
+    path = run_copy / "rounds.jsonl"
+    lines = path.read_bytes().splitlines()[:30]
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    assert len(data.load_rounds(run_copy)) == 30
+
+
+def test_trailing_partial_line_is_ignored(run_copy: Path) -> None:
+    path = run_copy / "rounds.jsonl"
+    path.write_bytes(path.read_bytes() + b'{"run_id": "x", "condi')
+    assert len(data.load_rounds(run_copy)) == 180
+
+
+def test_error_types(tmp_path: Path, run_copy: Path) -> None:
+    with pytest.raises(data.RunDirMissing):
+        data.check_run(tmp_path / "nope")
+    with pytest.raises(data.NotARun):
+        data.check_run(tmp_path)
+    manifest = json.loads((run_copy / "run_manifest.json").read_text())
+    (run_copy / "run_manifest.json").write_text(json.dumps({**manifest, "status": "running"}))
+    with pytest.raises(data.RunInProgress) as info:
+        data.check_run(run_copy)
+    assert info.value.level == "warning"
+    (run_copy / "rounds.jsonl").write_text("nonsense\n")
+    with pytest.raises(data.RoundsFileError):
+        data.load_rounds(run_copy)
+
+
+def test_list_runs_puts_the_given_run_first(sample_run: Path, tmp_path: Path) -> None:
+    runs_root = sample_run.parent
+    (runs_root.parent / "stray").mkdir(exist_ok=True)
+    listed = data.list_runs(runs_root)
+    assert [r.run_id for r in listed] == ["ui_sample"]
+    assert listed[0].status == "completed" and listed[0].n_rounds == 180
+    extra = data.list_runs(runs_root, tmp_path / "missing")
+    assert extra[0].status == "missing" and len(extra) == 2
+    assert "180 rounds" in listed[0].label()
+
+
+def test_hundred_thousand_rounds_open_fast(tmp_path: Path) -> None:
+    """100,000 records with ~1.5 kB of prompts each: loading skips the prompts."""
+    run_dir = tmp_path / "big"
+    run_dir.mkdir()
+    (run_dir / "run_manifest.json").write_text(json.dumps({"run_id": "big", "status": "completed"}))
+    prompt = "x" * 1500
+    base = {
+        "run_id": "big",
+        "condition": "LLM_vs_TFT",
+        "replicate": 0,
+        "agent_a_name": "mock[cooperative]",
+        "agent_b_name": "TFT",
+        "agent_a_payoff": 3.0,
+        "agent_b_payoff": 3.0,
+        "agent_a_parse_failure": False,
+        "agent_b_parse_failure": False,
+    }
+    with open(run_dir / "rounds.jsonl", "wb") as fh:
+        for i in range(100_000):
+            action = "C" if i % 7 else "D"
+            record = {
+                **base,
+                "round_index": i,
+                "agent_a_action": action,
+                "agent_b_action": "C",
+                "agent_a_intended_action": action,
+                "agent_b_intended_action": "C",
+                "agent_a_cum_payoff": 3.0 * (i + 1),
+                "agent_b_cum_payoff": 3.0 * (i + 1),
+                "prompts": {"agent_a": {"system": prompt, "round": f"Round {i + 1}"}},
+                "raw_responses": {"agent_a": [{"attempt": 0, "raw": action, "valid": True}]},
+            }
+            fh.write(orjson.dumps(record) + b"\n")
+    start = time.perf_counter()
+    rounds = data.load_rounds(run_dir)
+    record = data.load_round_record(run_dir, rounds, "LLM_vs_TFT", 0, 99_999)
+    elapsed = time.perf_counter() - start
+    assert len(rounds) == 100_000
+    assert record["prompts"]["agent_a"]["round"] == "Round 100000"
+    assert elapsed < 10, f"took {elapsed:.1f}s"
+
+
+# ---------------------------------------------------------------------------------- launcher
+
+
+def test_agent_options_cover_policies_personas_and_llm_files() -> None:
+    options = launcher.agent_options(CONFIGS)
+    keys = {o.key for o in options}
+    assert {f"policy:{k}" for k in POLICY_REGISTRY} <= keys
+    personas = {p.stem for p in (CONFIGS / "prompts" / "personas").glob("*.md")}
+    assert {f"persona:{p}" for p in personas} <= keys
+    assert "llm_file:agents/llm_default.yaml" in keys
+    tft = next(o for o in options if o.key == "policy:TFT")
+    assert tft.profile.emoji == "🪞" and tft.profile.title == "Copycat"
+
+
+def test_every_agent_option_builds_a_valid_config(tmp_path: Path) -> None:
+    options = launcher.agent_options(CONFIGS)
+    for option in options:
+        request = launcher.ExperimentRequest(
+            agent_a=option,
+            agent_b=options[0],
+            horizon={"type": "fixed", "n_rounds": 3},
+            noise=0.05,
+            replicates=1,
+            seed=1,
+            matrix=PayoffMatrix(),
+        )
+        config_path = launcher.prepare_run(request, CONFIGS, tmp_path / "runs")
+        loaded = load_experiment(config_path)
+        assert loaded.config.experiment.conditions[0].name == request.condition_name
+        assert loaded.config.game.noise == 0.05
+        assert str(loaded.config.run.output_dir) == str(config_path.parent.parent)
+        launcher.discard_run(config_path)
+        assert not config_path.parent.parent.exists()
+    assert not any((CONFIGS / "agents").glob("experiment*.yaml"))
+
+
+def test_new_run_dirs_do_not_collide(tmp_path: Path) -> None:
+    first = launcher.new_run_dir(tmp_path)
+    first.mkdir()
+    second = launcher.new_run_dir(tmp_path)
+    assert second != first and second.name.startswith(first.name)
+
+
+def test_payoff_editor_round_trip_and_errors() -> None:
+    frame = launcher.payoff_frame()
+    assert launcher.parse_payoff_frame(frame) == PayoffMatrix()
+    frame.iat[0, 0] = "6, 6"  # R > T: not a Prisoner's Dilemma
+    matrix = launcher.parse_payoff_frame(frame)
+    assert matrix.reward == 6 and matrix.pd_warnings()
+    frame.iat[1, 1] = "one"
+    frame.iat[0, 1] = "(0; 5; 7)"
+    with pytest.raises(launcher.PayoffInputError) as info:
+        launcher.parse_payoff_frame(frame)
+    assert len(info.value.problems) == 2
+
+
+# ---------------------------------------------------------------------------------- style
+
+
+def test_profiles() -> None:
+    assert style.agent_profile({"type": "policy", "policy": "grim"}).short == "💀 Grudger"
+    assert style.agent_profile({"type": "policy", "policy": "ALLC"}).emoji == "🕊️"
+    llm = style.agent_profile({"type": "llm", "persona": "wsls", "model": "m", "provider": "mock"})
+    assert llm.emoji == "🤖" and "wsls" in llm.title and llm.subtitle == "mock:m"
+    assert style.agent_profile(None, "mock-persona-v1[exploitative]").title == "LLM · exploitative"
+    assert style.agent_profile(None, "SOMETHING").emoji == "❔"
+    for key, cls in POLICY_REGISTRY.items():
+        assert style.policy_profile(key).description == cls.description
+
+
+def test_timeline_marks_noise_flips_and_fallbacks() -> None:
+    game = pd.DataFrame(
+        {
+            "round": [1, 2],
+            "agent_a_action": ["C", "D"],
+            "agent_a_intended_action": ["D", "D"],
+            "agent_a_parse_failure": [False, True],
+            "agent_a_payoff": [0.0, 1.0],
+            "agent_b_action": ["D", "D"],
+            "agent_b_intended_action": ["D", "D"],
+            "agent_b_parse_failure": [False, False],
+            "agent_b_payoff": [5.0, 1.0],
+        }
+    )
+    html = style.timeline_html(game, ["A <x>", "B"])
+    assert html.count('class="pdb-cell c flip"') == 1
+    assert html.count('class="pdb-cell d fail"') == 1
+    assert "A &lt;x&gt;" in html  # labels are escaped
+    trail = style.trail_html(game, ["A", "B"], current=2)
+    assert trail.count("🔴") == 3 and "now" in trail
+    move = style.move_html("C", "D", 3, False)
+    assert "🤝 C +3" in move and "flipped by noise" in move
