@@ -15,6 +15,7 @@ from typing import Annotated
 
 import typer
 
+from pdbench import cli_games
 from pdbench.errors import PdbenchError
 
 app = typer.Typer(
@@ -93,7 +94,7 @@ def run(
             "--concurrency",
             "-c",
             min=1,
-            help="Games in flight and provider calls in flight, at most.",
+            help="Provider calls in flight at most (games in flight: 4x that; 1 = strictly sequential).",
         ),
     ] = 16,
     no_cache: Annotated[
@@ -277,6 +278,10 @@ def ui(
     raise typer.Exit(subprocess.call(command))
 
 
+app.command("tournament")(cli_games.tournament)
+app.command("evolve")(cli_games.evolve)
+
+
 def _summary_table(rows: list[dict]) -> str:
     """Condition means as a fixed-width text table."""
     header = f"{'condition':<32} {'A':<24} {'B':<24} {'rounds':>7} {'coopA':>6} {'coopB':>6} {'payA':>8} {'payB':>8} {'collapse':>8}"
@@ -307,7 +312,7 @@ def main() -> None:
             raise
         for line in exc.lines():
             _err(line)
-        sys.exit(EXIT_USAGE)
+        sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         _err("interrupted")
         sys.exit(130)

@@ -24,6 +24,8 @@ class ConfigIssue:
 class PdbenchError(Exception):
     """Base class of errors reported to users without a traceback."""
 
+    exit_code = 2
+
     def lines(self) -> list[str]:
         """The message, one problem per line."""
         return [str(self)]
@@ -44,3 +46,9 @@ class ConfigError(PdbenchError):
 
 class RunError(PdbenchError):
     """A run that cannot start or had to stop (the message says what to do)."""
+
+
+class RunInterrupted(RunError):
+    """The user interrupted a run (Ctrl-C); finished games are kept and the run can be resumed."""
+
+    exit_code = 130

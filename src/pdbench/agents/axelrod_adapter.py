@@ -15,6 +15,11 @@ the stand-in opponent has a history, nothing else.
 from __future__ import annotations
 
 import difflib
+import inspect
+import sys
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from typing import Any
 
@@ -27,10 +32,44 @@ INSTALL_HINT = "install with `uv sync --extra axelrod`"
 _CHEATING = ("inspects_source", "manipulates_source", "manipulates_state")
 
 
+@contextmanager
+def _memoized_getsource() -> Iterator[None]:
+    """Memoize `inspect.getsource` of functions while axelrod is being imported.
+
+    Axelrod 4.13 classifies every strategy at import time and calls `inspect.getsource` on the
+    same few dozen methods and classes about 12,000 times, which takes tens of seconds on
+    Python 3.12. A function's source depends only on its code object and a class's on the class,
+    so caching by those changes no result; the original function is restored afterwards.
+    """
+    original = inspect.getsource
+    cache: dict[Any, str] = {}
+
+    def getsource(obj: Any) -> str:
+        key = getattr(getattr(obj, "__func__", obj), "__code__", obj)
+        try:
+            return cache[key]
+        except KeyError:
+            cache[key] = original(obj)
+            return cache[key]
+        except TypeError:  # unhashable: not worth caching
+            return original(obj)
+
+    inspect.getsource = getsource  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        inspect.getsource = original
+
+
 def import_axelrod() -> Any:
     """The axelrod module; RunError with the install command when the extra is missing."""
     try:
-        import axelrod
+        if "axelrod" in sys.modules:
+            import axelrod
+        else:
+            with _memoized_getsource(), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                import axelrod
     except ImportError:
         raise RunError(
             f"Axelrod strategies need the optional axelrod extra: {INSTALL_HINT}"

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from pdbench.core.payoff import PayoffMatrix
-from pdbench.core.rng import Purpose, agent_seed_array, counter_uniform_array
+from pdbench.core.rng import _GAMMA, _M1, _M2, _TWO_POW_53, Purpose, agent_seed_array, mix64_array
 
 # Batchable policy -> the smallest history window its rule needs (None, i.e. all, always works).
 BATCH_POLICY_MEMORY: dict[str, int] = {
@@ -39,7 +39,8 @@ BATCH_POLICY_MEMORY: dict[str, int] = {
     "TF2T": 2,
 }
 N_STATES = 5  # the largest state machine (WSLS: start + the four last-round outcomes)
-_DRAW_BLOCK = 1 << 21  # draws computed per chunk of rounds (bounds memory on big batches)
+_DRAW_BLOCK = 1 << 16  # random draws computed per chunk of rounds x games (reused buffers)
+_KEY = 512  # stride of state keys in the lookup tables (see _side_tables)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,17 +170,89 @@ class BatchResult:
         }
 
 
-def _uniform_block(
-    seeds: np.ndarray, rows: np.ndarray | None, start: int, stop: int, purpose: int, n: int
+def _counter_bits(
+    mixed_seeds: np.ndarray,
+    start: int,
+    stop: int,
+    purpose: int,
+    buffers: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
-    """Draws (rounds start..stop-1) x (first n games); with `rows`, only those games, others 0.5."""
-    rounds = np.arange(start, stop, dtype=np.uint64)[:, None]
-    if rows is None:
-        return counter_uniform_array(seeds[None, :n], rounds, purpose)
-    out = np.full((stop - start, n), 0.5)
-    if rows.size:
-        out[:, rows] = counter_uniform_array(seeds[None, rows], rounds, purpose)
-    return out
+    """`counter_bits(seed, t, purpose)` for rounds start..stop-1 (rows) x seeds (columns).
+
+    `mixed_seeds` is `mix64_array(seeds)`; the second SplitMix64 step runs in place (in
+    `buffers`, two uint64 arrays at least that large, when given). The word layout and constants
+    are those of `pdbench.core.rng`; tests compare the result with `counter_uniform_array`.
+    """
+    shape = (stop - start, mixed_seeds.shape[0])
+    if buffers is None:
+        buffers = (np.empty(shape, dtype=np.uint64), np.empty(shape, dtype=np.uint64))
+    z, tmp = buffers[0][: shape[0], : shape[1]], buffers[1][: shape[0], : shape[1]]
+    rounds = np.arange(start, stop, dtype=np.uint64) & np.uint64(0xFFFFFFFF)
+    word = (rounds << np.uint64(32)) | np.uint64((int(purpose) & 0xFFFF) << 16)
+    np.bitwise_xor(mixed_seeds[None, :], word[:, None], out=z)
+    with np.errstate(over="ignore"):
+        z += np.uint64(_GAMMA)
+        for shift, factor in ((30, _M1), (27, _M2)):
+            np.right_shift(z, np.uint64(shift), out=tmp)
+            z ^= tmp
+            z *= np.uint64(factor)
+        np.right_shift(z, np.uint64(31), out=tmp)
+        z ^= tmp
+    return z
+
+
+def counter_uniform_block(seeds: np.ndarray, start: int, stop: int, purpose: int) -> np.ndarray:
+    """`counter_uniform(seed, t, purpose)` as a (rounds, seeds) array (same bits as rng's)."""
+    bits = _counter_bits(mix64_array(np.asarray(seeds, dtype=np.uint64)), start, stop, purpose)
+    return (bits >> np.uint64(11)).astype(np.float64) / _TWO_POW_53
+
+
+def _side_tables(
+    policies: Sequence[PolicySpec], matrix: PayoffMatrix
+) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """Flat lookup tables of both sides, and each policy's distinct probabilities in (0, 1).
+
+    A game side's state is kept as `key = ((side * n_policies + policy) * N_STATES + state) * 512`.
+    `nxt[key + outcome]` is the next key, where the round's outcome, the two moves as uint8
+    (A played C, B played C) read as one little-endian uint16, is a_c + 256 * b_c for both sides.
+    Random choices use levels: with q_1 < ... < q_m the policy's probabilities strictly between
+    0 and 1, a round's level is #{j: u < q_j}, and `need[key]` is the level that means C: 0 for
+    probability 1, 255 for 0, and m - j + 1 for q_j (u < q_j exactly when level >= m - j + 1).
+    """
+    n_pol = len(policies)
+    size = 2 * n_pol * N_STATES * _KEY
+    need = np.full(size, 255, dtype=np.uint8)
+    nxt = np.zeros(size, dtype=np.int64)
+    coins: list[np.ndarray] = []
+    for i, spec in enumerate(policies):
+        compiled = [compile_policy(spec, matrix, side) for side in (0, 1)]
+        probs = np.concatenate([compiled[0][0], compiled[1][0]])
+        q = np.unique(probs[(probs > 0) & (probs < 1)])
+        coins.append(q)
+        for side, (p, table) in enumerate(compiled):  # table[state, my_D, opp_D]
+            if side == 1:
+                table = table.transpose(0, 2, 1)  # -> [state, A_D, B_D]
+            base = (side * n_pol + i) * N_STATES
+            keys = (base + np.arange(N_STATES)) * _KEY
+            inner = q.size - np.searchsorted(q, p)
+            need[keys] = np.where(p >= 1, 0, np.where(p <= 0, 255, inner))
+            for c_a in (0, 1):
+                for c_b in (0, 1):
+                    nxt[keys + c_a + 256 * c_b] = (base + table[:, 1 - c_a, 1 - c_b]) * _KEY
+    return need, nxt, coins
+
+
+def _levels(bits: np.ndarray, coins: list[np.ndarray], pids: np.ndarray) -> np.ndarray:
+    """Per (round, game): #{j: u < q_j} with u from `bits` and q the game's policy's coins."""
+    width = max(c.size for c in coins)
+    table = np.full((len(coins), width), -1.0)
+    for i, c in enumerate(coins):
+        table[i, : c.size] = c
+    u = (bits >> np.uint64(11)).astype(np.float64) / _TWO_POW_53
+    level = np.zeros(u.shape, dtype=np.uint8)
+    for j in range(width):
+        level += u < table[pids, j][None, :]
+    return level
 
 
 def play_batch(
@@ -198,80 +271,81 @@ def play_batch(
     (agent seeds derive from them with `agent_seed`), `lengths` their numbers of rounds (from the
     horizon), `noise` one probability or one per game.
     """
-    pid_a = np.asarray(policy_a, dtype=np.int64)
-    pid_b = np.asarray(policy_b, dtype=np.int64)
+    pids = np.stack([np.asarray(policy_a, dtype=np.int64), np.asarray(policy_b, dtype=np.int64)])
     seeds = np.asarray(game_seeds, dtype=np.uint64)
     lengths = np.asarray(lengths, dtype=np.int64)
     n = lengths.shape[0]
-    if not (pid_a.shape == pid_b.shape == seeds.shape == (n,)):
+    if pids.shape != (2, n) or seeds.shape != (n,):
         raise ValueError("policy_a, policy_b, game_seeds and lengths must have the same length")
+    if n and int(lengths.min()) < 0:
+        raise ValueError("lengths must be non-negative")
     noise_arr = np.broadcast_to(np.asarray(noise, dtype=np.float64), (n,))
-    tables = [[compile_policy(p, matrix, side) for p in policies] for side in (0, 1)]
-    prob = [np.stack([t[0] for t in side]).ravel() if side else np.zeros(0) for side in tables]
-    nxt = [np.stack([t[1] for t in side]).ravel() if side else np.zeros(0) for side in tables]
-    stochastic = np.array([bool(((t[0] > 0) & (t[0] < 1)).any()) for t in tables[0]], dtype=bool)
+    need, nxt, coins = _side_tables(policies, matrix)
 
     # Longest games first: the games still running at round t are then a prefix of the arrays.
+    # Per-game arrays are (games, 2 sides), so a round's two moves of a game are adjacent bytes.
     order = np.argsort(-lengths, kind="stable")
     sorted_len = lengths[order]
     max_len = int(sorted_len[0]) if n else 0
     alive_at = np.searchsorted(-sorted_len, -np.arange(max_len), side="left")  # lengths > t
-    pids = (pid_a[order], pid_b[order])
-    seeds_by_side = (agent_seed_array(seeds[order], 0), agent_seed_array(seeds[order], 1))
-    noise_sorted = noise_arr[order]
-    stoch_rows = [np.flatnonzero(stochastic[p]) if stochastic.size else p[:0] for p in pids]
-    any_noise = bool((noise_sorted > 0).any())
-    prob_base = [p * N_STATES for p in pids]
-    next_base = [p * (N_STATES * 4) for p in pids]
-    pcell = np.array([[matrix.cc, matrix.cd], [matrix.dc, matrix.dd]], dtype=np.float64)
+    pids = pids[:, order]
+    mixed = [mix64_array(agent_seed_array(seeds[order], side)) for side in (0, 1)]
+    # A flip happens when the NOISE draw u < noise, i.e. when (bits >> 11) < ceil(noise * 2^53).
+    threshold = np.ceil(noise_arr[order] * _TWO_POW_53).astype(np.uint64)
+    any_noise = bool(threshold.any())
+    random_policy = np.array([c.size > 0 for c in coins], dtype=bool)
+    random_rows = [np.flatnonzero(random_policy[pids[side]]) for side in (0, 1)]
+    key = np.stack([(side * len(policies) + pids[side]) * N_STATES * _KEY for side in (0, 1)], 1)
 
-    shape = (max_len, n)
-    intended = [np.zeros(shape, dtype=bool), np.zeros(shape, dtype=bool)]
-    played = [np.zeros(shape, dtype=bool), np.zeros(shape, dtype=bool)]
-    state = [np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)]
-    block = max(1, _DRAW_BLOCK // max(n, 1))
+    intended = np.zeros((max_len, n, 2), dtype=bool)
+    played = np.zeros((max_len, n, 2), dtype=bool) if any_noise else intended
+    block = max(1, min(max_len, _DRAW_BLOCK // max(n, 1)))
+    buffers = (np.empty((block, n), dtype=np.uint64), np.empty((block, n), dtype=np.uint64))
+    levels = np.zeros((block, n, 2), dtype=np.uint8)
+    flips = np.zeros((block, n, 2), dtype=bool)
     for start in range(0, max_len, block):
         stop = min(max_len, start + block)
         k0 = int(alive_at[start])
-        draws, flips = [], []
         for side in (0, 1):
-            rows = stoch_rows[side]
-            rows = rows[: np.searchsorted(rows, k0)]
-            draws.append(_uniform_block(seeds_by_side[side], rows, start, stop, Purpose.POLICY, k0))
+            rows = random_rows[side][: np.searchsorted(random_rows[side], k0)]
+            if rows.size:
+                bits = _counter_bits(mixed[side][rows], start, stop, Purpose.POLICY, buffers)
+                levels[: stop - start, rows, side] = _levels(bits, coins, pids[side][rows])
             if any_noise:
-                u = _uniform_block(seeds_by_side[side], None, start, stop, Purpose.NOISE, k0)
-                flips.append(u < noise_sorted[None, :k0])
+                bits = _counter_bits(mixed[side][:k0], start, stop, Purpose.NOISE, buffers)
+                bits >>= np.uint64(11)
+                np.less(bits, threshold[None, :k0], out=flips[: stop - start, :k0, side])
         for t in range(start, stop):
             k = int(alive_at[t])
-            col = t - start
-            defect = []
-            for side in (0, 1):
-                st = state[side][:k]
-                want_c = draws[side][col, :k] < prob[side][prob_base[side][:k] + st]
-                intended[side][t, :k] = want_c
-                is_c = want_c ^ flips[side][col, :k] if any_noise else want_c
-                played[side][t, :k] = is_c
-                defect.append(~is_c)
-            d_a, d_b = defect
-            idx_a = next_base[0][:k] + state[0][:k] * 4 + d_a * 2 + d_b
-            idx_b = next_base[1][:k] + state[1][:k] * 4 + d_b * 2 + d_a
-            state[0][:k] = nxt[0][idx_a]
-            state[1][:k] = nxt[1][idx_b]
+            current = key[:k]
+            move_c = levels[t - start, :k] >= need[current]
+            intended[t, :k] = move_c
+            if any_noise:
+                move_c ^= flips[t - start, :k]
+                played[t, :k] = move_c
+            current += move_c.view("<u2")  # (k, 1): a_c + 256 * b_c, added to both sides
+            np.take(nxt, current, out=current)
 
     def unsort(arr: np.ndarray) -> np.ndarray:
         out = np.empty((n, max_len), dtype=arr.dtype)
         out[order] = arr.T
         return out
 
-    p_a, p_b = unsort(played[0]), unsort(played[1])
-    valid = np.arange(max_len)[None, :] < lengths[:, None]
-    cells = np.where(valid[..., None], pcell[(~p_a).view(np.int8), (~p_b).view(np.int8)], 0.0)
+    p_a, p_b = unsort(played[:, :, 0]), unsort(played[:, :, 1])
+    outcome = (~p_a).view(np.int8) * 2 + (~p_b).view(np.int8)  # 0: CC, 1: CD, 2: DC, 3: DD
+    beyond = np.arange(max_len)[None, :] >= lengths[:, None]
+    cells = np.array([matrix.cc, matrix.cd, matrix.dc, matrix.dd], dtype=np.float64)
+    payoffs = []
+    for side in (0, 1):
+        pay = cells[:, side][outcome]
+        pay[beyond] = 0.0
+        payoffs.append(pay)
     return BatchResult(
         lengths=lengths.copy(),
-        intended_a=unsort(intended[0]),
-        intended_b=unsort(intended[1]),
+        intended_a=unsort(intended[:, :, 0]),
+        intended_b=unsort(intended[:, :, 1]),
         played_a=p_a,
         played_b=p_b,
-        payoffs_a=np.ascontiguousarray(cells[..., 0]),
-        payoffs_b=np.ascontiguousarray(cells[..., 1]),
+        payoffs_a=payoffs[0],
+        payoffs_b=payoffs[1],
     )

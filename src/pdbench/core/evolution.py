@@ -118,11 +118,14 @@ def moran_step(
 ) -> np.ndarray:
     """One birth-death event (see the module docstring); returns the new population."""
     n_types = n_types or int(population.max()) + 1
-    parent = rng.choice(population.size, p=selection_weights(fitness))
-    dead = rng.integers(population.size)
-    child = mutate(population[parent : parent + 1], rng, mutation_rate, n_types)
+    cumulative = np.cumsum(selection_weights(fitness))
+    parent = min(int(np.searchsorted(cumulative, rng.random(), side="right")), population.size - 1)
+    dead = int(rng.integers(population.size))
+    child = population[parent]
+    if mutation_rate > 0:
+        child = mutate(population[parent : parent + 1], rng, mutation_rate, n_types)[0]
     out = population.copy()
-    out[dead] = child[0]
+    out[dead] = child
     return out
 
 

@@ -52,11 +52,6 @@ def expand_player(value: Any) -> Any:
     return value
 
 
-def player_name(player: PolicyAgentConfig | LLMAgentConfig | AxelrodAgentConfig) -> str:
-    """The display name of any player config."""
-    return player.display_name()
-
-
 class TournamentSection(Strict):
     """Who plays (round robin over every pair), how often, and what is logged."""
 

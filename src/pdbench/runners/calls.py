@@ -97,7 +97,9 @@ class CallBroker:
     budget: Budget
     log: JsonlAppender | None
     concurrency: int
+    session: int = 0
     usage: dict[tuple[str, int, str], UsageCounter] = field(default_factory=dict)
+    stopping: bool = False
     _global: asyncio.Semaphore | None = None
     _per_provider: dict[str, asyncio.Semaphore] = field(default_factory=dict)
 
@@ -183,6 +185,7 @@ class BoundClient:
             "attempt": tag.attempt,
             "provider": self.cfg.provider,
             "model": self.cfg.model,
+            "session": self.broker.session,
             "timestamp_utc": _now(),
         }
         record.update(fields)
@@ -234,9 +237,15 @@ class BoundClient:
         for transport_try in range(transport.max_retries + 1):
             self.broker.budget.check()
             async with global_gate, provider_gate:
+                if self.broker.stopping:
+                    raise asyncio.CancelledError
                 self.broker.budget.check()
                 self.broker.budget.calls += 1
                 start = time.monotonic()
+                # SDK adapters enforce timeout_s on the HTTP call themselves; the outer limit
+                # is a safety net that also absorbs an SDK's one-off import on its first call.
+                own_timeout = getattr(self.provider, "enforces_timeout", False)
+                limit = self.cfg.timeout_s * 2 + 10 if own_timeout else self.cfg.timeout_s
                 try:
                     completion = await asyncio.wait_for(
                         self.provider.acomplete(
@@ -246,15 +255,27 @@ class BoundClient:
                             max_tokens=max_tokens,
                             seed=seed,
                         ),
-                        timeout=self.cfg.timeout_s,
+                        timeout=limit,
                     )
                     error: ProviderError | None = None
                 except TimeoutError:
-                    error = ProviderError(
-                        f"timed out after {self.cfg.timeout_s:g} s", retryable=True
-                    )
+                    error = ProviderError(f"timed out after {limit:g} s", retryable=True)
                 except ProviderError as exc:
                     error = exc
+                except asyncio.CancelledError:
+                    # The run is stopping: the request may have reached the provider, so it
+                    # is logged (and counted against budgets) before the cancellation goes on.
+                    self._log(
+                        tag,
+                        transport_try=transport_try,
+                        cached=False,
+                        ok=False,
+                        error="cancelled: the run stopped while this call was in flight",
+                        retryable=None,
+                        cancelled=True,
+                        latency_s=round(time.monotonic() - start, 4),
+                    )
+                    raise
                 latency = time.monotonic() - start
             counter.latency_s += latency
             if error is None:
@@ -301,6 +322,7 @@ class BoundClient:
                 latency_s=round(latency, 4),
             )
             if not error.retryable:
+                self.broker.stopping = True
                 raise ProviderFatalError(f"{self._describe()}: {last_error}")
             if transport_try < transport.max_retries:
                 backoff = min(

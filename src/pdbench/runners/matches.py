@@ -124,7 +124,10 @@ async def _decide(agent: Any, obs: Any) -> Any:
 def batch_policies(loaded: LoadedGames) -> tuple[np.ndarray, list[PolicySpec]]:
     """(batchable flag per player, a PolicySpec per player: placeholders for non-batchable ones)."""
     flags = np.array([is_batchable(p) for p in loaded.players], dtype=bool)
-    specs = [policy_spec(p) if ok else PolicySpec("ALLC") for p, ok in zip(loaded.players, flags)]
+    specs = [
+        policy_spec(p) if ok else PolicySpec("ALLC")
+        for p, ok in zip(loaded.players, flags, strict=True)
+    ]
     return flags, specs
 
 
@@ -160,30 +163,29 @@ def play_matches(
     if progress is not None:
         progress(done, total_rounds)
     slow = np.flatnonzero(~batched)
-    if slow.size == 0 and fast.size == lengths.size:
+    if slow.size == 0:
         return part, batched
     max_len = int(lengths.max()) if lengths.size else 0
     out = _empty_result(lengths, max_len)
     _scatter(out, fast, part)
-    if slow.size:
-        rows = _play_slow(
-            loaded,
-            player_a[slow],
-            player_b[slow],
-            seeds[slow],
-            lengths[slow],
-            horizon,
-            matrix,
-            noise,
-            progress,
-            done,
-            total_rounds,
-            concurrency,
-        )
-        for index, row in zip(slow.tolist(), rows, strict=True):
-            n = int(lengths[index])
-            for key, values in row.items():
-                getattr(out, key)[index, :n] = values
+    rows = _play_slow(
+        loaded,
+        player_a[slow],
+        player_b[slow],
+        seeds[slow],
+        lengths[slow],
+        horizon,
+        matrix,
+        noise,
+        progress,
+        done,
+        total_rounds,
+        concurrency,
+    )
+    for index, row in zip(slow.tolist(), rows, strict=True):
+        n = int(lengths[index])
+        for key, values in row.items():
+            getattr(out, key)[index, :n] = values
     return out, batched
 
 

@@ -10,14 +10,18 @@ keeps every finished game and can be resumed; the resumed artifacts equal an uni
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from pdbench.agents.llm import LLMAgent, ParseFailureAbort
+from pdbench.core.batch import is_batchable, play_batch, policy_spec
 from pdbench.core.config import LLMAgentConfig
-from pdbench.core.metrics import aggregate_rows
-from pdbench.errors import RunError
+from pdbench.core.metrics import GameOutcome, aggregate_rows
+from pdbench.errors import RunError, RunInterrupted
 from pdbench.runners.calls import Budget, BudgetExhausted, CallBroker, ProviderFatalError
 from pdbench.runners.game import (
     GamePlan,
@@ -45,6 +49,7 @@ from pdbench.storage.aggregate import (
     write_aggregates,
 )
 from pdbench.storage.cache import DEFAULT_CACHE_DIR, ResponseCache
+from pdbench.storage.fast_rounds import batch_to_jsonl_games
 from pdbench.storage.files import JsonlAppender, write_json_atomic
 from pdbench.storage.schema import AGGREGATES_FILE, CALLS_FILE, MANIFEST_FILE, ROUNDS_FILE
 
@@ -113,13 +118,16 @@ async def _play_all(
 ) -> None:
     done = done_before
     providers: dict[str, Any] = {}
-    gate = asyncio.Semaphore(max(1, concurrency))
+    # Games in flight may exceed calls in flight (the broker's limit), so that call slots freed
+    # between a game's rounds are taken by other games and the call limit stays saturated.
+    # Concurrency 1 is strictly sequential: one game, one call at a time.
+    gate = asyncio.Semaphore(1 if concurrency <= 1 else concurrency * 4)
     if progress is not None:
         progress(done, total)
 
-    def tick() -> None:
+    def tick(n: int = 1) -> None:
         nonlocal done
-        done += 1
+        done += n
         if progress is not None:
             progress(done, total)
 
@@ -141,7 +149,8 @@ async def _play_all(
                 agents.append(agent)
             writer.add(await play_game(plan, (agents[0], agents[1]), loaded, tick))
 
-    tasks = [asyncio.create_task(one(plan)) for plan in plans]
+    batched = _play_batched(loaded, plans, writer, tick)
+    tasks = [asyncio.create_task(one(plan)) for plan in plans if plan.index not in batched]
     try:
         await asyncio.gather(*tasks)
     finally:
@@ -155,6 +164,68 @@ async def _play_all(
                     await closer()
                 except Exception:  # noqa: BLE001 - closing is best effort
                     pass
+
+
+def _play_batched(
+    loaded: LoadedExperiment,
+    plans: list[GamePlan],
+    writer: _OrderedWriter,
+    tick: Callable[[int], None],
+) -> set[int]:
+    """Play every policy-vs-policy game on the vectorized engine, one batch per condition.
+
+    The results are identical to the per-round engine's (same counter-based draws); returns the
+    plan indexes played here.
+    """
+    matrix = loaded.config.game.matrix()
+    by_condition: dict[str, list[GamePlan]] = {}
+    for plan in plans:
+        cond = plan.condition
+        if is_batchable(cond.agent_a) and is_batchable(cond.agent_b):
+            by_condition.setdefault(cond.name, []).append(plan)
+    done: set[int] = set()
+    for games in by_condition.values():
+        cond = games[0].condition
+        seeds = np.array([p.seed for p in games], dtype=np.uint64)
+        lengths = np.array([p.n_rounds for p in games], dtype=np.int64)
+        zeros = np.zeros(len(games), dtype=np.int64)
+        result = play_batch(
+            [policy_spec(cond.agent_a), policy_spec(cond.agent_b)],
+            zeros,
+            zeros + 1,
+            seeds,
+            lengths,
+            matrix,
+            np.array([p.noise for p in games], dtype=np.float64),
+        )
+        name_a, name_b = cond.agent_a.display_name(), cond.agent_b.display_name()
+        blobs = batch_to_jsonl_games(
+            result,
+            run_id=loaded.config.run.run_id,
+            condition=cond.name,
+            replicates=[p.replicate for p in games],
+            seeds=[p.seed for p in games],
+            agent_a_name=name_a,
+            agent_b_name=name_b,
+            horizon=games[0].horizon,
+            timestamps=utc_now(),
+        )
+        for i, (plan, blob) in enumerate(zip(games, blobs, strict=True)):
+            arrays = result.game(i)
+            outcome = GameOutcome(
+                condition=cond.name,
+                replicate=plan.replicate,
+                agent_a_name=name_a,
+                agent_b_name=name_b,
+                a_coop=arrays["played_a"],
+                b_coop=arrays["played_b"],
+                a_payoffs=arrays["payoffs_a"],
+                b_payoffs=arrays["payoffs_b"],
+            )
+            writer.add(GameResult(plan, blob, outcome))
+            done.add(plan.index)
+            tick(plan.n_rounds)
+    return done
 
 
 def _start_resume(
@@ -214,7 +285,8 @@ def run_experiment(
     cache = ResponseCache(cache_dir or DEFAULT_CACHE_DIR) if (llm and use_cache and todo) else None
     calls_log = JsonlAppender(run_dir / CALLS_FILE) if llm else None
     budget = Budget(cfg.run.budget, *(previous_usage(run_dir) if resume else (0, 0, 0.0)))
-    broker = CallBroker(cache, budget, calls_log, concurrency)
+    session = len(manifest.get("sessions") or [None]) - 1
+    broker = CallBroker(cache, budget, calls_log, concurrency, session=session)
     writer = _OrderedWriter(run_dir / ROUNDS_FILE, [p.index for p in todo])
     done_rounds = total_rounds - sum(p.n_rounds for p in todo)
     status, error = "completed", None
@@ -230,7 +302,6 @@ def run_experiment(
         status, error = "stopped", str(exc)
     except KeyboardInterrupt:
         status, error = "interrupted", "interrupted by the user"
-        raise
     except BaseException as exc:
         status, error = "failed", f"{type(exc).__name__}: {exc}"
         raise
@@ -241,10 +312,20 @@ def run_experiment(
         if cache is not None:
             cache.close()
         usage = usage_by_game(run_dir)
-        manifest.update(
-            status=status, error=error, finished_at_utc=utc_now(), usage=_usage_summary(usage)
-        )
+        summary = _usage_summary(usage)
+        calls, tokens, cost = previous_usage(run_dir)
+        summary["spent_all_sessions"] = {
+            "provider_calls": calls,
+            "tokens": tokens,
+            "cost_usd": round(cost, 8),
+        }
+        manifest.update(status=status, error=error, finished_at_utc=utc_now(), usage=summary)
         write_json_atomic(run_dir / MANIFEST_FILE, manifest)
+    if status == "interrupted":
+        raise RunInterrupted(
+            f"interrupted: finished games are kept in {run_dir / ROUNDS_FILE}; "
+            f"continue with `pdbench resume {run_dir}`"
+        )
     if status != "completed":
         raise RunError(
             f"run stopped: {error}. Finished games are kept in {run_dir / ROUNDS_FILE}; "

@@ -20,6 +20,7 @@ Artifacts in the output dir:
 
 from __future__ import annotations
 
+import hashlib
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -61,22 +62,40 @@ class TournamentResult:
         return payoff_table(self.players, self.pairwise)
 
 
+def match_seeds(run_seed: int, player_a: str, player_b: str, repetitions: int) -> list[int]:
+    """`derive_seed(run_seed, "match", player_a, player_b, rep)` for rep = 0, 1, ...
+
+    The SHA-256 of the labels' common prefix is computed once and copied per repetition (a
+    tournament has thousands of matches); the first value is checked against `derive_seed`, and
+    should the label text ever change there, every seed is taken from `derive_seed` itself.
+    """
+    if repetitions <= 0:
+        return []
+    prefix = f"{int(run_seed)}\x1fstr:match\x1fstr:{player_a}\x1fstr:{player_b}\x1fint:"
+    state = hashlib.sha256(prefix.encode())
+    seeds = []
+    for rep in range(repetitions):
+        h = state.copy()
+        h.update(str(rep).encode())
+        seeds.append(int.from_bytes(h.digest()[:8], "big") >> 1)
+    if seeds[0] != derive_seed(run_seed, "match", player_a, player_b, 0):
+        return [derive_seed(run_seed, "match", player_a, player_b, r) for r in range(repetitions)]
+    return seeds
+
+
 def match_schedule(
     names: list[str], run_seed: int, repetitions: int, self_play: bool
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(player_a, player_b, repetition, seed) of every match: pairs in config order, then reps."""
-    a_list, b_list, reps, seeds = [], [], [], []
-    for i in range(len(names)):
-        for j in range(i if self_play else i + 1, len(names)):
-            for rep in range(repetitions):
-                a_list.append(i)
-                b_list.append(j)
-                reps.append(rep)
-                seeds.append(derive_seed(run_seed, "match", names[i], names[j], rep))
+    pairs = [
+        (i, j) for i in range(len(names)) for j in range(i if self_play else i + 1, len(names))
+    ]
+    seeds = [s for i, j in pairs for s in match_seeds(run_seed, names[i], names[j], repetitions)]
+    pair_index = np.repeat(np.array(pairs, dtype=np.int64).reshape(-1, 2), repetitions, axis=0)
     return (
-        np.array(a_list, dtype=np.int64),
-        np.array(b_list, dtype=np.int64),
-        np.array(reps, dtype=np.int64),
+        pair_index[:, 0].copy(),
+        pair_index[:, 1].copy(),
+        np.tile(np.arange(repetitions, dtype=np.int64), len(pairs)),
         np.array(seeds, dtype=np.uint64),
     )
 

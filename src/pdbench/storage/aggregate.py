@@ -155,7 +155,8 @@ def usage_by_game(run_dir: Path) -> dict[tuple[str, int, str], dict[str, Any]]:
     """Per (condition, replicate, agent): provider calls, cached calls, tokens and cost.
 
     Read from llm_calls.jsonl. Tokens count every reply used (cached or not); calls and cost
-    count only real provider calls.
+    count only real provider calls. A game replayed after a resume counts only the calls of the
+    session that finished it.
     """
     import orjson
 
@@ -163,11 +164,22 @@ def usage_by_game(run_dir: Path) -> dict[tuple[str, int, str], dict[str, Any]]:
     out: dict[tuple[str, int, str], dict[str, Any]] = {}
     if not path.is_file():
         return out
+    records = []
+    last_session: dict[tuple[str, int], int] = {}
     for line in path.read_bytes().splitlines():
         try:
             rec = orjson.loads(line)
             key = (str(rec["condition"]), int(rec["replicate"]), str(rec["agent"]))
+            session = int(rec.get("session") or 0)
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            continue
+        records.append((key, session, rec))
+        game = key[:2]
+        last_session[game] = max(session, last_session.get(game, 0))
+    for key, session, rec in records:
+        # A game replayed on resume counts only the session that finished it (what an
+        # uninterrupted run would show); spending across sessions is in the manifest.
+        if session != last_session[key[:2]]:
             continue
         slot = out.setdefault(key, {name: 0 for name in USAGE_FIELDS})
         if not rec.get("ok"):

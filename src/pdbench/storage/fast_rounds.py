@@ -124,11 +124,15 @@ def _record_pieces(
     counts = lengths.tolist()
     width = 3 if shared_suffix else 4
     pieces: list[bytes] = [b""] * (width * total)
-    pieces[0::width] = list(chain.from_iterable([p] * n for p, n in zip(prefixes, counts)))
+    pieces[0::width] = list(
+        chain.from_iterable([p] * n for p, n in zip(prefixes, counts, strict=True))
+    )
     pieces[1::width] = list(map(round_pieces.__getitem__, round_ids.tolist()))
     pieces[2::width] = list(map(cum_pieces.__getitem__, cum_ids.tolist()))
     if not shared_suffix:
-        pieces[3::width] = list(chain.from_iterable([s] * n for s, n in zip(suffixes, counts)))
+        pieces[3::width] = list(
+            chain.from_iterable([s] * n for s, n in zip(suffixes, counts, strict=True))
+        )
     return pieces, width
 
 

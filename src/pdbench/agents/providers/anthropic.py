@@ -13,6 +13,7 @@ class AnthropicProvider:
     """Messages API through `anthropic.AsyncAnthropic` (SDK retries off: pdbench retries itself)."""
 
     name = "anthropic"
+    enforces_timeout = True
 
     def __init__(
         self, model: str, *, api_key: str | None, base_url: str | None, timeout_s: float

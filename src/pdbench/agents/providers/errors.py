@@ -38,11 +38,20 @@ def _status(exc: BaseException) -> int | None:
 
 
 def _retry_after(exc: BaseException) -> float | None:
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None)
-    if headers is None:
-        return None
-    raw = headers.get("retry-after") or headers.get("Retry-After")
+    raw = None
+    # openai/anthropic keep the HTTP response; litellm copies its headers to the exception.
+    sources = (
+        getattr(getattr(exc, "response", None), "headers", None),
+        getattr(exc, "litellm_response_headers", None),
+        getattr(exc, "headers", None),
+    )
+    for headers in sources:
+        try:
+            raw = headers.get("retry-after") or headers.get("Retry-After") if headers else None
+        except (AttributeError, TypeError):
+            raw = None
+        if raw is not None:
+            break
     if raw is None:
         return None
     try:

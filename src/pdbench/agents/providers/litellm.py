@@ -7,6 +7,7 @@ sets it (the bundled map is used) so runs stay offline-safe.
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any
 
 from pdbench.agents.providers.base import Completion
@@ -19,6 +20,10 @@ def load_litellm() -> Any:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     litellm = import_optional("litellm", "litellm")
     litellm.suppress_debug_info = True
+    # litellm leaves a coroutine un-awaited when a call is cancelled mid-flight; not our error.
+    warnings.filterwarnings(
+        "ignore", message="coroutine .* was never awaited", category=RuntimeWarning
+    )
     litellm.telemetry = False
     return litellm
 
@@ -27,6 +32,7 @@ class LiteLLMProvider:
     """`litellm.acompletion` with pdbench's own retries (litellm's are off)."""
 
     name = "litellm"
+    enforces_timeout = True
 
     def __init__(
         self, model: str, *, api_key: str | None, base_url: str | None, timeout_s: float
@@ -61,6 +67,9 @@ class LiteLLMProvider:
         }
         if self._key:
             kwargs["api_key"] = self._key
+        elif self._base_url:
+            # A local OpenAI-compatible server usually needs no key, but litellm insists on one.
+            kwargs["api_key"] = "not-needed"
         if self._base_url:
             kwargs["api_base"] = self._base_url
         try:

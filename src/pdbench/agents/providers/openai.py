@@ -24,6 +24,7 @@ class OpenAIProvider:
     """Chat completions through `openai.AsyncOpenAI` (SDK retries off: pdbench retries itself)."""
 
     name = "openai"
+    enforces_timeout = True
 
     def __init__(
         self, model: str, *, api_key: str | None, base_url: str | None, timeout_s: float

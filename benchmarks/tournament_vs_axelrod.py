@@ -1,0 +1,190 @@
+"""pdbench's vectorized tournament and Moran engines against the Axelrod library, same work.
+
+Run: `uv run python benchmarks/tournament_vs_axelrod.py` (needs `uv sync --extra axelrod`).
+
+1. Tournament: six strategies (ALLC, ALLD, TFT, GRIM, GTFT, WSLS; Axelrod: Cooperator, Defector,
+   TitForTat, Grudger, GTFT, WinStayLoseShift), 200 turns, 100 repetitions, noise 0.05, every
+   pair including self-play (as Axelrod plays it): 2,100 matches, 420,000 turns. Axelrod:
+   `Tournament(...).play(processes=1, progress_bar=False)` building its full ResultSet; pdbench:
+   `play_tournament` building matches, leaderboard and pairwise payoffs.
+2. Moran process: 60 players (10 of each type), 200 turns, noise 0.05. Per generation every pair
+   of players plays a match (1,770 matches) and one birth-death event follows. Axelrod:
+   `next(MoranProcess(...))`; pdbench: `moran` with sampled fitness (the same per-generation
+   work). Both timed for a few generations and compared per generation. pdbench's default
+   `expected` fitness (pairwise matrix estimated once) is shown too, for information.
+
+Times are medians over repeats; rounds per second count both players' moves of a turn as one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+from pdbench.agents.axelrod_adapter import import_axelrod
+from pdbench.core.tournament_config import EvolutionConfig, TournamentConfig
+from pdbench.errors import RunError
+from pdbench.runners.evolve import simulate_evolution
+from pdbench.runners.games_config import LoadedGames
+from pdbench.runners.tournament import play_tournament
+
+POLICIES = ["ALLC", "ALLD", "TFT", "GRIM", "GTFT", "WSLS"]
+AXELROD = ["Cooperator", "Defector", "TitForTat", "Grudger", "GTFT", "WinStayLoseShift"]
+TURNS, REPETITIONS, NOISE, MORAN_SIZE = 200, 100, 0.05, 60
+RUN = {"run_id": "bench", "seed": 1, "output_dir": "unused"}
+
+
+def loaded_games(config: Any, players: list[Any]) -> LoadedGames:
+    """A LoadedGames built in memory (no YAML)."""
+    return LoadedGames(
+        config, Path("benchmark"), Path("."), config.model_dump(mode="json"), players
+    )
+
+
+def timed(fn: Any) -> tuple[float, Any]:
+    """(seconds, result) of one call."""
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result
+
+
+def interleaved(
+    ours: Any, theirs: Any, repeats: int, ours_per_repeat: int
+) -> tuple[float, float, Any, Any]:
+    """Median times of both sides, timed alternately so both see the same machine load.
+
+    Before each timed call the previous results are dropped and the garbage collector run, so
+    neither side pays for the other's (or its own earlier) live objects.
+    """
+    ours()  # warm-up (imports, caches)
+    our_times, their_times = [], []
+    our_result = their_result = None
+    for _ in range(repeats):
+        for _ in range(ours_per_repeat):
+            our_result = None
+            gc.collect()
+            seconds, our_result = timed(ours)
+            our_times.append(seconds)
+        their_result = None
+        gc.collect()
+        seconds, their_result = timed(theirs)
+        their_times.append(seconds)
+    return statistics.median(our_times), statistics.median(their_times), our_result, their_result
+
+
+def pdbench_tournament() -> Any:
+    config = TournamentConfig.model_validate(
+        {
+            "run": RUN,
+            "game": {"noise": NOISE},
+            "horizon": {"type": "fixed", "n_rounds": TURNS},
+            "tournament": {"players": POLICIES, "repetitions": REPETITIONS, "self_play": True},
+        }
+    )
+    loaded = loaded_games(config, list(config.tournament.players))
+    return lambda: play_tournament(loaded)
+
+
+def pdbench_moran(generations: int, fitness: str) -> Any:
+    config = EvolutionConfig.model_validate(
+        {
+            "run": RUN,
+            "game": {"noise": NOISE},
+            "horizon": {"type": "fixed", "n_rounds": TURNS},
+            "evolution": {
+                "process": "moran",
+                "fitness": fitness,
+                "generations": generations,
+                "repetitions": 10,
+                "population": [{"player": p, "count": MORAN_SIZE // 6} for p in POLICIES],
+            },
+        }
+    )
+    loaded = loaded_games(config, [m.player for m in config.evolution.population])
+    return lambda: simulate_evolution(loaded)
+
+
+def axelrod_players(axl: Any, copies: int = 1) -> list[Any]:
+    return [getattr(axl, name)() for name in AXELROD for _ in range(copies)]
+
+
+def report(label: str, ours: float, theirs: float, work: float, unit: str) -> None:
+    print(f"  pdbench : {ours * 1000:10.2f} ms  ({work / ours:,.0f} {unit}/s)")
+    print(f"  axelrod : {theirs * 1000:10.2f} ms  ({work / theirs:,.0f} {unit}/s)")
+    print(f"  {label} speed-up: {theirs / ours:,.0f}x")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5, help="pdbench runs per Axelrod run")
+    parser.add_argument("--axelrod-repeats", type=int, default=3, help="Axelrod runs (median)")
+    parser.add_argument("--moran-generations", type=int, default=2, help="generations timed")
+    args = parser.parse_args()
+    try:
+        axl = import_axelrod()  # the adapter's import: same module, a faster import on 3.12
+    except RunError as exc:
+        sys.exit(str(exc))
+    warnings.filterwarnings("ignore")
+    matches = len(POLICIES) * (len(POLICIES) + 1) // 2 * REPETITIONS
+    turns = matches * TURNS
+    print(
+        f"Tournament: {len(POLICIES)} strategies, {TURNS} turns, {REPETITIONS} repetitions, "
+        f"noise {NOISE}, self-play included: {matches} matches, {turns:,} turns"
+    )
+
+    def run_axelrod() -> Any:
+        tournament = axl.Tournament(
+            axelrod_players(axl), turns=TURNS, repetitions=REPETITIONS, noise=NOISE, seed=1
+        )
+        return tournament.play(processes=1, progress_bar=False)
+
+    ours, theirs, result, results = interleaved(
+        pdbench_tournament(), run_axelrod, args.axelrod_repeats, args.repeats
+    )
+    assert result.manifest["totals"]["rounds"] == turns
+    report("tournament", ours, theirs, turns, "turns")
+    print(f"  rankings: pdbench {[r['player'] for r in result.leaderboard]}")
+    print(f"            axelrod {results.ranked_names}")
+
+    generations = args.moran_generations
+    pairs = MORAN_SIZE * (MORAN_SIZE - 1) // 2
+    print(
+        f"\nMoran process: {MORAN_SIZE} players, {TURNS} turns, noise {NOISE}; per generation "
+        f"{pairs} matches ({pairs * TURNS:,} turns) and one birth-death event; "
+        f"{generations} generations timed"
+    )
+
+    def run_axelrod_moran() -> None:
+        players = axelrod_players(axl, MORAN_SIZE // 6)
+        process = axl.MoranProcess(players, turns=TURNS, noise=NOISE, seed=1)
+        for _ in range(generations):
+            next(process)
+
+    ours_total, theirs_total, _, _ = interleaved(
+        pdbench_moran(generations, "sampled"), run_axelrod_moran, args.axelrod_repeats, args.repeats
+    )
+    # pdbench also evaluates the fitness of the final population: generations + 1 evaluations.
+    report(
+        "Moran per-generation",
+        ours_total / (generations + 1),
+        theirs_total / generations,
+        pairs * TURNS,
+        "turns",
+    )
+    run_expected = pdbench_moran(1000, "expected")
+    run_expected()
+    expected_total = statistics.median(timed(run_expected)[0] for _ in range(args.repeats))
+    print(
+        f"  (pdbench `expected` fitness: payoff matrix from 10 matches per pair of types, then "
+        f"1000 birth-death events: {expected_total * 1000:.1f} ms in total)"
+    )
+
+
+if __name__ == "__main__":
+    main()
