@@ -13,13 +13,13 @@ Moves are given as boolean arrays, True for C. Definitions (also in the README):
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import orjson
 
 DEFAULT_COLLAPSE_K = 10
 DEFAULT_COLLAPSE_THRESHOLD = 0.2
@@ -137,7 +137,7 @@ def game_metrics(
         "agent_a_cooperation_rate": cooperation_rate(a),
         "agent_b_cooperation_rate": cooperation_rate(b),
         "overall_cooperation_rate": float((a.sum() + b.sum()) / (2 * n)) if n else None,
-        "cooperation_rate_over_time": json.dumps(cooperation_rate_over_time(a, b)),
+        "cooperation_rate_over_time": _json_list(cooperation_rate_over_time(a, b)),
         "agent_a_retaliation_rate": ret_a,
         "agent_b_retaliation_rate": ret_b,
         "agent_a_forgiveness_rate": forg_a,
@@ -152,6 +152,11 @@ def game_metrics(
     }
 
 
+def _json_list(values: list[float]) -> str:
+    """A compact JSON list (the stored form of cooperation_rate_over_time)."""
+    return orjson.dumps(values).decode()
+
+
 def _mean_ignoring_none(values: Iterable[Any]) -> float | None:
     kept = [
         float(v) for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))
@@ -162,11 +167,15 @@ def _mean_ignoring_none(values: Iterable[Any]) -> float | None:
 def mean_over_time(series: Sequence[Sequence[float]]) -> list[float]:
     """Per round t, the mean over the series that reached round t."""
     longest = max((len(s) for s in series), default=0)
-    out: list[float] = []
-    for t in range(longest):
-        vals = [s[t] for s in series if len(s) > t]
-        out.append(sum(vals) / len(vals))
-    return out
+    if longest == 0:
+        return []
+    total = np.zeros(longest, dtype=np.float64)
+    count = np.zeros(longest, dtype=np.int64)
+    for values in series:
+        n = len(values)
+        total[:n] += np.asarray(values, dtype=np.float64)
+        count[:n] += 1
+    return (total / count).tolist()
 
 
 def condition_summary(replicate_rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -174,8 +183,8 @@ def condition_summary(replicate_rows: Sequence[Mapping[str, Any]]) -> dict[str, 
     out: dict[str, Any] = {"n_replicates": len(replicate_rows)}
     for column in METRIC_COLUMNS:
         if column == "cooperation_rate_over_time":
-            series = [json.loads(r[column]) for r in replicate_rows if r.get(column)]
-            out[column] = json.dumps(mean_over_time(series))
+            series = [orjson.loads(r[column]) for r in replicate_rows if r.get(column)]
+            out[column] = _json_list(mean_over_time(series))
         else:
             out[column] = _mean_ignoring_none(r.get(column) for r in replicate_rows)
     return out

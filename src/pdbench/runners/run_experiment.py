@@ -10,6 +10,8 @@ keeps every finished game and can be resumed; the resumed artifacts equal an uni
 from __future__ import annotations
 
 import asyncio
+import importlib
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from pdbench.agents.llm import LLMAgent, ParseFailureAbort
-from pdbench.core.batch import is_batchable, play_batch, policy_spec
+from pdbench.core.batch import PolicySpec, is_batchable, play_batch, policy_spec
 from pdbench.core.config import LLMAgentConfig
 from pdbench.core.metrics import GameOutcome, aggregate_rows
 from pdbench.errors import RunError, RunInterrupted
@@ -51,6 +53,8 @@ from pdbench.storage.aggregate import (
 from pdbench.storage.cache import DEFAULT_CACHE_DIR, ResponseCache
 from pdbench.storage.fast_rounds import batch_to_jsonl_games
 from pdbench.storage.files import JsonlAppender, write_json_atomic
+from pdbench.storage.jsonl_template import RoundsEncoder
+from pdbench.storage.jsonl_template import supports as encoder_supports
 from pdbench.storage.schema import AGGREGATES_FILE, CALLS_FILE, MANIFEST_FILE, ROUNDS_FILE
 
 __all__ = ["RunSummary", "expected_llm_calls", "plan_games", "run_experiment", "ProgressFn"]
@@ -86,6 +90,24 @@ class _OrderedWriter:
         while self.position < len(self.order) and self.order[self.position] in self.pending:
             done = self.pending.pop(self.order[self.position])
             self.appender.write_bytes(done.blob)
+            done.blob = b""  # written: free it (a long run's rounds need not stay in memory)
+            self.written.append(done)
+            self.position += 1
+
+    def is_next(self, index: int) -> bool:
+        """True when the game with this plan index is the next one to write."""
+        return self.position < len(self.order) and self.order[self.position] == index
+
+    def wrote_directly(self, result: GameResult) -> None:
+        """Record a game an encoder wrote straight into the file (it was `is_next`)."""
+        assert self.is_next(result.plan.index)
+        self.appender.flush()
+        self.written.append(result)
+        self.position += 1
+        while self.position < len(self.order) and self.order[self.position] in self.pending:
+            done = self.pending.pop(self.order[self.position])
+            self.appender.write_bytes(done.blob)
+            done.blob = b""
             self.written.append(done)
             self.position += 1
 
@@ -94,6 +116,7 @@ class _OrderedWriter:
             self.out_of_order = True
             done = self.pending.pop(index)
             self.appender.write_bytes(done.blob)
+            done.blob = b""
             self.written.append(done)
         self.appender.close()
 
@@ -172,45 +195,63 @@ def _play_batched(
     writer: _OrderedWriter,
     tick: Callable[[int], None],
 ) -> set[int]:
-    """Play every policy-vs-policy game on the vectorized engine, one batch per condition.
+    """Play every policy-vs-policy game on the vectorized engine, all conditions in one batch.
 
-    The results are identical to the per-round engine's (same counter-based draws); returns the
-    plan indexes played here.
+    The results are identical to the per-round engine's (same counter-based draws). Records are
+    serialized and written a few games at a time, so memory stays small on long runs. Returns
+    the plan indexes played here.
     """
+    games = [
+        p for p in plans if is_batchable(p.condition.agent_a) and is_batchable(p.condition.agent_b)
+    ]
+    if not games:
+        return set()
+    specs: dict[PolicySpec, int] = {}
+    ids = np.zeros((2, len(games)), dtype=np.int64)
+    for i, plan in enumerate(games):
+        for side, agent in enumerate((plan.condition.agent_a, plan.condition.agent_b)):
+            ids[side, i] = specs.setdefault(policy_spec(agent), len(specs))
+    result = play_batch(
+        list(specs),
+        ids[0],
+        ids[1],
+        np.array([p.seed for p in games], dtype=np.uint64),
+        np.array([p.n_rounds for p in games], dtype=np.int64),
+        loaded.config.game.matrix(),
+        np.array([p.noise for p in games], dtype=np.float64),
+    )
     matrix = loaded.config.game.matrix()
-    by_condition: dict[str, list[GamePlan]] = {}
-    for plan in plans:
-        cond = plan.condition
-        if is_batchable(cond.agent_a) and is_batchable(cond.agent_b):
-            by_condition.setdefault(cond.name, []).append(plan)
-    done: set[int] = set()
-    for games in by_condition.values():
-        cond = games[0].condition
-        seeds = np.array([p.seed for p in games], dtype=np.uint64)
-        lengths = np.array([p.n_rounds for p in games], dtype=np.int64)
-        zeros = np.zeros(len(games), dtype=np.int64)
-        result = play_batch(
-            [policy_spec(cond.agent_a), policy_spec(cond.agent_b)],
-            zeros,
-            zeros + 1,
-            seeds,
-            lengths,
-            matrix,
-            np.array([p.noise for p in games], dtype=np.float64),
-        )
+    encoder = RoundsEncoder(matrix) if encoder_supports(matrix) else None
+    start = 0
+    while start < len(games):
+        # A chunk: consecutive games of one condition, about 200,000 rounds at most.
+        cond = games[start].condition
+        stop, rounds = start, 0
+        while (
+            stop < len(games)
+            and games[stop].condition is cond
+            and (rounds < 200_000 or stop == start)
+        ):
+            rounds += games[stop].n_rounds
+            stop += 1
         name_a, name_b = cond.agent_a.display_name(), cond.agent_b.display_name()
-        blobs = batch_to_jsonl_games(
-            result,
-            run_id=loaded.config.run.run_id,
-            condition=cond.name,
-            replicates=[p.replicate for p in games],
-            seeds=[p.seed for p in games],
-            agent_a_name=name_a,
-            agent_b_name=name_b,
-            horizon=games[0].horizon,
-            timestamps=utc_now(),
-        )
-        for i, (plan, blob) in enumerate(zip(games, blobs, strict=True)):
+        direct = encoder is not None and all(writer.is_next(p.index) for p in games[start:stop][:1])
+        blobs: list[bytes] = []
+        if not direct:
+            blobs = batch_to_jsonl_games(
+                result,
+                run_id=loaded.config.run.run_id,
+                condition=cond.name,
+                replicates=[p.replicate for p in games],
+                seeds=[p.seed for p in games],
+                agent_a_name=name_a,
+                agent_b_name=name_b,
+                horizon=games[start].horizon,
+                timestamps=utc_now(),
+                games=list(range(start, stop)),
+            )
+        for offset, i in enumerate(range(start, stop)):
+            plan = games[i]
             arrays = result.game(i)
             outcome = GameOutcome(
                 condition=cond.name,
@@ -222,10 +263,42 @@ def _play_batched(
                 a_payoffs=arrays["payoffs_a"],
                 b_payoffs=arrays["payoffs_b"],
             )
-            writer.add(GameResult(plan, blob, outcome))
-            done.add(plan.index)
+            if direct and encoder is not None and writer.is_next(plan.index):
+                horizon = plan.horizon
+                base = {
+                    "run_id": loaded.config.run.run_id,
+                    "condition": cond.name,
+                    "replicate": plan.replicate,
+                    "seed": plan.seed,
+                    "agent_a_name": name_a,
+                    "agent_b_name": name_b,
+                    "horizon_type": horizon.type,
+                    "fixed_n": getattr(horizon, "n_rounds", None),
+                    "stop_prob": getattr(horizon, "stop_prob", None),
+                }
+                encoder.write_game(
+                    writer.appender.handle, arrays, base=base, horizon=horizon, timestamp=utc_now()
+                )
+                writer.wrote_directly(GameResult(plan, b"", outcome))
+            elif direct:
+                blob = batch_to_jsonl_games(
+                    result,
+                    run_id=loaded.config.run.run_id,
+                    condition=cond.name,
+                    replicates=[p.replicate for p in games],
+                    seeds=[p.seed for p in games],
+                    agent_a_name=name_a,
+                    agent_b_name=name_b,
+                    horizon=plan.horizon,
+                    timestamps=utc_now(),
+                    games=[i],
+                )[0]
+                writer.add(GameResult(plan, blob, outcome))
+            else:
+                writer.add(GameResult(plan, blobs[offset], outcome))
             tick(plan.n_rounds)
-    return done
+        start = stop
+    return {p.index for p in games}
 
 
 def _start_resume(
@@ -269,6 +342,8 @@ def run_experiment(
 ) -> RunSummary:
     """Run (or resume) every condition x replicate and write the artifacts; see the module docstring."""
     cfg = loaded.config
+    # pyarrow (for aggregates.parquet) takes most of a second to import: do it while games play.
+    threading.Thread(target=importlib.import_module, args=("pyarrow.parquet",), daemon=True).start()
     run_dir = Path(output_dir or cfg.run.output_dir)
     plans = plan_games(loaded, replicates)
     n_rep = replicates if replicates is not None else cfg.experiment.replicates

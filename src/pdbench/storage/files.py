@@ -8,7 +8,7 @@ import platform
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -68,6 +68,15 @@ class JsonlAppender:
     def write_bytes(self, blob: bytes) -> None:
         """Append pre-serialized lines (must end with a newline)."""
         self._fh.write(blob)
+        self._fh.flush()
+
+    @property
+    def handle(self) -> BinaryIO:
+        """The open file, for encoders that write straight into it (then call `flush`)."""
+        return self._fh
+
+    def flush(self) -> None:
+        """Flush buffered bytes to the OS."""
         self._fh.flush()
 
     def sync(self) -> None:

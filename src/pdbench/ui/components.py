@@ -12,7 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from pdbench.ui import data
-from pdbench.ui.style import CSS, Profile, agent_profile
+from pdbench.ui.style import CSS, GAMES_CSS, Profile, agent_profile
 
 # Session-state keys of the shared selection (plain keys, not widget keys).
 SEL_RUN, SEL_CONDITION, SEL_REPLICATE = "sel_run", "sel_condition", "sel_replicate"
@@ -54,8 +54,8 @@ class Game:
 
 
 def inject_css() -> None:
-    """Add the app's CSS (cards, cells) to the page."""
-    st.html(CSS)
+    """Add the app's CSS (cards, cells, podium, population bars) to the page."""
+    st.html(CSS + GAMES_CSS)
 
 
 def show_error(exc: Exception) -> None:

@@ -295,3 +295,139 @@ def trail_html(table: pd.DataFrame, labels: Sequence[str], current: int) -> str:
     first, last = int(table["round"].iloc[0]), int(table["round"].iloc[-1])
     head = f'<div class="pdb-head">history, rounds {first}–{last}</div>'
     return f'<div class="pdb-tl pdb-trail">{head}{"".join(rows)}</div>'
+
+
+# --------------------------------------------------------------------------------------------
+# Tournaments and evolving populations
+
+# Chart color per strategy: a saturated shade of the card gradient's hue, so a strategy looks the
+# same on its card, in the leaderboard, the heatmap labels and the population charts.
+STRATEGY_COLORS: dict[str, str] = {
+    "ALLC": "#3fb866",
+    "ALLD": "#d64545",
+    "TFT": "#3b78d8",
+    "GRIM": "#6b7280",
+    "GTFT": "#f2b705",
+    "WSLS": "#9b6bd6",
+    "TF2T": "#4fc3f7",
+    "STFT": "#e8853b",
+    "RANDOM": "#a89a3c",
+    "ALTERNATOR": "#2bb3a0",
+}
+EXTRA_COLORS = ("#e377c2", "#8c564b", "#17becf", "#bcbd22", "#7f7f7f", "#ff9896", "#c5b0d5")
+MEDALS = {1: "🥇", 2: "🥈", 3: "🥉"}
+
+
+def medal(rank: int) -> str:
+    """🥇 🥈 🥉 for the podium, the number itself below it."""
+    return MEDALS.get(int(rank), str(int(rank)))
+
+
+def player_key(config: Mapping[str, Any] | None, name: str = "") -> str | None:
+    """The policy key (e.g. 'TFT') of a scripted player, None for LLMs and unknown players."""
+    if config and config.get("type") == "policy":
+        return str(config.get("policy", "")).upper() or None
+    if not config and name.upper() in STRATEGY_STYLE:
+        return name.upper()
+    return None
+
+
+def player_colors(players: Sequence[tuple[str, str | None]]) -> dict[str, str]:
+    """A color per player name from (name, policy key) pairs: the strategy's own color the first
+    time a key is seen, otherwise the next spare color (LLMs, a second GTFT variant)."""
+    used: set[str] = set()
+    spare = iter(EXTRA_COLORS * (1 + len(players) // len(EXTRA_COLORS)))
+    out: dict[str, str] = {}
+    for name, key in players:
+        color = STRATEGY_COLORS.get(key or "")
+        if color is None or color in used:
+            color = next(spare)
+        used.add(color)
+        out[name] = color
+    return out
+
+
+def podium_html(entries: Sequence[tuple[int, Profile, str, str]]) -> str:
+    """Up to three medal cards side by side: (rank, profile, player name, score text) each."""
+    cards = []
+    for rank, profile, name, score in entries:
+        c1, c2 = profile.gradient
+        cards.append(
+            f'<div class="pdb-podium-card r{int(rank)}" '
+            f'style="background: linear-gradient(135deg, {c1}, {c2});">'
+            f'<div class="pdb-medal">{medal(rank)}</div>'
+            f'<div class="pdb-emoji">{profile.emoji}</div>'
+            f'<div class="pdb-title">{escape(profile.title)}</div>'
+            f'<div class="pdb-sub">{escape(name)}</div>'
+            f'<div class="pdb-score">{escape(score)}</div></div>'
+        )
+    return f'<div class="pdb-podium">{"".join(cards)}</div>'
+
+
+def population_strip_html(counts: Sequence[tuple[Profile, int]], per_row: int = 25) -> str:
+    """The population as emoji, one per individual (like the players around Nicky Case's table),
+    grouped by strategy; rows of `per_row`."""
+    faces = [
+        f'<span class="pdb-ind" title="{escape(p.title)}">{p.emoji}</span>'
+        for p, n in counts
+        for _ in range(int(n))
+    ]
+    rows = [
+        f'<div class="pdb-strip-row">{"".join(faces[i : i + per_row])}</div>'
+        for i in range(0, len(faces), per_row)
+    ]
+    return f'<div class="pdb-strip">{"".join(rows)}</div>'
+
+
+def population_bars_html(
+    rows: Sequence[tuple[Profile, str, int, float]], total: int, generation: int, last: int
+) -> str:
+    """One horizontal bar per strategy: (profile, color, count, share); the frame of the animated
+    population chart. Widths are shares of the whole population."""
+    bars = []
+    for profile, color, count, share in rows:
+        bars.append(
+            '<div class="pdb-bar-row">'
+            f'<span class="pdb-bar-label">{profile.emoji} {escape(profile.title)}</span>'
+            f'<span class="pdb-bar-track"><span class="pdb-bar" style="width:{100 * share:.2f}%;'
+            f'background:{color}"></span></span>'
+            f'<span class="pdb-bar-value">{int(count)} · {share:.0%}</span></div>'
+        )
+    head = (
+        f'<div class="pdb-bars-head">Generation <b>{int(generation)}</b> of {int(last)} · '
+        f"{int(total)} individuals</div>"
+    )
+    return f'<div class="pdb-bars">{head}{"".join(bars)}</div>'
+
+
+GAMES_CSS = f"""
+<style>
+.pdb-podium {{ display: flex; gap: 14px; align-items: flex-end; margin: 4px 0 10px 0; }}
+.pdb-podium-card {{ flex: 1; border-radius: 16px; padding: 12px 16px; color: #1f2933;
+  box-shadow: 0 2px 10px rgba(0,0,0,.12); text-align: center;
+  font-family: "Source Sans", "Source Sans Pro", {EMOJI_FONTS}, sans-serif; }}
+.pdb-podium-card.r1 {{ min-height: 190px; }}
+.pdb-podium-card.r2 {{ min-height: 170px; }}
+.pdb-podium-card.r3 {{ min-height: 155px; }}
+.pdb-podium-card .pdb-medal {{ font-size: 30px; font-family: {EMOJI_FONTS}, sans-serif; }}
+.pdb-podium-card .pdb-emoji {{ font-size: 38px; line-height: 1.1;
+  font-family: {EMOJI_FONTS}, sans-serif; }}
+.pdb-podium-card .pdb-title {{ font-size: 18px; font-weight: 700; }}
+.pdb-podium-card .pdb-sub {{ font-size: 12px; opacity: .7; font-family: monospace; }}
+.pdb-podium-card .pdb-score {{ font-size: 15px; margin-top: 4px; }}
+.pdb-strip {{ margin: 6px 0 4px 0; }}
+.pdb-strip-row {{ display: flex; flex-wrap: nowrap; }}
+.pdb-ind {{ display: inline-flex; width: 30px; height: 30px; align-items: center;
+  justify-content: center; font-size: 22px; font-family: {EMOJI_FONTS}, sans-serif; }}
+.pdb-bars {{ font-family: "Source Sans", "Source Sans Pro", {EMOJI_FONTS}, sans-serif; }}
+.pdb-bars-head {{ font-size: 15px; margin-bottom: 6px; color: #334; }}
+.pdb-bar-row {{ display: flex; align-items: center; margin: 3px 0; }}
+.pdb-bar-label {{ width: 190px; min-width: 190px; font-size: 14px; white-space: nowrap;
+  overflow: hidden; text-overflow: ellipsis; }}
+.pdb-bar-track {{ flex: 1; height: 20px; background: #f1f3f5; border-radius: 6px;
+  overflow: hidden; }}
+.pdb-bar {{ display: block; height: 100%; border-radius: 6px; }}
+.pdb-bar-value {{ width: 80px; min-width: 80px; text-align: right; font-size: 13px;
+  font-family: monospace; }}
+</style>
+"""
