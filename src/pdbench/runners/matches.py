@@ -17,16 +17,18 @@ from typing import Any
 
 import numpy as np
 
-from pdbench.agents.llm import ParseFailureAbort
+from pdbench.agents.llm import LLMAgent, ParseFailureAbort
 from pdbench.core.batch import BatchResult, PolicySpec, is_batchable, play_batch, policy_spec
-from pdbench.core.config import LLMAgentConfig, PolicyAgentConfig
+from pdbench.core.config import BudgetConfig, LLMAgentConfig, PolicyAgentConfig
 from pdbench.core.horizon import Horizon
 from pdbench.core.payoff import PayoffMatrix
 from pdbench.core.rng import Purpose, agent_seed, counter_uniform
 from pdbench.core.transcript import Transcript
 from pdbench.core.types import Action
 from pdbench.errors import RunError
+from pdbench.runners.calls import Budget, CallBroker
 from pdbench.runners.games_config import LoadedGames
+from pdbench.storage.cache import DEFAULT_CACHE_DIR, ResponseCache
 
 ProgressFn = Callable[[int, int], None]
 
@@ -225,6 +227,14 @@ def _play_slow(
     async def run_all() -> list[dict[str, list[Any]]]:
         providers: dict[str, Any] = {}
         gate = asyncio.Semaphore(max(1, concurrency))
+        # LLM players' calls go through the same broker as experiments: the response cache
+        # (a re-run makes no provider calls), concurrency limits and transport retries.
+        cache = (
+            ResponseCache(DEFAULT_CACHE_DIR)
+            if any(isinstance(p, LLMAgentConfig) for p in loaded.players)
+            else None
+        )
+        broker = CallBroker(cache, Budget(BudgetConfig()), None, concurrency)
 
         async def one(i: int) -> dict[str, list[Any]]:
             async with gate:
@@ -233,6 +243,17 @@ def _play_slow(
                     build_player(loaded, a, providers, noise),
                     build_player(loaded, b, providers, noise),
                 )
+                for key, agent in (("agent_a", agents[0]), ("agent_b", agents[1])):
+                    if isinstance(agent, LLMAgent):
+                        agent.provider = broker.bind(
+                            agent.provider,
+                            agent.config,
+                            condition=f"{loaded.names[a]}_vs_{loaded.names[b]}",
+                            replicate=i,
+                            agent_key=key,
+                            game_seed=int(seeds[i]),
+                            api_key=getattr(agent.provider, "api_key_value", None),
+                        )
                 players = (loaded.players[a], loaded.players[b])
                 return await play_match_rounds(
                     agents, players, int(seeds[i]), int(lengths[i]), horizon, matrix, noise, tick
@@ -241,6 +262,8 @@ def _play_slow(
         try:
             return list(await asyncio.gather(*(one(i) for i in range(len(lengths)))))
         finally:
+            if cache is not None:
+                cache.close()
             for client in providers.values():
                 closer = getattr(client, "aclose", None)
                 if closer is not None:
