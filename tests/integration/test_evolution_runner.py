@@ -48,7 +48,9 @@ def test_example_writes_artifacts(tmp_path: Path) -> None:
         for g, s, c in zip(table["generation"], table["strategy"], table["count"], strict=True)
         if g == 0
     }
-    assert first == {"ALLC": 8, "ALLD": 4, "TFT": 6, "GRIM": 1, "WSLS": 2, "GTFT": 4}
+    # The starting counts are the config's, read here straight from the YAML.
+    members = yaml.safe_load(EXAMPLE.read_text())["evolution"]["population"]
+    assert first == {m["player"]: m["count"] for m in members}
     for g in set(table["generation"]):
         assert (
             sum(c for gg, c in zip(table["generation"], table["count"], strict=True) if gg == g)
@@ -61,14 +63,14 @@ def test_example_writes_artifacts(tmp_path: Path) -> None:
 
 
 def test_classic_lessons_with_the_example_defaults() -> None:
-    # Without noise, TFT ("copycat") takes over; with 5% noise the forgiving GTFT / WSLS end on
-    # top instead. Checked over ten seeds: each lesson must hold in a clear majority.
+    # Without noise, TFT ("copycat") takes over; with 5% noise the forgiving GTFT / TF2T / WSLS
+    # end on top instead. Checked over ten seeds: each lesson must hold in a clear majority.
     loaded = load_evolution(EXAMPLE)
     no_noise = [simulate_evolution(loaded, seed=s) for s in range(1, 11)]
     noisy = [simulate_evolution(loaded, noise=0.05, seed=s) for s in range(1, 11)]
     assert sum(top(r) == "TFT" for r in no_noise) >= 7
     assert sum(r.fixated == "TFT" for r in no_noise) >= 6
-    assert sum(top(r) in ("GTFT", "WSLS") for r in noisy) >= 6
+    assert sum(top(r) in ("GTFT", "TF2T", "WSLS") for r in noisy) >= 6
     assert all(r.final_counts["ALLD"] == 0 and r.final_counts["ALLC"] == 0 for r in no_noise)
 
 

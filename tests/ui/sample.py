@@ -1,4 +1,5 @@
-"""Small sample runs made with the library, for the UI tests and the README screenshots."""
+"""Small sample runs, tournaments and evolutions made with the library, for the UI tests and the
+README screenshots."""
 
 from __future__ import annotations
 
@@ -106,3 +107,56 @@ def make_run(
     )
     run_experiment(load_experiment(config), overwrite=True, output_dir=run_dir, use_cache=False)
     return run_dir
+
+
+def make_tournament(
+    directory: Path,
+    players: list[Any] | None = None,
+    n_rounds: int = 20,
+    repetitions: int = 2,
+    noise: float = 0.0,
+    run_id: str = "lib_tournament",
+) -> Path:
+    """Play a small tournament with the library into `directory`; returns it."""
+    from pdbench.runners.tournament import run_tournament
+
+    config = {
+        "run": {"run_id": run_id, "seed": 7, "output_dir": str(directory)},
+        "game": {"noise": noise},
+        "horizon": {"type": "fixed", "n_rounds": n_rounds},
+        "tournament": {"repetitions": repetitions, "players": players or ["TFT", "ALLD", "ALLC"]},
+    }
+    path = directory.parent / f"{directory.name}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    run_tournament(path, output_dir=directory, overwrite=True)
+    return directory
+
+
+def make_evolution(
+    directory: Path,
+    population: dict[str, int] | None = None,
+    generations: int = 8,
+    noise: float = 0.0,
+    run_id: str = "lib_evolution",
+) -> Path:
+    """Run a small evolution with the library into `directory`; returns it."""
+    from pdbench.runners.evolve import run_evolution
+
+    members = population or {"TFT": 4, "ALLD": 4, "ALLC": 4}
+    config = {
+        "run": {"run_id": run_id, "seed": 3, "output_dir": str(directory)},
+        "game": {"noise": noise},
+        "horizon": {"type": "fixed", "n_rounds": 10},
+        "evolution": {
+            "process": "eliminate_clone",
+            "eliminate": 2,
+            "generations": generations,
+            "population": [{"player": k, "count": n} for k, n in members.items()],
+        },
+    }
+    path = directory.parent / f"{directory.name}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    run_evolution(path, output_dir=directory, overwrite=True)
+    return directory

@@ -1,8 +1,10 @@
 """Real screenshots of every tab for the README: `uv run python -m tests.ui.screenshots [OUT_DIR]`.
 
 Makes a sample run with the library in a temporary directory, starts the app on it, drives
-Debian's Chromium with Playwright and writes view_results.png, view_results_llm.png, replay.png and run_experiment.png
-(default OUT_DIR: docs/screenshots). Fails if the page shows an exception or logs console errors.
+Debian's Chromium with Playwright and writes view_results.png, view_results_llm.png, replay.png,
+run_experiment.png, tournament.png (a no-noise round robin run from the UI) and evolution.png (the
+"Trust wins" preset run from the UI) (default OUT_DIR: docs/screenshots). Fails if the page shows
+an exception or logs console errors.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ def full_page_screenshot(page: Any, path: Path, width: int = 1440) -> None:
         height = new_height
         page.set_viewport_size({"width": width, "height": height})
         page.wait_for_timeout(700)
+    page.mouse.move(2, 2)  # no hover effects (heading anchors, tooltips) in the picture
+    page.wait_for_timeout(200)
     page.screenshot(path=str(path), full_page=True)
     page.set_viewport_size({"width": width, "height": 1000})
 
@@ -57,7 +61,48 @@ def tour(page: Any, url: str, out_dir: Path, replay_round: int = 14) -> list[Pat
     open_tab(page, "🧪 Run Experiment")
     shots.append(out_dir / "run_experiment.png")
     full_page_screenshot(page, shots[-1])
+    shots.append(tournament_shot(page, out_dir))
+    shots.append(evolution_shot(page, out_dir))
     return shots
+
+
+def tournament_shot(page: Any, out_dir: Path) -> Path:
+    """The example config's six strategies without noise, run from the Tournament tab: Copycat
+    tops the table though it wins no match, Always Cheat wins every match and ends near the
+    bottom."""
+    open_tab(page, "🏆 Tournament")
+    slider = page.get_by_role("slider", name="Noise (move flip probability)")
+    assert slider.input_value() == "0.05", slider.input_value()
+    slider.focus()
+    page.keyboard.press("Home")
+    wait_idle(page)
+    assert slider.input_value() == "0", slider.input_value()
+    page.get_by_role("button", name="🏆 Run Tournament").click()
+    page.get_by_text("finished:", exact=False).wait_for(timeout=30_000)
+    wait_idle(page)
+    page.wait_for_timeout(1500)  # let Vega draw
+    path = out_dir / "tournament.png"
+    full_page_screenshot(page, path)
+    return path
+
+
+def evolution_shot(page: Any, out_dir: Path, generation: int = 2) -> Path:
+    """The "Trust wins" preset run from the Evolution tab, the animated chart at `generation`."""
+    open_tab(page, "🧬 Evolution")
+    page.get_by_role("button", name="🤝 Trust wins (no noise)").click()
+    wait_idle(page)
+    page.get_by_role("button", name="🧬 Run Evolution").click()
+    page.get_by_text("finished:", exact=False).wait_for(timeout=30_000)
+    wait_idle(page)
+    page.get_by_role("button", name="⏮️ Restart").click()
+    wait_idle(page)
+    for _ in range(generation):
+        page.get_by_role("button", name="Step ▶️").click()
+        wait_idle(page)
+    page.wait_for_timeout(1500)  # let Vega draw
+    path = out_dir / "evolution.png"
+    full_page_screenshot(page, path)
+    return path
 
 
 def capture(out_dir: Path = DEFAULT_OUT) -> list[Path]:

@@ -14,6 +14,7 @@ from tests.ui.sample import REPO
 
 APP = REPO / "src" / "pdbench" / "ui" / "streamlit_app.py"
 VIEW, REPLAY, RUN = "📊 View Results", "🎬 Animated Replay", "🧪 Run Experiment"
+TOURNAMENT, EVOLUTION = "🏆 Tournament", "🧬 Evolution"
 
 
 @pytest.fixture(autouse=True)
@@ -55,11 +56,13 @@ def captions(at: AppTest) -> str:
 def test_every_tab_renders(sample_run: Path) -> None:
     at = make_app(sample_run).run()
     assert_clean(at)
-    assert [t.label for t in at.tabs] == [VIEW, REPLAY, RUN]
-    for label in (VIEW, REPLAY, RUN):
+    assert [t.label for t in at.tabs] == [VIEW, REPLAY, RUN, TOURNAMENT, EVOLUTION]
+    for label in (VIEW, REPLAY, RUN, TOURNAMENT, EVOLUTION):
         show_tab(at, label)
         assert_clean(at)
-    assert any(b.label == "🚀 Run" for b in at.button)
+        if label == RUN:
+            assert any(b.label == "🚀 Run" for b in at.button)
+    assert any(b.label == "🧬 Run Evolution" for b in at.button)
 
 
 def test_view_results_shows_game_metrics_and_conditions(sample_run: Path) -> None:
@@ -155,7 +158,8 @@ def test_llm_round_shows_prompts_and_every_raw_reply(sample_run: Path) -> None:
 def test_run_experiment_from_the_ui(tmp_path: Path) -> None:
     at = make_app().run()
     assert_clean(at)
-    assert at.tabs[0].label == RUN  # no run dir given: Run Experiment comes first
+    # No run dir given: Run Experiment comes first.
+    assert [t.label for t in at.tabs] == [RUN, VIEW, REPLAY, TOURNAMENT, EVOLUTION]
     at.selectbox(key="rx_agent_b").select("policy:GRIM").run()
     at.slider(key="rx_rounds").set_value(12).run()
     at.slider(key="rx_reps").set_value(2).run()

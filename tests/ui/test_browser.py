@@ -1,8 +1,8 @@
 """The app in a real browser: `streamlit run` as a subprocess, Debian's Chromium via Playwright.
 
-Visits every tab, changes a selection, steps and plays the replay, runs a small experiment from
-the UI, and checks that no exception element and no console error appears. A full-page
-screenshot of each tab is saved in the test's tmp dir.
+Visits every tab, changes a selection, steps and plays the replay, runs a small experiment, a
+tournament and an evolution from the UI, plays the evolution, and checks that no exception element
+and no console error appears. A full-page screenshot of each tab is saved in the test's tmp dir.
 """
 
 from __future__ import annotations
@@ -37,6 +37,24 @@ def _round_on_stage(page: Any) -> int:
     return int(match.group(1))
 
 
+def _generation_on_stage(page: Any) -> int:
+    text = page.locator(".pdb-bars-head").first.inner_text()
+    match = re.search(r"Generation (\d+) of", text)
+    assert match, text
+    return int(match.group(1))
+
+
+def _wait_for_charts(page: Any, n: int) -> None:
+    """Wait until `n` Vega charts have drawn (a canvas or SVG inside each)."""
+    page.wait_for_function(
+        """n => document.querySelectorAll(
+            '[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg.marks'
+        ).length >= n""",
+        arg=n,
+        timeout=20_000,
+    )
+
+
 def test_every_tab_in_chromium(sample_run: Path, tmp_path: Path) -> None:
     cwd = tmp_path / "cwd"
     cwd.mkdir()
@@ -56,8 +74,11 @@ def test_every_tab_in_chromium(sample_run: Path, tmp_path: Path) -> None:
         full_page_screenshot(page, shots / "view_results.png")
         select_option(page, "Condition", "LLMcoop_vs_LLMexploit")
         page.get_by_text("LLM prompts and replies").wait_for()
-        # The prompt panel renders after its heading: wait for it (a slow CI box lags here).
-        page.get_by_text("Persona: cooperative").first.wait_for(timeout=20_000)
+        # The prompt panel renders after its heading: wait for it (a slow CI box lags here). The
+        # persona is in the system prompt, inside a collapsed expander: wait for the round prompt.
+        page.locator('[data-testid="stCode"]').filter(has_text="Choose your action").first.wait_for(
+            timeout=20_000
+        )
         select_option(page, "Replicate", "1")
         page.get_by_text("LLMcoop_vs_LLMexploit · replicate 1", exact=False).first.wait_for()
         full_page_screenshot(page, shots / "view_results_llm.png")
@@ -97,11 +118,50 @@ def test_every_tab_in_chromium(sample_run: Path, tmp_path: Path) -> None:
         assert page.get_by_text("TFT_vs_GRIM").count() >= 1
         full_page_screenshot(page, shots / "view_results_new_run.png")
 
+        # Tournament: the example config's field, run from the UI, then the medal leaderboard.
+        open_tab(page, "🏆 Tournament")
+        page.get_by_text("No tournaments yet", exact=False).wait_for()
+        page.get_by_role("button", name="🏆 Run Tournament").click()
+        page.get_by_text("finished:", exact=False).wait_for(timeout=30_000)
+        wait_idle(page)
+        assert len(list((cwd / "data" / "tournaments").glob("ui_*/leaderboard.parquet"))) == 1
+        assert page.locator(".pdb-podium-card").count() == 3
+        _wait_for_charts(page, 2)  # leaderboard with CIs, payoff heatmap
+        full_page_screenshot(page, shots / "tournament.png")
+
+        # Evolution: the "trust wins" preset, run from the UI; Copycat takes over.
+        open_tab(page, "🧬 Evolution")
+        page.get_by_role("button", name="🤝 Trust wins (no noise)").click()
+        wait_idle(page)
+        page.get_by_role("button", name="🧬 Run Evolution").click()
+        page.get_by_text("finished:", exact=False).wait_for(timeout=30_000)
+        wait_idle(page)
+        (evolution,) = (cwd / "data" / "evolutions").glob("ui_*")
+        manifest = json.loads((evolution / "evolution_manifest.json").read_text())
+        assert manifest["fixated"] == "TFT"
+        page.get_by_text("took over the whole population", exact=False).wait_for()
+        _wait_for_charts(page, 1)  # population over time
+        last = manifest["generations_run"]
+        assert _generation_on_stage(page) == last
+        page.get_by_role("button", name="▶️ Play", exact=True).click()  # restarts from 0
+        deadline = time.monotonic() + 15
+        while _generation_on_stage(page) < 3 and time.monotonic() < deadline:
+            page.wait_for_timeout(200)
+        assert 3 <= _generation_on_stage(page)
+        page.get_by_role("button", name="⏸️ Pause").click()
+        wait_idle(page)
+        paused_at = _generation_on_stage(page)
+        page.wait_for_timeout(1000)
+        assert _generation_on_stage(page) == paused_at
+        full_page_screenshot(page, shots / "evolution.png")
+
         assert page.locator('[data-testid="stException"]').count() == 0
         assert errors == [], errors
     assert sorted(p.name for p in shots.iterdir()) == [
+        "evolution.png",
         "replay.png",
         "run_experiment.png",
+        "tournament.png",
         "view_results.png",
         "view_results_llm.png",
         "view_results_new_run.png",

@@ -1,4 +1,6 @@
-"""Altair charts of one game: a compact action heatmap, cooperation over time, cumulative payoffs.
+"""Altair charts: of one game (a compact action heatmap, cooperation over time, cumulative
+payoffs), of a tournament (leaderboard with 95% CIs, pairwise payoff heatmap) and of an evolving
+population (shares over generations, mean fitness).
 
 Charts only draw numbers they are given: per-round actions and payoffs from rounds.jsonl, and
 metric series computed by `pdbench.core.metrics` (stored in aggregates.parquet). Rolling means are
@@ -15,7 +17,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from pdbench.ui.style import AGENT_COLORS, COOP_COLOR, DEFECT_COLOR, FLIP_COLOR
+from pdbench.ui.games_data import Player
+from pdbench.ui.style import AGENT_COLORS, COOP_COLOR, DEFECT_COLOR, FLIP_COLOR, medal
 
 MAX_CELLS = 1500  # rounds drawn one rect each; longer games are binned
 MAX_POINTS = 2000  # points per line series
@@ -221,4 +224,171 @@ def payoff_chart(game: pd.DataFrame, labels: Sequence[str]) -> alt.Chart:
             tooltip=["agent:N", "round:Q", alt.Tooltip("payoff:Q", format=",.1f")],
         )
         .properties(height=300)
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Tournaments and evolving populations (numbers from the library's artifacts, see games_data)
+
+
+def _color_scale(players: Sequence[Player]) -> alt.Scale:
+    return alt.Scale(domain=[p.label for p in players], range=[p.color for p in players])
+
+
+def leaderboard_chart(board: pd.DataFrame, players: Sequence[Player]) -> alt.LayerChart:
+    """Mean score per round of each player (bars, best on top) with its 95% CI (error bars);
+    `board` is leaderboard.parquet."""
+    by_name = {p.name: p for p in players}
+    data = board.assign(
+        label=[by_name[str(n)].label for n in board["player"]],
+        medal=[medal(r) for r in board["rank"]],
+    )
+    data["ci95_low"] = data["ci95_low"].fillna(data["mean_score_per_round"])
+    data["ci95_high"] = data["ci95_high"].fillna(data["mean_score_per_round"])
+    order = list(data.sort_values("rank")["label"])
+    y = alt.Y("label:N", sort=order, title=None, axis=alt.Axis(labelLimit=260, labelFontSize=13))
+    tooltip = [
+        alt.Tooltip("medal:N", title="rank"),
+        alt.Tooltip("label:N", title="player"),
+        alt.Tooltip("mean_score_per_round:Q", title="score / round", format=".3f"),
+        alt.Tooltip("ci95_low:Q", title="95% CI low", format=".3f"),
+        alt.Tooltip("ci95_high:Q", title="95% CI high", format=".3f"),
+        alt.Tooltip("wins:Q"),
+        alt.Tooltip("cooperation_rate:Q", title="cooperation", format=".0%"),
+    ]
+    base = alt.Chart(data)
+    bars = base.mark_bar(cornerRadiusEnd=4, height={"band": 0.7}).encode(
+        x=alt.X(
+            "mean_score_per_round:Q",
+            title="mean score per round (95% CI)",
+            axis=alt.Axis(tickMinStep=0.5),
+        ),
+        y=y,
+        color=alt.Color("label:N", scale=_color_scale(players), legend=None),
+        tooltip=tooltip,
+    )
+    errors = base.mark_errorbar(ticks=True, thickness=2, color="#1f2933").encode(
+        x=alt.X("ci95_low:Q", title="mean score per round (95% CI)"), x2="ci95_high:Q", y=y
+    )
+    text = base.mark_text(align="left", dx=6, fontSize=12, color="#1f2933").encode(
+        x="ci95_high:Q", y=y, text=alt.Text("mean_score_per_round:Q", format=".2f")
+    )
+    return alt.layer(bars, errors, text).properties(height=max(160, 36 * len(order)))
+
+
+def payoff_heatmap(
+    pairwise: pd.DataFrame, players: Sequence[Player], low: float, mid: float, high: float
+) -> alt.LayerChart:
+    """The row player's mean score per round against the column player (payoff_matrix.parquet),
+    annotated, on a diverging scale centred on `mid` (red below, green above)."""
+    by_name = {p.name: p for p in players}
+    data = pairwise.assign(
+        row=[by_name[str(n)].label for n in pairwise["player"]],
+        col=[by_name[str(n)].label for n in pairwise["opponent"]],
+    )
+    order = [p.label for p in players]
+    base = alt.Chart(data).encode(
+        x=alt.X(
+            "col:N",
+            sort=order,
+            title="against (column player)",
+            axis=alt.Axis(
+                labelAngle=-35, labelLimit=220, orient="top", labelFontSize=12, labelOverlap=False
+            ),
+        ),
+        y=alt.Y(
+            "row:N",
+            sort=order,
+            title="player (row)",
+            axis=alt.Axis(labelLimit=220, labelFontSize=12),
+        ),
+    )
+    cells = base.mark_rect(stroke="white", strokeWidth=2).encode(
+        color=alt.Color(
+            "mean_score_per_round:Q",
+            title="score / round",
+            scale=alt.Scale(scheme="redyellowgreen", domain=[low, high], domainMid=mid),
+            legend=alt.Legend(orient="right", gradientLength=220),
+        ),
+        tooltip=[
+            alt.Tooltip("row:N", title="player"),
+            alt.Tooltip("col:N", title="against"),
+            alt.Tooltip("mean_score_per_round:Q", title="score / round", format=".3f"),
+            alt.Tooltip("matches:Q"),
+        ],
+    )
+    span = max(high - low, 1e-9)
+    dark = f"datum.mean_score_per_round < {low + 0.22 * span} || datum.mean_score_per_round > {high - 0.15 * span}"
+    text = base.mark_text(fontSize=13, fontWeight="bold").encode(
+        text=alt.Text("mean_score_per_round:Q", format=".2f"),
+        color=alt.condition(dark, alt.value("white"), alt.value("#1f2933")),
+    )
+    return alt.layer(cells, text).properties(
+        width=alt.Step(66), height=alt.Step(40), autosize=alt.AutoSizeParams(type="pad")
+    )
+
+
+def population_chart(generations: pd.DataFrame, players: Sequence[Player]) -> alt.Chart:
+    """Population over time: each strategy's share of the population per generation, stacked
+    (generations.parquet)."""
+    by_name = {p.name: p for p in players}
+    order = {p.label: i for i, p in enumerate(players)}
+    data = generations.assign(label=[by_name[str(n)].label for n in generations["strategy"]])
+    data["order"] = data["label"].map(order)
+    return (
+        alt.Chart(data)
+        .mark_area(interpolate="linear", opacity=0.92, line={"strokeWidth": 0.3})
+        .encode(
+            x=alt.X(
+                "generation:Q",
+                title="generation",
+                scale=alt.Scale(nice=False),
+                axis=alt.Axis(format="d", tickMinStep=1),
+            ),
+            y=alt.Y(
+                "share:Q",
+                stack="zero",
+                title="share of the population",
+                axis=alt.Axis(format="%"),
+                scale=alt.Scale(domain=[0, 1]),
+            ),
+            color=alt.Color(
+                "label:N",
+                scale=_color_scale(players),
+                sort=[p.label for p in players],
+                legend=alt.Legend(title=None, orient="right", labelLimit=260, labelFontSize=12),
+            ),
+            order=alt.Order("order:Q"),
+            tooltip=[
+                alt.Tooltip("generation:Q"),
+                alt.Tooltip("label:N", title="strategy"),
+                alt.Tooltip("count:Q"),
+                alt.Tooltip("share:Q", format=".0%"),
+                alt.Tooltip("mean_fitness:Q", title="mean fitness", format=".3f"),
+            ],
+        )
+        .properties(height=340)
+    )
+
+
+def fitness_chart(generations: pd.DataFrame, players: Sequence[Player]) -> alt.Chart:
+    """Mean fitness (payoff per round) of each strategy still present, per generation."""
+    by_name = {p.name: p for p in players}
+    data = generations.dropna(subset=["mean_fitness"])
+    data = data.assign(label=[by_name[str(n)].label for n in data["strategy"]])
+    return (
+        alt.Chart(data)
+        .mark_line(strokeWidth=2.2, point=alt.OverlayMarkDef(size=18))
+        .encode(
+            x=alt.X("generation:Q", title="generation", axis=alt.Axis(format="d", tickMinStep=1)),
+            y=alt.Y("mean_fitness:Q", title="mean fitness (payoff per round)"),
+            color=alt.Color("label:N", scale=_color_scale(players), legend=None),
+            tooltip=[
+                alt.Tooltip("generation:Q"),
+                alt.Tooltip("label:N", title="strategy"),
+                alt.Tooltip("count:Q"),
+                alt.Tooltip("mean_fitness:Q", title="mean fitness", format=".3f"),
+            ],
+        )
+        .properties(height=260)
     )

@@ -186,3 +186,62 @@ def describe_condition(game: Game) -> str:
     return f"{h} · noise {noise:g} · {len(game.table)} rounds played" + (
         f" · seed {seed}" if seed is not None else ""
     )
+
+
+def _open_typed_path(prefix: str) -> None:
+    """The 'open a directory' box's callback: remember the path and select it."""
+    typed = str(st.session_state.get(f"{prefix}_path") or "").strip()
+    if not typed:
+        return
+    path = str(Path(typed).expanduser().resolve())
+    extras = [p for p in st.session_state.get(f"{prefix}_extra", []) if p != path]
+    st.session_state[f"{prefix}_extra"] = [path, *extras]
+    st.session_state[f"{prefix}_dir"] = path
+    st.session_state[f"{prefix}_path"] = ""
+
+
+def pick_saved(
+    prefix: str,
+    what: str,
+    lister: Callable[[list[str]], Sequence[Any]],
+    empty_hint: str,
+) -> str | None:
+    """A select box over saved tournaments or evolutions (`lister(extra_paths)` gives entries
+    with `path` and `label()`), and a box to open any other directory; the chosen path or None.
+
+    The selection lives in session state `<prefix>_dir`, so a tab can select a directory it has
+    just written before the box is drawn."""
+    left, right = st.columns([3, 2], vertical_alignment="bottom")
+    with right:
+        st.text_input(
+            f"…or open {'an' if what[0] in 'aeiou' else 'a'} {what} directory",
+            key=f"{prefix}_path",
+            placeholder="path/to/dir, then Enter",
+            on_change=_open_typed_path,
+            args=(prefix,),
+        )
+    entries = list(lister(list(st.session_state.get(f"{prefix}_extra", []))))
+    if not entries:
+        left.info(empty_hint, icon="🗂️")
+        return None
+    by_path = {e.path: e for e in entries}
+    key = f"{prefix}_dir"
+    if st.session_state.get(key) not in by_path:
+        st.session_state[key] = entries[0].path
+    with left:
+        return st.selectbox(
+            f"Saved {what}s", list(by_path), key=key, format_func=lambda p: by_path[p].label()
+        )
+
+
+def restore_widgets(store: str) -> None:
+    """Put back widget values saved by `save_widgets` (a lazy tab's widgets are not drawn while
+    another tab is open, and Streamlit then forgets their values)."""
+    for key, value in (st.session_state.get(store) or {}).items():
+        if key not in st.session_state:
+            st.session_state[key] = value
+
+
+def save_widgets(store: str, keys: Sequence[str]) -> None:
+    """Keep the current values of the widgets `keys` under the plain session key `store`."""
+    st.session_state[store] = {k: st.session_state[k] for k in keys if k in st.session_state}

@@ -1,4 +1,6 @@
-"""Every piece of data the app reads: run lists, manifests, rounds, aggregates, one round's prompts.
+"""The experiment runs the app reads: run lists, manifests, rounds, aggregates, one round's prompts
+(tournaments and evolutions are loaded by `pdbench.ui.games_data`, with the same cache keys and
+error classes).
 
 Loaders are cached with `st.cache_data`, keyed by the file's path, mtime and size, so re-running an
 experiment into the same directory refreshes what is shown. Nothing here writes to a run directory.

@@ -348,9 +348,11 @@ def player_colors(players: Sequence[tuple[str, str | None]]) -> dict[str, str]:
 
 
 def podium_html(entries: Sequence[tuple[int, Profile, str, str]]) -> str:
-    """Up to three medal cards side by side: (rank, profile, player name, score text) each."""
+    """Up to three medal cards, arranged like a podium (🥈 🥇 🥉): (rank, profile, player name,
+    score text) each, best first."""
     cards = []
-    for rank, profile, name, score in entries:
+    podium = [entries[i] for i in (1, 0, 2) if i < len(entries)] if len(entries) > 1 else entries
+    for rank, profile, name, score in podium:
         c1, c2 = profile.gradient
         cards.append(
             f'<div class="pdb-podium-card r{int(rank)}" '
@@ -380,15 +382,15 @@ def population_strip_html(counts: Sequence[tuple[Profile, int]], per_row: int = 
 
 
 def population_bars_html(
-    rows: Sequence[tuple[Profile, str, int, float]], total: int, generation: int, last: int
+    rows: Sequence[tuple[str, str, int, float]], total: int, generation: int, last: int
 ) -> str:
-    """One horizontal bar per strategy: (profile, color, count, share); the frame of the animated
-    population chart. Widths are shares of the whole population."""
+    """One horizontal bar per strategy, from (label, color, count, share): a frame of the
+    animated population chart. Widths are shares of the whole population."""
     bars = []
-    for profile, color, count, share in rows:
+    for label, color, count, share in rows:
         bars.append(
             '<div class="pdb-bar-row">'
-            f'<span class="pdb-bar-label">{profile.emoji} {escape(profile.title)}</span>'
+            f'<span class="pdb-bar-label" title="{escape(label)}">{escape(label)}</span>'
             f'<span class="pdb-bar-track"><span class="pdb-bar" style="width:{100 * share:.2f}%;'
             f'background:{color}"></span></span>'
             f'<span class="pdb-bar-value">{int(count)} · {share:.0%}</span></div>'
@@ -406,9 +408,9 @@ GAMES_CSS = f"""
 .pdb-podium-card {{ flex: 1; border-radius: 16px; padding: 12px 16px; color: #1f2933;
   box-shadow: 0 2px 10px rgba(0,0,0,.12); text-align: center;
   font-family: "Source Sans", "Source Sans Pro", {EMOJI_FONTS}, sans-serif; }}
-.pdb-podium-card.r1 {{ min-height: 190px; }}
-.pdb-podium-card.r2 {{ min-height: 170px; }}
-.pdb-podium-card.r3 {{ min-height: 155px; }}
+.pdb-podium-card.r1 {{ min-height: 200px; }}
+.pdb-podium-card.r2 {{ min-height: 178px; }}
+.pdb-podium-card.r3 {{ min-height: 162px; }}
 .pdb-podium-card .pdb-medal {{ font-size: 30px; font-family: {EMOJI_FONTS}, sans-serif; }}
 .pdb-podium-card .pdb-emoji {{ font-size: 38px; line-height: 1.1;
   font-family: {EMOJI_FONTS}, sans-serif; }}
@@ -422,7 +424,7 @@ GAMES_CSS = f"""
 .pdb-bars {{ font-family: "Source Sans", "Source Sans Pro", {EMOJI_FONTS}, sans-serif; }}
 .pdb-bars-head {{ font-size: 15px; margin-bottom: 6px; color: #334; }}
 .pdb-bar-row {{ display: flex; align-items: center; margin: 3px 0; }}
-.pdb-bar-label {{ width: 190px; min-width: 190px; font-size: 14px; white-space: nowrap;
+.pdb-bar-label {{ width: 230px; min-width: 230px; font-size: 14px; white-space: nowrap;
   overflow: hidden; text-overflow: ellipsis; }}
 .pdb-bar-track {{ flex: 1; height: 20px; background: #f1f3f5; border-radius: 6px;
   overflow: hidden; }}

@@ -1,14 +1,18 @@
 """Tables of metrics for the pages. Values come from aggregates.parquet (computed by
-`pdbench.core.metrics`); only the spread over replicates (min, max, std) is computed here."""
+`pdbench.core.metrics`); only the spread over replicates (min, max, std) is computed here.
+Tournament and evolution tables reshape leaderboard.parquet and generations.parquet for display."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from pdbench.ui.data import condition_row, replicate_row
+from pdbench.ui.games_data import Player
+from pdbench.ui.style import medal
 
 # Aggregate column -> (label, kind); kind picks the number format.
 METRICS: dict[str, tuple[str, str]] = {
@@ -77,3 +81,47 @@ def conditions_table(aggregates: pd.DataFrame) -> pd.DataFrame:
         c for c in METRICS if c in rows.columns
     ]
     return rows[columns].reset_index(drop=True)
+
+
+def leaderboard_table(board: pd.DataFrame, players: Sequence[Player]) -> pd.DataFrame:
+    """leaderboard.parquet for display: medal, player label, then the library's columns."""
+    by_name = {p.name: p for p in players}
+    return pd.DataFrame(
+        {
+            "rank": [medal(r) for r in board["rank"]],
+            "player": [by_name[str(n)].label for n in board["player"]],
+            "score_per_round": board["mean_score_per_round"].to_numpy(),
+            "ci95": [
+                "—" if pd.isna(lo) or pd.isna(hi) else f"{lo:.2f} – {hi:.2f}"
+                for lo, hi in zip(board["ci95_low"], board["ci95_high"], strict=True)
+            ],
+            "wins": board["wins"].to_numpy(),
+            "draws": board["draws"].to_numpy(),
+            "losses": board["losses"].to_numpy(),
+            "matches": board["matches"].to_numpy(),
+            "cooperation_rate": board["cooperation_rate"].to_numpy(),
+            "name": board["player"].astype(str).to_numpy(),
+        }
+    )
+
+
+def final_shares_table(
+    first: pd.DataFrame, last: pd.DataFrame, players: Sequence[Player]
+) -> pd.DataFrame:
+    """Per strategy (rows of generations.parquet): initial and final count, final share and mean
+    fitness, largest final share first."""
+    by_name = {p.name: p for p in players}
+    start = dict(zip(first["strategy"].astype(str), first["count"], strict=True))
+    table = pd.DataFrame(
+        {
+            "strategy": [by_name[str(n)].label for n in last["strategy"]],
+            "start": [int(start.get(str(n), 0)) for n in last["strategy"]],
+            "count": last["count"].astype(int).to_numpy(),
+            "share": last["share"].to_numpy(),
+            "mean_fitness": last["mean_fitness"].to_numpy(),
+            "name": last["strategy"].astype(str).to_numpy(),
+        }
+    )
+    return table.sort_values(["count", "start"], ascending=False, kind="stable").reset_index(
+        drop=True
+    )

@@ -1,7 +1,7 @@
 """The app's tabs, one module each. Each module has `LABEL` and `render(ctx: AppContext)`.
 
-To add a tab (the Tournament and Evolution tabs come later), write a module with the same two
-names and add it to `TABS`; `tab_order` decides where it appears.
+To add a tab, write a module with the same two names and add it to `TABS`; `tab_order` decides
+where it appears.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pdbench.ui.components import AppContext
-from pdbench.ui.tabs import replay, run_experiment, view_results
+from pdbench.ui.tabs import evolution, replay, run_experiment, tournament, view_results
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,11 +25,20 @@ class Tab:
 VIEW = Tab(view_results.LABEL, view_results.render)
 REPLAY = Tab(replay.LABEL, replay.render, replay.stop)
 RUN = Tab(run_experiment.LABEL, run_experiment.render)
-TABS: dict[str, Tab] = {"view": VIEW, "replay": REPLAY, "run": RUN}
+TOURNAMENT = Tab(tournament.LABEL, tournament.render)
+EVOLUTION = Tab(evolution.LABEL, evolution.render, evolution.stop)
+TABS: dict[str, Tab] = {
+    "view": VIEW,
+    "replay": REPLAY,
+    "run": RUN,
+    "tournament": TOURNAMENT,
+    "evolution": EVOLUTION,
+}
 
 
 def tab_order(has_run_dir: bool) -> list[Tab]:
-    """View Results first when a run directory was given at launch, else Run Experiment first."""
+    """View Results first when a run directory was given at launch, else Run Experiment first;
+    the tournament and evolution tabs always come last."""
     if has_run_dir:
-        return [VIEW, REPLAY, RUN]
-    return [RUN, VIEW, REPLAY]
+        return [VIEW, REPLAY, RUN, TOURNAMENT, EVOLUTION]
+    return [RUN, VIEW, REPLAY, TOURNAMENT, EVOLUTION]

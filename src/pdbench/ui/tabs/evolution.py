@@ -1,0 +1,400 @@
+"""🧬 Evolution: the sandbox of Nicky Case's "The Evolution of Trust". Set the initial population,
+miscommunication, match length and dynamics, run, then watch the population change.
+
+A run is written to a new `data/evolutions/ui_<timestamp>/` (see `pdbench.ui.games_launcher`) and
+shown from its generations.parquet: the population over time (stacked area), an animated bar chart
+with play / pause / scrub (a fragment with a timer, like the replay tab) and the final shares.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import streamlit as st
+
+from pdbench.errors import PdbenchError
+from pdbench.ui import charts, games_data, games_launcher, launcher, tables
+from pdbench.ui.components import AppContext, pick_saved, restore_widgets, save_widgets, show_error
+from pdbench.ui.games_launcher import PRESETS, PROCESSES, EvolutionSettings
+from pdbench.ui.style import policy_profile, population_bars_html, population_strip_html
+
+LABEL = "🧬 Evolution"
+SELECTED = "ev_dir"
+FLASH = "ev_flash"
+STORE = "ev_form"  # saved widget values (see components.restore_widgets)
+GEN = "ev_gen"  # the scrub slider's key: the generation on stage
+PLAYING, LAST_TICK, EV_ID, SPEED = "ev_playing", "ev_last_tick", "ev_id", "ev_speed"
+MAX_FRAMES = 200  # long runs skip generations so a full playback has at most this many frames
+LESSON = (
+    "**The lesson** (after [The Evolution of Trust](https://ncase.me/trust/)). Each generation "
+    "every pair of players plays a match; the *N* lowest scorers are eliminated and the *N* "
+    "highest scorers cloned. Without mistakes, 🪞 **Copycat** (tit for tat) takes over: it "
+    "cooperates with the nice and never lets 😈 cheaters exploit it twice, so cheaters feast on "
+    "🕊️ the naive, then starve. Add a little *miscommunication* and Copycats fall into endless "
+    "feuds after an accidental defection: forgiving strategies (😇 **Generous Copycat**, "
+    "🐱 **Copykitten**) win instead. Try the two presets: they differ only in noise."
+)
+
+
+def _keys() -> list[str]:
+    strategies = [f"ev_n_{k}" for k in games_launcher.evolution_strategies()]
+    return strategies + [
+        "ev_rounds",
+        "ev_noise",
+        "ev_process",
+        "ev_eliminate",
+        "ev_mutation",
+        "ev_generations",
+        "ev_seed",
+        "ev_fitness",
+        "ev_reps",
+    ]
+
+
+def _apply(settings: EvolutionSettings) -> None:
+    """Set every form widget to `settings` (preset buttons, first visit)."""
+    for key in games_launcher.evolution_strategies():
+        st.session_state[f"ev_n_{key}"] = int(settings.counts.get(key, 0))
+    st.session_state.update(
+        ev_rounds=int(settings.rounds),
+        ev_noise=int(round(settings.noise * 100)),
+        ev_process=settings.process if settings.process in PROCESSES else "eliminate_clone",
+        ev_eliminate=int(settings.eliminate),
+        ev_mutation=int(round(settings.mutation_rate * 100)),
+        ev_generations=int(settings.generations),
+        ev_seed=int(settings.seed),
+        ev_fitness=settings.fitness if settings.fitness in games_launcher.FITNESS_MODES else "auto",
+        ev_reps=int(settings.repetitions),
+    )
+
+
+def _current() -> EvolutionSettings:
+    s = st.session_state
+    return EvolutionSettings(
+        counts={k: int(s[f"ev_n_{k}"]) for k in games_launcher.evolution_strategies()},
+        rounds=int(s["ev_rounds"]),
+        noise=int(s["ev_noise"]) / 100,
+        process=str(s["ev_process"]),
+        eliminate=int(s["ev_eliminate"]),
+        mutation_rate=int(s["ev_mutation"]) / 100,
+        generations=int(s["ev_generations"]),
+        seed=int(s["ev_seed"]),
+        fitness=str(s["ev_fitness"]),
+        repetitions=int(s["ev_reps"]),
+    )
+
+
+def stop() -> None:
+    """Pause playback (also called when the tab is hidden)."""
+    st.session_state[PLAYING] = False
+
+
+def render(ctx: AppContext) -> None:
+    """Draw the tab."""
+    del ctx  # evolutions live under data/evolutions/ (and data/evolution/)
+    st.caption(LESSON)
+    settings = _form()
+    if settings is not None:
+        _run(settings)
+    st.markdown("#### 📂 Results")
+    flash = st.session_state.pop(FLASH, None)
+    if flash:
+        st.success(flash, icon="✅")
+    roots = games_data.EVOLUTIONS_ROOTS
+    path = pick_saved(
+        "ev",
+        "evolution",
+        lambda typed: games_data.list_evolutions(roots, typed),
+        f"No evolutions yet under `{roots[0]}/`: run one above, or "
+        "`uv run pdbench evolve configs/evolution.yaml`.",
+    )
+    if path is None:
+        return
+    try:
+        evolution = games_data.load_evolution(path)
+    except games_data.RunLoadError as exc:
+        show_error(exc)
+        return
+    _show(evolution)
+
+
+def _form() -> EvolutionSettings | None:
+    """The sandbox; returns the settings when Run was clicked with valid ones."""
+    restore_widgets(STORE)
+    if "ev_rounds" not in st.session_state:
+        _apply(games_launcher.evolution_defaults(launcher.find_config_dir()))
+    with st.container(border=True):
+        st.markdown("#### 🎛️ Sandbox")
+        presets = st.columns([1, 1, 1, 1.6])
+        for col, (key, (name, preset)) in zip(presets, PRESETS.items(), strict=False):
+            col.button(
+                name, key=f"ev_preset_{key}", on_click=_apply, args=(preset,), width="stretch"
+            )
+        presets[2].button(
+            "↺ Example config",
+            key="ev_preset_config",
+            on_click=lambda: _apply(games_launcher.evolution_defaults(launcher.find_config_dir())),
+            width="stretch",
+        )
+        st.markdown("**Initial population** (individuals per strategy)")
+        keys = games_launcher.evolution_strategies()
+        for start in range(0, len(keys), 5):
+            cols = st.columns(5)
+            for col, key in zip(cols, keys[start : start + 5], strict=False):
+                profile = policy_profile(key)
+                col.slider(
+                    f"{profile.emoji} {profile.title}",
+                    0,
+                    30,
+                    key=f"ev_n_{key}",
+                    help=f"{key}: {profile.description}",
+                )
+        draft = _current()
+        strip = [(policy_profile(k), n) for k, n in draft.population.items()]
+        st.html(population_strip_html(strip))
+        st.caption(f"{draft.size} individuals")
+        c1, c2, c3, c4 = st.columns(4)
+        c1.slider("Rounds per match", 1, 50, key="ev_rounds")
+        c2.slider(
+            "😵 Miscommunication (%)",
+            0,
+            50,
+            key="ev_noise",
+            help="Chance that a move is flipped before it is played (noise).",
+        )
+        process = c3.radio("Dynamics", list(PROCESSES), key="ev_process", format_func=PROCESSES.get)
+        c4.slider(
+            "N eliminated & cloned per generation",
+            1,
+            20,
+            key="ev_eliminate",
+            disabled=process != "eliminate_clone",
+        )
+        c5, c6, c7, c8 = st.columns(4)
+        c5.slider(
+            "🧬 Mutation (%)",
+            0,
+            25,
+            key="ev_mutation",
+            help="Chance an offspring switches strategy.",
+        )
+        c6.slider(
+            "Generations",
+            1,
+            1000,
+            key="ev_generations",
+            help="For Moran, a generation is one birth-death event: try several hundred.",
+        )
+        c7.number_input("Seed", 0, 2**31 - 1, key="ev_seed")
+        with c8.expander("Advanced"):
+            st.selectbox(
+                "Fitness",
+                list(games_launcher.FITNESS_MODES),
+                key="ev_fitness",
+                format_func=games_launcher.FITNESS_MODES.get,
+            )
+            st.slider("Matches per pair (expected fitness)", 1, 50, key="ev_reps")
+        settings = _current()
+        save_widgets(STORE, _keys())
+        problems = settings.problems()
+        for problem in problems:
+            st.error(problem, icon="🚫")
+        clicked = st.button(
+            "🧬 Run Evolution", type="primary", key="ev_run", disabled=bool(problems)
+        )
+    return settings if clicked and not problems else None
+
+
+def _run(settings: EvolutionSettings) -> None:
+    root = games_data.EVOLUTIONS_ROOTS[0]
+    config_path = games_launcher.prepare_evolution(settings, root)
+    bar = st.progress(0.0, text="Starting…")
+    last = [0.0]
+
+    def progress(done: int, total: int) -> None:
+        now = time.monotonic()
+        if done == total or now - last[0] > 0.1:
+            last[0] = now
+            bar.progress(min(1.0, done / max(1, total)), text=f"Generation {done:,} / {total:,}")
+
+    try:
+        result = games_launcher.execute_evolution(config_path, progress)
+    except (PdbenchError, OSError, ValueError) as exc:
+        bar.empty()
+        lines = exc.lines() if isinstance(exc, PdbenchError) else [f"evolution failed: {exc}"]
+        for line in lines:
+            st.error(line.splitlines()[0] if line else "evolution failed", icon="🚫")
+        launcher.discard_run(config_path)
+        return
+    bar.empty()
+    st.session_state[SELECTED] = str(Path(result.output_dir).resolve())
+    status = f"fixated on {result.fixated}" if result.fixated else "no fixation"
+    st.session_state[FLASH] = (
+        f"Evolution {result.manifest.get('run_id')} finished: {result.generations_run} "
+        f"generations, {status} → {result.output_dir}"
+    )
+
+
+def _describe(ev: games_data.Evolution) -> str:
+    m = ev.manifest
+    cfg = m.get("config") or {}
+    rounds = (cfg.get("horizon") or {}).get("n_rounds", "?")
+    process = str(m.get("process", "?"))
+    n = f" (N = {m.get('eliminate')})" if process == "eliminate_clone" else ""
+    return (
+        f"**{m.get('run_id', Path(ev.path).name)}** · {PROCESSES.get(process, process)}{n} · "
+        f"{rounds} rounds per match · miscommunication {100 * float(m.get('noise') or 0):g}% · "
+        f"mutation {100 * float(m.get('mutation_rate') or 0):g}% · fitness {m.get('fitness', '?')} "
+        f"· seed {m.get('seed', '?')} · {m.get('generations_run', '?')} of "
+        f"{m.get('generations_requested', '?')} generations"
+    )
+
+
+def _show(ev: games_data.Evolution) -> None:
+    st.caption(_describe(ev))
+    last = ev.last_generation
+    final = ev.at(last)
+    leader = final.sort_values("count", ascending=False, kind="stable").iloc[0]
+    player = ev.by_name[str(leader["strategy"])]
+    fixated = ev.manifest.get("fixated")
+    if fixated:
+        st.success(
+            f"{player.profile.emoji} **{player.profile.title}** took over the whole population "
+            f"after {last} generations.",
+            icon="🏆",
+        )
+    else:
+        st.info(
+            f"After {last} generations {player.profile.emoji} **{player.profile.title}** leads "
+            f"with {leader['share']:.0%} of the population.",
+            icon="🧭",
+        )
+    st.markdown("##### 📈 Population over time")
+    st.altair_chart(charts.population_chart(ev.generations, ev.players), width="stretch")
+    st.markdown("##### 🎞️ Generation by generation")
+    _player(ev)
+    st.markdown("##### 🏁 Final shares")
+    first = ev.at(int(ev.generations["generation"].min()))
+    table = tables.final_shares_table(first, final, ev.players)
+    shown = table[(table["start"] > 0) | (table["count"] > 0)]
+    n = max(1, len(shown))
+    cols = st.columns(n if n <= 7 else -(-n // 2))
+    for i, (_, row) in enumerate(shown.iterrows()):
+        p = ev.by_name[row["name"]]
+        change = int(row["count"]) - int(row["start"])
+        cols[i % len(cols)].metric(
+            f"{p.profile.emoji} {p.profile.title}",
+            f"{row['share']:.0%}",
+            delta=f"{change:+d} (from {int(row['start'])} to {int(row['count'])})",
+            delta_color="normal" if change else "off",
+            border=True,
+        )
+    shown_table = table.assign(
+        mean_fitness=[
+            "— (extinct)" if n == 0 else f"{f:.3f}"
+            for n, f in zip(table["count"], table["mean_fitness"], strict=True)
+        ]
+    )
+    st.dataframe(
+        shown_table,
+        hide_index=True,
+        width="stretch",
+        column_order=["strategy", "start", "count", "share", "mean_fitness"],
+        column_config={
+            "strategy": st.column_config.TextColumn("strategy", width="medium"),
+            "start": st.column_config.NumberColumn("initial count", format="%d"),
+            "count": st.column_config.NumberColumn("final count", format="%d"),
+            "share": st.column_config.ProgressColumn(
+                "final share", min_value=0.0, max_value=1.0, format="percent"
+            ),
+            "mean_fitness": st.column_config.TextColumn("mean fitness (last generation)"),
+        },
+    )
+    with st.expander("📉 Mean fitness per strategy over time"):
+        st.altair_chart(charts.fitness_chart(ev.generations, ev.players), width="stretch")
+        st.caption("Fitness: a player's mean payoff per round against the rest of the population.")
+
+
+# --------------------------------------------------------------------------------------------
+# The animated population chart
+
+
+def _toggle(last: int) -> None:
+    playing = not st.session_state.get(PLAYING, False)
+    if playing and int(st.session_state.get(GEN, 0)) >= last:
+        st.session_state[GEN] = 0
+    st.session_state[PLAYING] = playing
+    st.session_state[LAST_TICK] = time.monotonic()
+
+
+def _step(delta: int, last: int) -> None:
+    st.session_state[PLAYING] = False
+    st.session_state[GEN] = min(last, max(0, int(st.session_state.get(GEN, 0)) + delta))
+
+
+def _restart() -> None:
+    st.session_state[PLAYING] = False
+    st.session_state[GEN] = 0
+
+
+def _player(ev: games_data.Evolution) -> None:
+    last = ev.last_generation
+    ev_id = f"{ev.path}|{last}|{len(ev.generations)}"
+    if st.session_state.get(EV_ID) != ev_id:
+        st.session_state[EV_ID] = ev_id
+        st.session_state[GEN] = last  # the outcome first; Play starts again from generation 0
+        st.session_state[PLAYING] = False
+    st.session_state[GEN] = min(last, max(0, int(st.session_state.get(GEN, last))))
+    playing = bool(st.session_state.get(PLAYING, False))
+    controls = st.columns([1.1, 1, 1, 1, 4], vertical_alignment="bottom")
+    controls[0].button(
+        "⏸️ Pause" if playing else "▶️ Play",
+        key="ev_play",
+        on_click=_toggle,
+        args=(last,),
+        type="primary",
+        width="stretch",
+    )
+    controls[1].button("⏮️ Restart", key="ev_restart", on_click=_restart, width="stretch")
+    controls[2].button("◀️ Back", key="ev_back", on_click=_step, args=(-1, last), width="stretch")
+    controls[3].button("Step ▶️", key="ev_step", on_click=_step, args=(1, last), width="stretch")
+    speed = controls[4].slider("Speed (ms per frame)", 50, 1500, 250, step=50, key=SPEED)
+    st.fragment(run_every=speed / 1000.0 if playing else None)(_frame)(ev, speed)
+
+
+def _frame(ev: games_data.Evolution, speed_ms: int) -> None:
+    """The generation on stage: a bar per strategy, the population as emoji, the scrub slider."""
+    last = ev.last_generation
+    if st.session_state.get(PLAYING):
+        now = time.monotonic()
+        if now - float(st.session_state.get(LAST_TICK, 0.0)) >= 0.5 * speed_ms / 1000.0:
+            st.session_state[LAST_TICK] = now
+            stride = max(1, -(-last // MAX_FRAMES))
+            st.session_state[GEN] = min(last, int(st.session_state[GEN]) + stride)
+            if st.session_state[GEN] >= last:
+                st.session_state[PLAYING] = False
+                st.rerun(scope="app")  # the last frame is drawn without a timer
+    generation = int(st.session_state[GEN])
+    rows = ev.at(generation)
+    total = int(rows["count"].sum())
+    by_name = ev.by_name
+    bars = [
+        (
+            by_name[str(r["strategy"])].label,
+            by_name[str(r["strategy"])].color,
+            int(r["count"]),
+            float(r["share"]),
+        )
+        for _, r in rows.iterrows()
+    ]
+    left, right = st.columns([1.25, 1])
+    left.html(population_bars_html(bars, total, generation, last))
+    right.html(
+        population_strip_html(
+            [(by_name[str(r["strategy"])].profile, int(r["count"])) for _, r in rows.iterrows()],
+            per_row=10,
+        )
+    )
+    if last > 0:
+        st.slider("Scrub to generation", 0, last, key=GEN)

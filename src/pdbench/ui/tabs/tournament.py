@@ -1,0 +1,261 @@
+"""🏆 Tournament: a round robin between strategies (and mock LLM personas), run from the page,
+then the medal leaderboard and who scores against whom.
+
+A run is written to a new `data/tournaments/ui_<timestamp>/` (see `pdbench.ui.games_launcher`)
+and shown from its files; tournaments already on disk (or any directory typed in) open the same
+way. Every number comes from the library's leaderboard.parquet and payoff_matrix.parquet.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from pdbench.errors import PdbenchError
+from pdbench.ui import charts, games_data, games_launcher, launcher, tables
+from pdbench.ui.components import (
+    AppContext,
+    pick_saved,
+    restore_widgets,
+    save_widgets,
+    show_error,
+)
+from pdbench.ui.style import podium_html
+
+LABEL = "🏆 Tournament"
+SELECTED = "tn_dir"
+FLASH = "tn_flash"
+FORM = "tn_form"  # saved widget values (see components.restore_widgets)
+FORM_KEYS = (
+    "tn_players",
+    "tn_horizon",
+    "tn_rounds",
+    "tn_stop",
+    "tn_noise",
+    "tn_reps",
+    "tn_self_play",
+    "tn_seed",
+)
+
+
+def render(ctx: AppContext) -> None:
+    """Draw the tab."""
+    config_dir = launcher.find_config_dir()
+    st.caption(
+        "A round robin: every pair of strategies meets in the same number of matches, and a "
+        "strategy's score is its mean payoff per round over all of them. Without noise, "
+        "😈 Always Cheat wins every match it plays yet ends near the bottom, while 🪞 Copycat "
+        "wins none and tops the table; turn the noise up and see what changes."
+    )
+    if config_dir is None:
+        st.error("No configs folder with agents/ found: cannot list the strategies.", icon="🚫")
+    else:
+        _form(config_dir)
+    st.markdown("#### 📂 Results")
+    flash = st.session_state.pop(FLASH, None)
+    if flash:
+        st.success(flash, icon="✅")
+    extra = [str(ctx.run_dir)] if ctx.run_dir and _is_tournament(ctx.run_dir) else []
+    path = pick_saved(
+        "tn",
+        "tournament",
+        lambda typed: games_data.list_tournaments(games_data.TOURNAMENTS_ROOT, [*typed, *extra]),
+        f"No tournaments yet under `{games_data.TOURNAMENTS_ROOT}/`: run one above, or "
+        "`uv run pdbench tournament configs/tournament.yaml`.",
+    )
+    if path is None:
+        return
+    try:
+        result = games_data.load_tournament(path)
+    except games_data.RunLoadError as exc:
+        show_error(exc)
+        return
+    _show(result)
+
+
+def _is_tournament(path: Path) -> bool:
+    return (path / "tournament_manifest.json").is_file()
+
+
+def _form(config_dir: Path) -> None:
+    defaults = games_launcher.tournament_defaults(config_dir)
+    options = {
+        o.key: o for o in launcher.agent_options(config_dir) if o.kind in ("policy", "persona")
+    }
+    restore_widgets(FORM)
+    initial: dict[str, Any] = {
+        "tn_players": [f"policy:{k}" for k in defaults.players if f"policy:{k}" in options],
+        "tn_horizon": "Fixed",
+        "tn_rounds": defaults.n_rounds,
+        "tn_stop": 0.02,
+        "tn_noise": defaults.noise,
+        "tn_reps": defaults.repetitions,
+        "tn_self_play": defaults.self_play,
+        "tn_seed": defaults.seed,
+    }
+    for key, value in initial.items():
+        st.session_state.setdefault(key, value)
+    st.session_state["tn_players"] = [k for k in st.session_state["tn_players"] if k in options]
+    with st.container(border=True):
+        st.markdown("#### ⚙️ New tournament")
+        picked = st.multiselect(
+            "Strategies (scripted policies, or mock LLM personas)",
+            list(options),
+            key="tn_players",
+            format_func=lambda k: options[k].label,
+            placeholder="Pick at least two",
+        )
+        c1, c2, c3, c4, c5 = st.columns([1.6, 1.2, 1.2, 0.9, 0.9])
+        with c1:
+            kind = st.radio("Turns", ["Fixed", "Geometric"], horizontal=True, key="tn_horizon")
+            if kind == "Fixed":
+                n = st.slider("Rounds per match", 1, 500, key="tn_rounds")
+                horizon: dict[str, Any] = {"type": "fixed", "n_rounds": int(n)}
+            else:
+                stop = st.slider("Stop probability", 0.01, 0.5, step=0.01, key="tn_stop")
+                horizon = {"type": "geometric", "stop_prob": float(stop), "max_rounds": 2000}
+                st.caption(f"About {1 / stop:.0f} rounds per match on average (at most 2000).")
+        noise = c2.slider(
+            "Noise (move flip probability)",
+            0.0,
+            0.3,
+            step=0.01,
+            key="tn_noise",
+            help="Probability that a chosen move is flipped before it is played.",
+        )
+        reps = c3.slider("Repetitions per pair", 1, 50, key="tn_reps")
+        with c4:
+            st.write("")
+            self_play = st.toggle("Self-play", key="tn_self_play")
+        seed = c5.number_input("Seed", 0, 2**31 - 1, key="tn_seed")
+        save_widgets(FORM, FORM_KEYS)
+        players = [options[k] for k in picked]
+        if any(p.kind == "persona" for p in players):
+            st.info(
+                "Mock LLM players answer offline through the mock provider, one call per round: "
+                "their matches are slower than the scripted ones.",
+                icon="🤖",
+            )
+        run = st.button(
+            "🏆 Run Tournament", type="primary", key="tn_run", disabled=len(players) < 2
+        )
+        if len(players) < 2:
+            st.caption("Pick at least two strategies to run a tournament.")
+    if run:
+        request = games_launcher.TournamentRequest(
+            players, horizon, float(noise), int(reps), bool(self_play), int(seed)
+        )
+        _run(request, config_dir)
+
+
+def _run(request: games_launcher.TournamentRequest, config_dir: Path) -> None:
+    root = games_data.TOURNAMENTS_ROOT
+    config_path = games_launcher.prepare_tournament(request, config_dir, root)
+    bar = st.progress(0.0, text="Starting…")
+    last = [0.0]
+
+    def progress(done: int, total: int) -> None:
+        now = time.monotonic()
+        if done == total or now - last[0] > 0.1:
+            last[0] = now
+            bar.progress(
+                min(1.0, done / max(1, total)), text=f"Playing rounds: {done:,} / {total:,}"
+            )
+
+    try:
+        result = games_launcher.execute_tournament(config_path, progress)
+    except (PdbenchError, OSError, ValueError) as exc:
+        bar.empty()
+        lines = exc.lines() if isinstance(exc, PdbenchError) else [f"tournament failed: {exc}"]
+        for line in lines:
+            st.error(line.splitlines()[0] if line else "tournament failed", icon="🚫")
+        launcher.discard_run(config_path)
+        return
+    bar.empty()
+    totals = result.manifest.get("totals", {})
+    st.session_state[SELECTED] = str(Path(result.output_dir).resolve())
+    st.session_state[FLASH] = (
+        f"Tournament {result.manifest.get('run_id')} finished: {len(result.players)} players, "
+        f"{totals.get('matches', 0):,} matches, {totals.get('rounds', 0):,} rounds "
+        f"→ {result.output_dir}"
+    )
+
+
+def _describe(t: games_data.Tournament) -> str:
+    m = t.manifest
+    horizon = m.get("horizon") or {}
+    if horizon.get("type") == "geometric":
+        turns = f"geometric turns (stop prob {horizon.get('stop_prob')})"
+    else:
+        turns = f"{horizon.get('n_rounds', '?')} rounds per match"
+    totals = m.get("totals") or {}
+    return (
+        f"**{m.get('run_id', Path(t.path).name)}** · {len(t.players)} players · {turns} · "
+        f"noise {m.get('noise', 0):g} · {m.get('repetitions', '?')} repetitions per pair · "
+        f"self-play {'on' if m.get('self_play') else 'off'} · seed {m.get('seed', '?')} · "
+        f"{totals.get('matches', 0):,} matches, {totals.get('rounds', 0):,} rounds"
+    )
+
+
+def _show(t: games_data.Tournament) -> None:
+    st.caption(_describe(t))
+    board = t.leaderboard
+    by_name = t.by_name
+    top = [
+        (
+            int(row["rank"]),
+            by_name[str(row["player"])].profile,
+            str(row["player"]),
+            f"{row['mean_score_per_round']:.2f} points / round",
+        )
+        for _, row in board.head(3).iterrows()
+    ]
+    st.html(podium_html(top))
+
+    st.markdown("##### 🏅 Leaderboard")
+    st.altair_chart(charts.leaderboard_chart(board, t.players), width="stretch")
+    table = tables.leaderboard_table(board, t.players)
+    st.dataframe(
+        table,
+        hide_index=True,
+        width="stretch",
+        column_order=[c for c in table.columns if c != "name"],
+        column_config={
+            "rank": st.column_config.TextColumn("rank", width="small"),
+            "player": st.column_config.TextColumn("player", width="medium"),
+            "score_per_round": st.column_config.NumberColumn("score / round", format="%.3f"),
+            "ci95": st.column_config.TextColumn("95% CI"),
+            "wins": st.column_config.NumberColumn("wins", format="%d"),
+            "draws": st.column_config.NumberColumn("draws", format="%d"),
+            "losses": st.column_config.NumberColumn("losses", format="%d"),
+            "matches": st.column_config.NumberColumn("matches", format="%d"),
+            "cooperation_rate": st.column_config.ProgressColumn(
+                "cooperation", min_value=0.0, max_value=1.0, format="percent"
+            ),
+        },
+    )
+    st.caption(
+        "Score: mean payoff per round over a player's matches, with a 95% confidence interval "
+        "(error bars). Wins / draws / losses compare match totals against each opponent."
+    )
+
+    st.markdown("##### 🔥 Who scores against whom")
+    m = t.matrix()
+    left, right = st.columns([3, 1.2])
+    with left:
+        st.altair_chart(
+            charts.payoff_heatmap(
+                t.pairwise, t.players, m.sucker, (m.reward + m.punishment) / 2, m.temptation
+            ),
+            width="content",
+        )
+    right.markdown(
+        f"Each cell is the **row** player's mean score per round against the **column** "
+        f"player. Green: above the midpoint between mutual cooperation (R = {m.reward:g}) and "
+        f"mutual defection (P = {m.punishment:g}); red: below it."
+    )
+    with st.expander("🎲 Every match (matches.parquet)"):
+        st.dataframe(t.matches, hide_index=True, width="stretch")

@@ -1,0 +1,405 @@
+"""The 🏆 Tournament and 🧬 Evolution tabs through streamlit.testing (AppTest): they render, run a
+small tournament and evolution from the UI into the test's working directory, show the library's
+numbers, open saved directories, and report broken ones in one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from streamlit.testing.v1 import AppTest
+from tests.ui.sample import make_evolution, make_tournament
+from tests.ui.test_app import APP, assert_clean, show_tab
+
+from pdbench.runners.evolve import simulate_evolution
+from pdbench.runners.games_config import load_evolution, load_tournament
+from pdbench.ui import games_data, games_launcher, launcher, style
+
+REPO = Path(__file__).resolve().parents[2]
+
+TOURNAMENT, EVOLUTION = "🏆 Tournament", "🧬 Evolution"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test in an empty working directory (data/tournaments/ and data/evolutions/ are its)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PDBENCH_RUN_DIR", raising=False)
+    monkeypatch.delenv("PDBENCH_CONFIG_DIR", raising=False)
+
+
+def open_tab(label: str) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=60).run()
+    return show_tab(at, label)
+
+
+def html(at: AppTest) -> str:
+    return "\n".join(h.proto.body for h in at.get("html"))
+
+
+def charts(at: AppTest) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
+
+
+def errors(at: AppTest) -> list[str]:
+    return [e.value for e in at.error]
+
+
+# --------------------------------------------------------------------------------------------
+# Tournament
+
+
+def test_tournament_tab_renders_with_config_defaults() -> None:
+    at = open_tab(TOURNAMENT)
+    assert_clean(at)
+    assert at.multiselect(key="tn_players").value == [
+        f"policy:{k}" for k in ("ALLC", "ALLD", "TFT", "GRIM", "GTFT", "WSLS")
+    ]
+    assert at.slider(key="tn_rounds").value == 200  # configs/tournament.yaml
+    assert at.slider(key="tn_noise").value == 0.05
+    options = at.multiselect(key="tn_players").options
+    assert any("Mock LLM · tit_for_tat" in o for o in options)  # personas are offered
+    assert any("No tournaments yet" in i.value for i in at.info)
+
+
+def test_run_tournament_from_the_ui(tmp_path: Path) -> None:
+    at = open_tab(TOURNAMENT)
+    at.multiselect(key="tn_players").set_value(["policy:TFT", "policy:ALLD", "policy:GRIM"]).run()
+    at.slider(key="tn_rounds").set_value(20).run()
+    at.slider(key="tn_reps").set_value(2).run()
+    at.slider(key="tn_noise").set_value(0.0).run()
+    at.button(key="tn_run").click().run()
+    assert_clean(at)
+    (out,) = (tmp_path / "data" / "tournaments").glob("ui_*")
+    manifest = json.loads((out / "tournament_manifest.json").read_text())
+    assert manifest["status"] == "completed"
+    assert manifest["totals"] == {
+        "matches": 6,
+        "rounds": 120,
+        "batched_matches": 6,
+        "per_round_matches": 0,
+    }
+    assert not (out / "config" / "agents").exists()  # policies need no refs
+    assert "- TFT" in (out / "config" / "tournament.yaml").read_text()
+    assert any("finished" in s.value for s in at.success)
+    assert at.selectbox(key="tn_dir").value == str(out.resolve())
+    # The leaderboard shown is leaderboard.parquet, with medals.
+    board = pd.read_parquet(out / "leaderboard.parquet")
+    shown = at.dataframe[0].value
+    assert list(shown["rank"]) == ["🥇", "🥈", "🥉"]
+    assert list(shown["name"]) == list(board["player"])
+    assert list(shown["score_per_round"]) == list(board["mean_score_per_round"])
+    assert list(shown["wins"]) == list(board["wins"])
+    assert "🥇" in html(at) and "pdb-podium" in html(at)
+    specs = charts(at)
+    assert len(specs) == 2  # leaderboard with CIs, payoff heatmap
+    assert any("errorbar" in json.dumps(s) for s in specs)
+    assert any("redyellowgreen" in json.dumps(s) for s in specs)
+
+
+def test_tournament_with_a_mock_llm_persona_copies_the_agent_files(tmp_path: Path) -> None:
+    at = open_tab(TOURNAMENT)
+    at.multiselect(key="tn_players").set_value(["policy:TFT", "persona:tit_for_tat"]).run()
+    at.radio(key="tn_horizon").set_value("Geometric").run()
+    at.slider(key="tn_stop").set_value(0.25).run()
+    at.slider(key="tn_reps").set_value(2).run()
+    assert any("Mock LLM players" in i.value for i in at.info)
+    at.button(key="tn_run").click().run()
+    assert_clean(at)
+    (out,) = (tmp_path / "data" / "tournaments").glob("ui_*")
+    assert (out / "config" / "agents" / "llm_default.yaml").is_file()
+    assert (out / "config" / "prompts" / "personas" / "tit_for_tat.md").is_file()
+    manifest = json.loads((out / "tournament_manifest.json").read_text())
+    assert [p["type"] for p in manifest["players"]] == ["policy", "llm"]
+    assert manifest["horizon"]["type"] == "geometric" and manifest["horizon"]["stop_prob"] == 0.25
+    assert "🤖 LLM · tit for tat" in list(at.dataframe[0].value["player"])
+
+
+def test_tournament_needs_two_players() -> None:
+    at = open_tab(TOURNAMENT)
+    at.multiselect(key="tn_players").set_value(["policy:TFT"]).run()
+    assert at.button(key="tn_run").disabled
+    assert any("at least two" in c.value for c in at.caption)
+
+
+def test_open_saved_tournaments_and_switch_between_them(tmp_path: Path) -> None:
+    root = tmp_path / "data" / "tournaments"
+    make_tournament(root / "first", ["TFT", "ALLD"], run_id="first")
+    make_tournament(root / "second", ["GRIM", "WSLS", "ALLC"], run_id="second", noise=0.1)
+    outside = make_tournament(tmp_path / "elsewhere" / "third", ["TF2T", "STFT"], run_id="third")
+    at = open_tab(TOURNAMENT)
+    assert_clean(at)
+    box = at.selectbox(key="tn_dir")
+    assert {o.split(" · ")[0] for o in box.options} == {"first", "second"}
+    box.select(str((root / "second").resolve())).run()
+    assert_clean(at)
+    assert set(at.dataframe[0].value["name"]) == {"GRIM", "WSLS", "ALLC"}
+    assert any("**second**" in c.value and "noise 0.1" in c.value for c in at.caption)
+    at.selectbox(key="tn_dir").select(str((root / "first").resolve())).run()
+    assert set(at.dataframe[0].value["name"]) == {"TFT", "ALLD"}
+    # Any directory can be opened by its path.
+    at.text_input(key="tn_path").input(str(outside)).run()
+    assert_clean(at)
+    assert at.selectbox(key="tn_dir").value == str(outside.resolve())
+    assert set(at.dataframe[0].value["name"]) == {"TF2T", "STFT"}
+
+
+def _break_tournament(kind: str, base: Path) -> Path:
+    target = base / "broken"
+    if kind == "missing":
+        return base / "nope"
+    if kind == "empty_dir":
+        target.mkdir()
+        return target
+    make_tournament(target)
+    if kind == "bad_manifest":
+        (target / "tournament_manifest.json").write_text("{ not json")
+    elif kind == "no_leaderboard":
+        (target / "leaderboard.parquet").unlink()
+    elif kind == "garbage_parquet":
+        (target / "payoff_matrix.parquet").write_bytes(b"not parquet at all")
+    elif kind == "wrong_columns":
+        pd.DataFrame({"x": [1]}).to_parquet(target / "leaderboard.parquet")
+    elif kind == "unknown_player":
+        pairwise = pd.read_parquet(target / "payoff_matrix.parquet")
+        pairwise.loc[0, "opponent"] = "GHOST"
+        pairwise.to_parquet(target / "payoff_matrix.parquet")
+    return target
+
+
+TOURNAMENT_ERRORS = {
+    "missing": "directory not found",
+    "empty_dir": "not a pdbench tournament",
+    "bad_manifest": "unreadable manifest",
+    "no_leaderboard": "leaderboard.parquet: file not found",
+    "garbage_parquet": "payoff_matrix.parquet: unreadable",
+    "wrong_columns": "missing columns: rank, player",
+    "unknown_player": "players missing from the manifest: GHOST",
+}
+
+
+@pytest.mark.parametrize("kind", list(TOURNAMENT_ERRORS))
+def test_broken_tournament_dirs_show_one_line(kind: str, tmp_path: Path) -> None:
+    target = _break_tournament(kind, tmp_path)
+    at = open_tab(TOURNAMENT)
+    at.text_input(key="tn_path").input(str(target)).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(TOURNAMENT_ERRORS[kind] in e for e in errors(at)), errors(at)
+    assert all("\n" not in e and "Traceback" not in e for e in errors(at))
+
+
+# --------------------------------------------------------------------------------------------
+# Evolution
+
+
+def test_evolution_tab_starts_from_the_example_config() -> None:
+    at = open_tab(EVOLUTION)
+    assert_clean(at)
+    example = yaml.safe_load((REPO / "configs" / "evolution.yaml").read_text())
+    expected = {m["player"]: m["count"] for m in example["evolution"]["population"]}
+    counts = {k: at.slider(key=f"ev_n_{k}").value for k in ("ALLC", "ALLD", "TFT", "GRIM")}
+    assert counts == {k: expected.get(k, 0) for k in counts}  # configs/evolution.yaml
+    assert at.slider(key="ev_rounds").value == example["horizon"]["n_rounds"]
+    assert at.radio(key="ev_process").value == "eliminate_clone"
+    assert any("The lesson" in c.value and "Copycat" in c.value for c in at.caption)
+    assert "25 individuals" in [c.value for c in at.caption]
+
+
+def test_presets_set_the_sliders() -> None:
+    at = open_tab(EVOLUTION)
+    at.button(key="ev_preset_trust").click().run()
+    trust = games_launcher.TRUST_WINS
+    for key in games_launcher.evolution_strategies():
+        assert at.slider(key=f"ev_n_{key}").value == trust.counts.get(key, 0)
+    assert at.slider(key="ev_noise").value == 0
+    assert at.slider(key="ev_rounds").value == trust.rounds
+    assert at.number_input(key="ev_seed").value == trust.seed
+    at.button(key="ev_preset_mistakes").click().run()
+    assert at.slider(key="ev_noise").value == 5
+    assert at.slider(key="ev_n_TFT").value == trust.counts["TFT"]
+
+
+def test_presets_show_the_lessons_with_the_engine(tmp_path: Path) -> None:
+    """The presets' default seed: no noise -> Copycat takes over; 5% noise -> forgiving types win."""
+    forgiving = {"GTFT", "TF2T", "WSLS"}
+    outcomes = {}
+    for name, settings in (
+        ("trust", games_launcher.TRUST_WINS),
+        ("mistakes", games_launcher.MISTAKES_HAPPEN),
+    ):
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(json.dumps(games_launcher.build_evolution(settings, name, tmp_path / name)))
+        result = simulate_evolution(load_evolution(path))
+        outcomes[name] = result
+    trust, mistakes = outcomes["trust"], outcomes["mistakes"]
+    assert trust.fixated == "TFT"
+    assert mistakes.fixated in forgiving
+    assert mistakes.final_counts["TFT"] == 0 and mistakes.final_counts["ALLD"] == 0
+    # With noise the cheaters first boom, then die out.
+    alld = [r["count"] for r in mistakes.rows if r["strategy"] == "ALLD"]
+    assert max(alld) > alld[0] and alld[-1] == 0
+
+
+def test_run_evolution_from_the_ui_and_play_it(tmp_path: Path) -> None:
+    at = open_tab(EVOLUTION)
+    at.button(key="ev_preset_mistakes").click().run()
+    at.slider(key="ev_generations").set_value(12).run()
+    at.button(key="ev_run").click().run()
+    assert_clean(at)
+    (out,) = (tmp_path / "data" / "evolutions").glob("ui_*")
+    manifest = json.loads((out / "evolution_manifest.json").read_text())
+    assert manifest["noise"] == 0.05 and manifest["generations_run"] == 12
+    generations = pd.read_parquet(out / "generations.parquet")
+    assert any("finished" in s.value for s in at.success)
+    assert at.selectbox(key="ev_dir").value == str(out.resolve())
+    # Final shares: metric cards and the table come from generations.parquet.
+    last = generations[generations["generation"] == 12].set_index("strategy")
+    table = at.dataframe[0].value.set_index("name")
+    assert table["count"].to_dict() == last["count"].astype(int).to_dict()
+    assert table.loc["TFT", "start"] == games_launcher.MISTAKES_HAPPEN.counts["TFT"]
+    cards = {m.label: m.value for m in at.metric}
+    assert cards["🪞 Copycat"] == f"{last.loc['TFT', 'share']:.0%}"
+    spec = json.dumps(charts(at)[0])
+    assert '"area"' in spec and "share of the population" in spec
+    # The animated bar chart starts on the outcome; Back, scrub, Play and Pause move it.
+    assert "Generation <b>12</b> of 12" in html(at)
+    at.button(key="ev_back").click().run()
+    assert "Generation <b>11</b> of 12" in html(at)
+    at.slider(key="ev_gen").set_value(0).run()
+    assert "Generation <b>0</b> of 12" in html(at)
+    first = generations[generations["generation"] == 0]
+    assert html(at).count('class="pdb-ind"') >= int(first["count"].sum())
+    at.button(key="ev_play").click().run()
+    assert at.button(key="ev_play").label == "⏸️ Pause"
+    at.button(key="ev_play").click().run()
+    assert at.button(key="ev_play").label == "▶️ Play"
+    assert_clean(at)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"ev_eliminate": 15}, "replaces at most half the population"),
+        ({f"ev_n_{k}": 0 for k in games_launcher.evolution_strategies()}, "at least 2 individuals"),
+    ],
+)
+def test_bad_evolution_settings_show_an_error(change: dict[str, int], message: str) -> None:
+    at = open_tab(EVOLUTION)
+    for key, value in change.items():
+        at.slider(key=key).set_value(value)
+    at.run()
+    assert not at.exception
+    assert any(message in e for e in errors(at)), errors(at)
+    assert at.button(key="ev_run").disabled
+
+
+def test_form_settings_survive_a_tab_switch() -> None:
+    at = open_tab(EVOLUTION)
+    at.slider(key="ev_n_TF2T").set_value(7).run()
+    at.slider(key="ev_noise").set_value(12).run()
+    show_tab(at, TOURNAMENT)
+    at.multiselect(key="tn_players").set_value(["policy:WSLS", "policy:TF2T"]).run()
+    at.slider(key="tn_noise").set_value(0.1).run()
+    show_tab(at, EVOLUTION)
+    assert_clean(at)
+    assert at.slider(key="ev_n_TF2T").value == 7
+    assert at.slider(key="ev_noise").value == 12
+    show_tab(at, TOURNAMENT)
+    assert_clean(at)
+    assert at.multiselect(key="tn_players").value == ["policy:WSLS", "policy:TF2T"]
+    assert at.slider(key="tn_noise").value == 0.1
+
+
+def test_open_saved_evolutions(tmp_path: Path) -> None:
+    make_evolution(tmp_path / "data" / "evolutions" / "one", run_id="one")
+    make_evolution(
+        tmp_path / "data" / "evolution" / "two", {"WSLS": 3, "GRIM": 3}, run_id="two"
+    )  # where configs/evolution.yaml writes
+    at = open_tab(EVOLUTION)
+    assert_clean(at)
+    box = at.selectbox(key="ev_dir")
+    assert {o.split(" · ")[0] for o in box.options} == {"one", "two"}
+    box.select(str((tmp_path / "data" / "evolution" / "two").resolve())).run()
+    assert_clean(at)
+    assert set(at.dataframe[0].value["name"]) == {"WSLS", "GRIM"}
+
+
+EVOLUTION_ERRORS = {
+    "empty_dir": "not a pdbench evolution",
+    "bad_manifest": "unreadable manifest",
+    "no_generations": "generations.parquet: file not found",
+    "wrong_columns": "missing columns: generation, strategy",
+}
+
+
+@pytest.mark.parametrize("kind", list(EVOLUTION_ERRORS))
+def test_broken_evolution_dirs_show_one_line(kind: str, tmp_path: Path) -> None:
+    target = tmp_path / "broken"
+    if kind == "empty_dir":
+        target.mkdir()
+    else:
+        make_evolution(target)
+    if kind == "bad_manifest":
+        (target / "evolution_manifest.json").write_text("[1, 2")
+    elif kind == "no_generations":
+        (target / "generations.parquet").unlink()
+    elif kind == "wrong_columns":
+        pd.DataFrame({"x": [1]}).to_parquet(target / "generations.parquet")
+    at = open_tab(EVOLUTION)
+    at.text_input(key="ev_path").input(str(target)).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(EVOLUTION_ERRORS[kind] in e for e in errors(at)), errors(at)
+    assert all("\n" not in e and "Traceback" not in e for e in errors(at))
+
+
+# --------------------------------------------------------------------------------------------
+# Back end: colors, labels, generated configs
+
+
+def test_players_keep_their_strategy_color_and_get_unique_labels() -> None:
+    players = games_data.make_players(
+        [
+            ("TFT", {"type": "policy", "policy": "TFT"}),
+            ("GTFT", {"type": "policy", "policy": "GTFT"}),
+            ("GTFT-0.1", {"type": "policy", "policy": "GTFT", "name": "GTFT-0.1"}),
+            ("mock[wsls]", {"type": "llm", "persona": "wsls", "model": "mock"}),
+        ]
+    )
+    assert players[0].color == style.STRATEGY_COLORS["TFT"]
+    assert players[1].color == style.STRATEGY_COLORS["GTFT"]
+    assert len({p.color for p in players}) == 4  # a second GTFT gets a spare color
+    assert [p.label for p in players] == [
+        "🪞 Copycat · TFT",
+        "😇 Generous Copycat · GTFT",
+        "😇 Generous Copycat · GTFT-0.1",
+        "🤖 LLM · wsls",
+    ]
+
+
+def test_generated_configs_load_with_the_library(tmp_path: Path) -> None:
+    config_dir = launcher.find_config_dir()
+    assert config_dir is not None
+    options = {o.key: o for o in launcher.agent_options(config_dir)}
+    request = games_launcher.TournamentRequest(
+        [options["policy:TFT"], options["persona:wsls"]],
+        {"type": "fixed", "n_rounds": 5},
+        0.0,
+        1,
+        True,
+        1,
+    )
+    path = games_launcher.prepare_tournament(request, config_dir, tmp_path / "t")
+    loaded = load_tournament(path)
+    assert loaded.names == ["TFT", "mock-persona-v1[wsls]"]
+    assert loaded.config.tournament.self_play
+    settings = games_launcher.EvolutionSettings(
+        counts={"TFT": 3, "ALLD": 2, "ALLC": 0}, eliminate=2
+    )
+    path = games_launcher.prepare_evolution(settings, tmp_path / "e")
+    loaded = load_evolution(path)
+    assert loaded.names == ["ALLD", "TFT"]  # the sliders' order; empty strategies left out
+    assert not (path.parent / "agents").exists()
+    assert games_launcher.EvolutionSettings(counts={"TFT": 3}, eliminate=2).problems()
