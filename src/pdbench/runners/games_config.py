@@ -8,8 +8,6 @@ the experiment loader's own agent check, unique player names). Every problem bec
 
 from __future__ import annotations
 
-import types
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +23,7 @@ from pdbench.core.tournament_config import (
     TournamentConfig,
 )
 from pdbench.errors import ConfigError, ConfigIssue
+from pdbench.runners.config_errors import model_at, short_repr
 from pdbench.runners.config_loader import Loc, Resolved, load_resolved
 from pdbench.runners.registry import _check_agent, sha256_json
 
@@ -59,47 +58,6 @@ class LoadedGames:
         return ("player", str(index))
 
 
-def _unwrap(annotation: Any, node: Any) -> type[BaseModel] | None:
-    origin = typing.get_origin(annotation)
-    if origin is typing.Annotated:
-        return _unwrap(typing.get_args(annotation)[0], node)
-    if origin in (typing.Union, types.UnionType):
-        models = [
-            a
-            for a in typing.get_args(annotation)
-            if isinstance(a, type) and issubclass(a, BaseModel)
-        ]
-        if isinstance(node, dict) and "type" in node:
-            for model in models:
-                tag = model.model_fields.get("type")
-                if tag is not None and node["type"] in typing.get_args(tag.annotation):
-                    return model
-        return models[0] if len(models) == 1 else None
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    return None
-
-
-def _model_at(root: type[BaseModel], loc: Loc, data: Any) -> type[BaseModel] | None:
-    """The model whose fields are valid at `loc` (None when `loc` is not a model)."""
-    model: type[BaseModel] | None = root
-    node, annotation = data, None
-    for part in loc:
-        if isinstance(part, int):
-            if annotation is None or typing.get_origin(annotation) is not list:
-                return None
-            annotation = typing.get_args(annotation)[0]
-            node = node[part] if isinstance(node, list) and part < len(node) else None
-            model = _unwrap(annotation, node)
-            continue
-        if model is None or part not in model.model_fields:
-            return None
-        annotation = model.model_fields[part].annotation
-        node = node.get(part) if isinstance(node, dict) else None
-        model = None if typing.get_origin(annotation) is list else _unwrap(annotation, node)
-    return model
-
-
 def _clean_loc(loc: tuple[Any, ...]) -> Loc:
     """Drop pydantic's discriminator tags (policy/llm/axelrod right after a player's location)."""
     out: list[str | int] = []
@@ -110,11 +68,6 @@ def _clean_loc(loc: tuple[Any, ...]) -> Loc:
                 continue
         out.append(part)
     return tuple(out)
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def validation_issues(
@@ -131,7 +84,7 @@ def validation_issues(
             loc = loc + tuple(p for p in cause.path.split(".") if p)
             issues.append(resolved.issue(loc, cause.message))
         elif kind == "extra_forbidden":
-            model = _model_at(root, loc[:-1], resolved.data)
+            model = model_at(root, loc[:-1], resolved.data)
             valid = f" (valid: {', '.join(model.model_fields)})" if model else ""
             issues.append(resolved.issue(loc, f"unknown key{valid}"))
         elif kind == "missing":
@@ -141,7 +94,7 @@ def validation_issues(
             issues.append(
                 resolved.issue(
                     loc + ("type",),
-                    f"unknown agent type (valid: {', '.join(PLAYER_TYPES)}) (got {_short(got)})",
+                    f"unknown agent type (valid: {', '.join(PLAYER_TYPES)}) (got {short_repr(got)})",
                 )
             )
         elif kind in ("union_tag_not_found", "model_attributes_type"):
@@ -149,12 +102,14 @@ def validation_issues(
                 resolved.issue(
                     loc,
                     "a player is a policy name, `axelrod:Strategy`, or an agent mapping with a "
-                    f"type ({', '.join(PLAYER_TYPES)}) (got {_short(err.get('input'))})",
+                    f"type ({', '.join(PLAYER_TYPES)}) (got {short_repr(err.get('input'))})",
                 )
             )
         else:
             got = err.get("input")
-            suffix = "" if "(got" in message or isinstance(got, dict) else f" (got {_short(got)})"
+            suffix = (
+                "" if "(got" in message or isinstance(got, dict) else f" (got {short_repr(got)})"
+            )
             issues.append(resolved.issue(loc, message + suffix))
     return issues
 

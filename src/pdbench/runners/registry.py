@@ -10,13 +10,11 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
-import types
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from pdbench.agents.llm import (
     ROUND_FIELDS,
@@ -35,6 +33,7 @@ from pdbench.core.config import ExperimentConfig, LLMAgentConfig, PolicyAgentCon
 from pdbench.core.payoff import PayoffError, PayoffMatrix
 from pdbench.core.transcript import Transcript
 from pdbench.errors import ConfigError, ConfigIssue, RunError
+from pdbench.runners.config_errors import model_at, short_repr
 from pdbench.runners.config_loader import Loc, Resolved, load_resolved
 
 PROVIDERS: dict[str, str | None] = {
@@ -71,50 +70,6 @@ def sha256_json(data: Any) -> str:
     ).hexdigest()
 
 
-def _unwrap(annotation: Any, node: Any) -> type[BaseModel] | None:
-    """The pydantic model an annotation stands for at `node` (follows Optional, list, unions by type)."""
-    origin = typing.get_origin(annotation)
-    if origin is typing.Annotated:
-        return _unwrap(typing.get_args(annotation)[0], node)
-    if origin in (typing.Union, types.UnionType):
-        models = [
-            a
-            for a in typing.get_args(annotation)
-            if isinstance(a, type) and issubclass(a, BaseModel)
-        ]
-        if isinstance(node, dict) and "type" in node:
-            for model in models:
-                tag = model.model_fields.get("type")
-                if tag is not None and node["type"] in typing.get_args(tag.annotation):
-                    return model
-        return models[0] if len(models) == 1 else None
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    return None
-
-
-def _model_at(loc: Loc, data: Any) -> type[BaseModel] | None:
-    """The model whose fields are valid at `loc` of the resolved data (None if not a model)."""
-    model: type[BaseModel] | None = ExperimentConfig
-    node = data
-    annotation: Any = None
-    for part in loc:
-        if isinstance(part, int):
-            if annotation is None or typing.get_origin(annotation) is not list:
-                return None
-            annotation = typing.get_args(annotation)[0]
-            node = node[part] if isinstance(node, list) and part < len(node) else None
-            model = _unwrap(annotation, node)
-            continue
-        if model is None or part not in model.model_fields:
-            return None
-        annotation = model.model_fields[part].annotation
-        node = node.get(part) if isinstance(node, dict) else None
-        inner = typing.get_origin(annotation)
-        model = None if inner is list else _unwrap(annotation, node)
-    return model
-
-
 def _clean_loc(loc: tuple[Any, ...]) -> Loc:
     """Drop pydantic's discriminator tags from an error location."""
     out: list[str | int] = []
@@ -129,11 +84,6 @@ def _clean_loc(loc: tuple[Any, ...]) -> Loc:
     return tuple(out)
 
 
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
 def _pydantic_issues(exc: ValidationError, resolved: Resolved) -> list[ConfigIssue]:
     issues: list[ConfigIssue] = []
     for err in exc.errors():
@@ -146,7 +96,7 @@ def _pydantic_issues(exc: ValidationError, resolved: Resolved) -> list[ConfigIss
             issues.append(resolved.issue(loc, cause.message))
             continue
         if kind == "extra_forbidden":
-            model = _model_at(loc[:-1], resolved.data)
+            model = model_at(ExperimentConfig, loc[:-1], resolved.data)
             valid = f" (valid: {', '.join(model.model_fields)})" if model else ""
             issues.append(resolved.issue(loc, f"unknown key{valid}"))
             continue
@@ -157,7 +107,7 @@ def _pydantic_issues(exc: ValidationError, resolved: Resolved) -> list[ConfigIss
             issues.append(
                 resolved.issue(
                     loc + ("type",),
-                    f"unknown agent type (valid: policy, llm) (got {_short(err['input'].get('type'))})",
+                    f"unknown agent type (valid: policy, llm) (got {short_repr(err['input'].get('type'))})",
                 )
             )
             continue
@@ -165,7 +115,7 @@ def _pydantic_issues(exc: ValidationError, resolved: Resolved) -> list[ConfigIss
             issues.append(resolved.issue(loc, "agent needs a type (valid: policy, llm)"))
             continue
         got = err.get("input")
-        suffix = "" if "(got" in message or isinstance(got, dict) else f" (got {_short(got)})"
+        suffix = "" if "(got" in message or isinstance(got, dict) else f" (got {short_repr(got)})"
         issues.append(resolved.issue(loc, message + suffix))
     return issues
 
