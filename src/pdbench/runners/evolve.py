@@ -36,9 +36,9 @@ from pdbench.runners.matches import (
     ProgressFn,
     batch_policies,
     play_matches,
-    prepare_output_dir,
     write_parquet,
 )
+from pdbench.runners.run_files import prepare_output_dir
 from pdbench.storage.files import environment_info, write_json_atomic
 
 MANIFEST_FILE = "evolution_manifest.json"

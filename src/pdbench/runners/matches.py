@@ -278,22 +278,6 @@ def _play_slow(
         raise RunError(f"match stopped: {exc}") from None
 
 
-def prepare_output_dir(path: Path, overwrite: bool, artifacts: tuple[str, ...]) -> None:
-    """Create the output dir; refuse a non-empty one unless `overwrite` (then remove our files)."""
-    if path.exists() and not path.is_dir():
-        raise RunError(f"{path}: output_dir exists and is not a directory")
-    if path.is_dir() and any(path.iterdir()):
-        if not overwrite:
-            raise RunError(
-                f"{path}: output directory is not empty; pass --overwrite or change run.output_dir"
-            )
-        for name in artifacts:
-            target = path / name
-            if target.is_file():
-                target.unlink()
-    path.mkdir(parents=True, exist_ok=True)
-
-
 def write_parquet(path: Path, columns: dict[str, Any]) -> None:
     """Write named columns (arrays or lists of equal length) to Parquet, atomically."""
     import pyarrow as pa

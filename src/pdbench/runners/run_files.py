@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -18,24 +17,21 @@ from pdbench.storage.schema import ARTIFACTS, CALLS_FILE, MANIFEST_FILE, ROUNDS_
 RESUMABLE_CHANGES = ("budget",)
 
 
-def prepare_output_dir(path: Path, overwrite: bool) -> None:
-    """Create the output dir; refuse a non-empty one unless `overwrite` (then clear our artifacts)."""
+def prepare_output_dir(path: Path, overwrite: bool, artifacts: tuple[str, ...] = ARTIFACTS) -> None:
+    """Create the output dir; refuse a non-empty one unless `overwrite` (then remove our artifacts)."""
     if path.exists() and not path.is_dir():
         raise RunError(f"{path}: output_dir exists and is not a directory")
     if path.is_dir() and any(path.iterdir()):
         if not overwrite:
             raise RunError(
-                f"{path}: output directory is not empty; pass --overwrite, --resume, or change run.output_dir"
+                f"{path}: output directory is not empty; pass --overwrite or change run.output_dir"
             )
-        for name in ARTIFACTS:
+        for name in artifacts:
             target = path / name
             if target.is_file():
                 target.unlink()
         for leftover in path.glob(".*.tmp"):
             leftover.unlink()
-        cache = path / "cache"
-        if cache.is_dir():
-            shutil.rmtree(cache)
     path.mkdir(parents=True, exist_ok=True)
 
 

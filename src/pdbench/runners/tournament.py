@@ -34,7 +34,8 @@ from pdbench.core.batch import BatchResult, is_batchable
 from pdbench.core.rng import derive_seed
 from pdbench.core.tournament_metrics import leaderboard, pairwise_payoffs, payoff_table
 from pdbench.runners.games_config import LoadedGames, load_tournament
-from pdbench.runners.matches import ProgressFn, play_matches, prepare_output_dir, write_parquet
+from pdbench.runners.matches import ProgressFn, play_matches, write_parquet
+from pdbench.runners.run_files import prepare_output_dir
 from pdbench.storage.files import environment_info, write_json_atomic
 
 MANIFEST_FILE = "tournament_manifest.json"
