@@ -143,7 +143,11 @@ def test_every_tab_in_chromium(sample_run: Path, tmp_path: Path) -> None:
         _wait_for_charts(page, 1)  # population over time
         last = manifest["generations_run"]
         assert _generation_on_stage(page) == last
-        page.get_by_role("button", name="▶️ Play", exact=True).click()  # restarts from 0
+        # Restart, then Play: the user path that starts the animation from generation 0.
+        page.get_by_role("button", name="⏮️ Restart", exact=True).click()
+        wait_idle(page)
+        assert _generation_on_stage(page) == 0
+        page.get_by_role("button", name="▶️ Play", exact=True).click()
         deadline = time.monotonic() + 15
         while _generation_on_stage(page) < 3 and time.monotonic() < deadline:
             page.wait_for_timeout(200)
