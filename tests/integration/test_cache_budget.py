@@ -343,7 +343,10 @@ def test_max_calls_counts_every_call_of_every_session(
         assert code == 2 and "max_calls=20" in err
         total = srv.chat_count
     assert first <= 10
-    assert len(logged) == first, "every request the provider got is in llm_calls.jsonl"
+    # Every request the provider got is in llm_calls.jsonl. A call cancelled when the run
+    # stopped is logged (and counted against the budget) even if its request never arrived.
+    cancelled = [c for c in logged if c.get("cancelled")]
+    assert len(logged) - len(cancelled) <= first <= len(logged), (logged, first)
     assert total <= 20, f"{total} provider requests under max_calls 20"
 
 
