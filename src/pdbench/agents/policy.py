@@ -120,6 +120,7 @@ class Grim(PolicyAgent):
 
     key = "GRIM"
     description = "Cooperates until the opponent defects once, then defects forever."
+    triggered: bool = False  # also before the first reset()
 
     def reset(self, seed: int | None = None) -> None:
         super().reset(seed)
