@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 
-import pdbench
 from pdbench.core import evolution as dyn
 from pdbench.core.batch import play_batch
 from pdbench.core.rng import derive_seed
@@ -38,7 +37,7 @@ from pdbench.runners.matches import (
     play_matches,
     write_parquet,
 )
-from pdbench.runners.run_files import prepare_output_dir
+from pdbench.runners.run_files import manifest_header, prepare_output_dir
 from pdbench.storage.files import environment_info, write_json_atomic
 
 MANIFEST_FILE = "evolution_manifest.json"
@@ -260,16 +259,7 @@ def run_evolution(
         {key: [row[key] for row in result.rows] for key in result.rows[0]},
     )
     result.manifest = {
-        "run_id": cfg.run.run_id,
-        "status": "completed",
-        "started_at_utc": started,
-        "finished_at_utc": datetime.now(UTC).isoformat(),
-        "pdbench_version": pdbench.__version__,
-        "config_path": str(loaded.path),
-        "config_sha256": loaded.config_sha256,
-        "config": loaded.snapshot,
-        "prompt_files": loaded.prompt_files,
-        "warnings": loaded.warnings,
+        **manifest_header(loaded, started),
         "strategies": result.strategies,
         **result.manifest,
         "artifacts": list(ARTIFACTS),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -166,4 +167,22 @@ def base_manifest(loaded: Any, plans: list[Any], replicates: int, started: str) 
         "environment": environment_info(loaded.root),
         "usage": None,
         "error": None,
+    }
+
+
+def manifest_header(loaded: Any, started: str) -> dict[str, Any]:
+    """The keys every tournament and evolution manifest starts with (config, versions, status)."""
+    cfg = loaded.config
+    return {
+        "run_id": cfg.run.run_id,
+        "seed": cfg.run.seed,
+        "status": "completed",
+        "started_at_utc": started,
+        "finished_at_utc": datetime.now(UTC).isoformat(),
+        "pdbench_version": pdbench.__version__,
+        "config_path": str(loaded.path),
+        "config_sha256": loaded.config_sha256,
+        "config": loaded.snapshot,
+        "prompt_files": loaded.prompt_files,
+        "warnings": loaded.warnings,
     }

@@ -29,13 +29,12 @@ from typing import Any
 
 import numpy as np
 
-import pdbench
 from pdbench.core.batch import BatchResult, is_batchable
 from pdbench.core.rng import derive_seed
 from pdbench.core.tournament_metrics import leaderboard, pairwise_payoffs, payoff_table
 from pdbench.runners.games_config import LoadedGames, load_tournament
 from pdbench.runners.matches import ProgressFn, play_matches, write_parquet
-from pdbench.runners.run_files import prepare_output_dir
+from pdbench.runners.run_files import manifest_header, prepare_output_dir
 from pdbench.storage.files import environment_info, write_json_atomic
 
 MANIFEST_FILE = "tournament_manifest.json"
@@ -221,17 +220,7 @@ def run_tournament(
     if result.rounds is not None:
         write_parquet(out / ROUNDS_FILE, result.rounds)
     result.manifest = {
-        "run_id": cfg.run.run_id,
-        "seed": cfg.run.seed,
-        "status": "completed",
-        "started_at_utc": started,
-        "finished_at_utc": datetime.now(UTC).isoformat(),
-        "pdbench_version": pdbench.__version__,
-        "config_path": str(loaded.path),
-        "config_sha256": loaded.config_sha256,
-        "config": loaded.snapshot,
-        "prompt_files": loaded.prompt_files,
-        "warnings": loaded.warnings,
+        **manifest_header(loaded, started),
         **result.manifest,
         "artifacts": [
             name for name in ARTIFACTS if name != ROUNDS_FILE or result.rounds is not None
