@@ -1,8 +1,10 @@
 """The pdbench command line. Heavy libraries (pandas, pyarrow, streamlit, litellm) are imported
 only inside the commands that need them, so `pdbench --help` and `pdbench validate` start fast.
 
-Library errors (bad config, bad run directory, a run that had to stop) print one line per problem
-and exit with code 2, without a traceback; `--debug` shows the traceback.
+`run`, `tournament` and `evolve` take the same options with the same meaning (output dir,
+overwrite, resume, seed, noise, concurrency, cache); `resume RUN_DIR` continues a stopped run of
+any kind. Library errors (bad config, bad run directory, a run that had to stop) print one line
+per problem and exit with code 2, without a traceback; `--debug` shows the traceback.
 """
 
 from __future__ import annotations
@@ -11,22 +13,62 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from pdbench import cli_games
-from pdbench.errors import PdbenchError
+from pdbench.errors import PdbenchError, RunError
+
+if TYPE_CHECKING:
+    from pdbench.runners.loader import LoadedConfig
 
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    help="pdbench: a reproducible harness for the iterated Prisoner's Dilemma between LLM and classic agents.",
+    help="pdbench: a reproducible harness for the iterated Prisoner's Dilemma between LLM and "
+    "classic agents.",
 )
 
-ConfigArg = Annotated[Path, typer.Argument(help="Experiment config (YAML).", show_default=False)]
-EXIT_USAGE = 2
+ConfigArg = Annotated[Path, typer.Argument(help="Config file (YAML).", show_default=False)]
+OutputOpt = Annotated[
+    Path | None,
+    typer.Option("--output-dir", "-o", help="Write here instead of run.output_dir."),
+]
+OverwriteOpt = Annotated[
+    bool, typer.Option("--overwrite", help="Replace the artifacts of an existing output dir.")
+]
+ResumeOpt = Annotated[
+    bool,
+    typer.Option("--resume", help="Continue a stopped run in its output dir, keeping finished games."),
+]
+DryRunOpt = Annotated[
+    bool,
+    typer.Option("--dry-run", help="Print the plan, expected LLM calls and tokens; write nothing."),
+]
+SeedOpt = Annotated[
+    int | None, typer.Option("--seed", min=0, help="Run seed (overrides run.seed).")
+]
+NoiseOpt = Annotated[
+    float | None,
+    typer.Option("--noise", min=0.0, max=0.5, help="Execution noise (overrides game.noise)."),
+]
+ConcurrencyOpt = Annotated[
+    int,
+    typer.Option(
+        "--concurrency",
+        "-c",
+        min=1,
+        help="Provider calls in flight at most (games in flight: 4x that; 1 = strictly sequential).",
+    ),
+]
+NoCacheOpt = Annotated[
+    bool, typer.Option("--no-cache", help="Do not read or write the response cache.")
+]
+CacheDirOpt = Annotated[
+    Path | None,
+    typer.Option("--cache-dir", help="Response cache directory (default .pdbench_cache)."),
+]
 
 
 def _err(line: str) -> None:
@@ -37,168 +79,276 @@ def _err(line: str) -> None:
 def _root(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False,
 ) -> None:
-    """Validate, run and inspect iterated Prisoner's Dilemma experiments."""
+    """Validate, run and inspect iterated Prisoner's Dilemma experiments, tournaments and
+    evolutions."""
 
 
-def _load(config: Path):  # type: ignore[no-untyped-def]
-    from pdbench.runners.registry import load_experiment
+def _load(config: Path, kind: str | None, overrides: dict[str, Any] | None = None) -> LoadedConfig:
+    from pdbench.runners.loader import load_config
 
-    loaded = load_experiment(config)
+    loaded = load_config(config, kind, {k: v for k, v in (overrides or {}).items() if v is not None})
     for warning in loaded.warnings:
         _err(f"warning: {config}: {warning}")
     return loaded
 
 
-@app.command()
-def validate(config: ConfigArg) -> None:
-    """Check a config's schema and every file it references; print a short summary."""
-    from pdbench.runners.plan import describe_plan
-
-    loaded = _load(config)
-    typer.echo(f"{config}: valid")
-    typer.echo(describe_plan(loaded, None))
-
-
-@app.command()
-def run(
-    config: ConfigArg,
-    replicates: Annotated[
-        int | None,
-        typer.Option(
-            "--replicates", "-r", min=1, help="Replicates per condition (overrides the config)."
-        ),
-    ] = None,
-    dry_run: Annotated[
-        bool,
-        typer.Option(
-            "--dry-run", help="Print the plan, expected LLM calls and tokens; write nothing."
-        ),
-    ] = False,
-    overwrite: Annotated[
-        bool,
-        typer.Option("--overwrite", help="Replace the artifacts of an existing run directory."),
-    ] = False,
-    resume: Annotated[
-        bool,
-        typer.Option(
-            "--resume", help="Continue a stopped run in its output dir, keeping finished games."
-        ),
-    ] = False,
-    output_dir: Annotated[
-        Path | None,
-        typer.Option("--output-dir", "-o", help="Write here instead of run.output_dir."),
-    ] = None,
-    concurrency: Annotated[
-        int,
-        typer.Option(
-            "--concurrency",
-            "-c",
-            min=1,
-            help="Provider calls in flight at most (games in flight: 4x that; 1 = strictly sequential).",
-        ),
-    ] = 16,
-    no_cache: Annotated[
-        bool, typer.Option("--no-cache", help="Do not read or write the response cache.")
-    ] = False,
-    cache_dir: Annotated[
-        Path | None,
-        typer.Option("--cache-dir", help="Response cache directory (default .pdbench_cache)."),
-    ] = None,
-) -> None:
-    """Run every condition x replicate and write rounds.jsonl, run_manifest.json, aggregates.parquet."""
-    from pdbench.runners.plan import describe_plan
-
-    loaded = _load(config)
-    if dry_run:
-        typer.echo(describe_plan(loaded, replicates))
-        typer.echo("dry run: nothing was written")
-        return
-    if resume and overwrite:
-        from pdbench.errors import RunError
-
-        raise RunError("--resume and --overwrite exclude each other")
-    _execute(loaded, replicates, overwrite, resume, output_dir, concurrency, no_cache, cache_dir)
-
-
-def _execute(
-    loaded,  # type: ignore[no-untyped-def]
-    replicates: int | None,
+def _start(
+    loaded: LoadedConfig,
+    *,
+    dry_run: bool,
+    output_dir: Path | None,
     overwrite: bool,
     resume: bool,
-    output_dir: Path | None,
     concurrency: int,
     no_cache: bool,
     cache_dir: Path | None,
 ) -> None:
-    from pdbench.runners.progress import terminal_progress
-    from pdbench.runners.run_experiment import run_experiment
+    """Print the plan (dry run) or run the loaded config of any kind and print its summary."""
+    from pdbench.runners.plan import describe_plan
 
-    with terminal_progress("Playing rounds") as progress:
-        summary = run_experiment(
-            loaded,
-            replicates=replicates,
-            overwrite=overwrite,
-            progress=progress,
-            concurrency=concurrency,
+    if dry_run:
+        typer.echo(describe_plan(loaded))
+        typer.echo("dry run: nothing was written")
+        return
+    if resume and overwrite:
+        raise RunError("--resume and --overwrite exclude each other")
+    from pdbench.runners.progress import terminal_progress
+    from pdbench.runners.session import RunOptions
+
+    label = "Generations" if loaded.kind == "evolution" else "Playing rounds"
+    with terminal_progress(label) as progress:
+        options = RunOptions(
             output_dir=output_dir,
+            overwrite=overwrite,
             resume=resume,
             cache_dir=cache_dir,
             use_cache=not no_cache,
+            concurrency=concurrency,
+            progress=progress,
         )
-    kept = f" ({summary.games_resumed} kept from before)" if resume else ""
+        _REPORTS[loaded.kind](loaded, options)
+
+
+def _report_experiment(loaded: LoadedConfig, options: Any) -> None:
+    from pdbench.runners.plan import summary_table
+    from pdbench.runners.run_experiment import run_experiment
+
+    summary = run_experiment(loaded, options)
+    kept = f" ({summary.games_resumed} kept from before)" if options.resume else ""
     typer.echo(
-        f"run {summary.run_id}: {summary.n_games} games{kept}, {summary.n_rounds} rounds -> {summary.run_dir}"
+        f"run {summary.run_id}: {summary.n_games} games{kept}, {summary.n_rounds} rounds "
+        f"-> {summary.run_dir}"
     )
-    usage = (summary.manifest.get("usage") or {}).get("total") or {}
+    _usage_line(summary.manifest)
+    typer.echo(summary_table(summary.rows))
+
+
+def _report_tournament(loaded: LoadedConfig, options: Any) -> None:
+    from pdbench.runners.plan import leaderboard_table
+    from pdbench.runners.tournament import run_tournament
+
+    result = run_tournament(loaded, options)
+    totals = result.manifest["totals"]
+    typer.echo(
+        f"tournament {loaded.config.run.run_id}: {len(result.players)} players, "
+        f"{totals['matches']} matches, {totals['rounds']} rounds -> {result.output_dir}"
+    )
+    _usage_line(result.manifest)
+    typer.echo(leaderboard_table(result.leaderboard))
+
+
+def _report_evolution(loaded: LoadedConfig, options: Any) -> None:
+    from pdbench.runners.evolve import run_evolution
+    from pdbench.runners.plan import shares_table
+
+    result = run_evolution(loaded, options)
+    manifest = result.manifest
+    typer.echo(
+        f"evolution {loaded.config.run.run_id}: {manifest['process']} "
+        f"(fitness {manifest['fitness']}, noise {manifest['noise']:g}) -> {result.output_dir}"
+    )
+    _usage_line(manifest)
+    typer.echo(shares_table(result.rows, result.strategies, result.final_counts))
+    status = f"fixated on {result.fixated}" if result.fixated else "no fixation"
+    typer.echo(f"{result.generations_run} generations; {status}")
+
+
+_REPORTS = {
+    "experiment": _report_experiment,
+    "tournament": _report_tournament,
+    "evolution": _report_evolution,
+}
+
+
+def _usage_line(manifest: dict[str, Any]) -> None:
+    usage = (manifest.get("usage") or {}).get("total") or {}
     if usage:
         typer.echo(
-            f"LLM calls: {usage.get('llm_calls', 0)} to providers, {usage.get('cached_calls', 0)} from cache; "
-            f"tokens in/out: {usage.get('input_tokens', 0)}/{usage.get('output_tokens', 0)}; "
+            f"LLM calls: {usage.get('llm_calls', 0)} to providers, "
+            f"{usage.get('cached_calls', 0)} from cache; tokens in/out: "
+            f"{usage.get('input_tokens', 0)}/{usage.get('output_tokens', 0)}; "
             f"cost: ${usage.get('cost_usd', 0):.4f}"
         )
-    typer.echo(_summary_table(summary.rows))
 
 
-@app.command("resume")
+@app.command(epilog="Example: pdbench validate configs/experiment.yaml")
+def validate(config: ConfigArg) -> None:
+    """Check a config (experiment, tournament or evolution) and every file it references;
+    print its plan."""
+    from pdbench.runners.plan import describe_plan
+
+    loaded = _load(config, None)
+    typer.echo(f"{config}: valid {loaded.kind} config")
+    typer.echo(describe_plan(loaded))
+
+
+@app.command(epilog="Example: pdbench run configs/experiment.yaml --replicates 2 --overwrite")
+def run(
+    config: ConfigArg,
+    replicates: Annotated[
+        int | None,
+        typer.Option("--replicates", "-r", min=1, help="Replicates per condition (overrides it)."),
+    ] = None,
+    seed: SeedOpt = None,
+    noise: NoiseOpt = None,
+    dry_run: DryRunOpt = False,
+    output_dir: OutputOpt = None,
+    overwrite: OverwriteOpt = False,
+    resume: ResumeOpt = False,
+    concurrency: ConcurrencyOpt = 16,
+    no_cache: NoCacheOpt = False,
+    cache_dir: CacheDirOpt = None,
+) -> None:
+    """Run an experiment: every condition x replicate; writes rounds.jsonl, run_manifest.json,
+    aggregates.parquet (and llm_calls.jsonl with LLM agents)."""
+    overrides = {"experiment.replicates": replicates, "run.seed": seed, "game.noise": noise}
+    _start(
+        _load(config, "experiment", overrides),
+        dry_run=dry_run,
+        output_dir=output_dir,
+        overwrite=overwrite,
+        resume=resume,
+        concurrency=concurrency,
+        no_cache=no_cache,
+        cache_dir=cache_dir,
+    )
+
+
+@app.command(epilog="Example: pdbench tournament configs/tournament.yaml --repetitions 5 -o out")
+def tournament(
+    config: ConfigArg,
+    repetitions: Annotated[
+        int | None,
+        typer.Option("--repetitions", "-r", min=1, help="Matches per pair (overrides it)."),
+    ] = None,
+    log_rounds: Annotated[
+        bool,
+        typer.Option("--log-rounds", help="Write every round of every match to rounds.jsonl."),
+    ] = False,
+    seed: SeedOpt = None,
+    noise: NoiseOpt = None,
+    dry_run: DryRunOpt = False,
+    output_dir: OutputOpt = None,
+    overwrite: OverwriteOpt = False,
+    resume: ResumeOpt = False,
+    concurrency: ConcurrencyOpt = 16,
+    no_cache: NoCacheOpt = False,
+    cache_dir: CacheDirOpt = None,
+) -> None:
+    """Play a round-robin tournament; writes matches, leaderboard and payoff matrix (Parquet)
+    and prints the leaderboard."""
+    overrides = {
+        "tournament.repetitions": repetitions,
+        "tournament.log_rounds": True if log_rounds else None,
+        "run.seed": seed,
+        "game.noise": noise,
+    }
+    _start(
+        _load(config, "tournament", overrides),
+        dry_run=dry_run,
+        output_dir=output_dir,
+        overwrite=overwrite,
+        resume=resume,
+        concurrency=concurrency,
+        no_cache=no_cache,
+        cache_dir=cache_dir,
+    )
+
+
+@app.command(epilog="Example: pdbench evolve configs/evolution.yaml --noise 0.05 --overwrite")
+def evolve(
+    config: ConfigArg,
+    generations: Annotated[
+        int | None,
+        typer.Option("--generations", "-g", min=0, help="Generations (overrides it)."),
+    ] = None,
+    seed: SeedOpt = None,
+    noise: NoiseOpt = None,
+    dry_run: DryRunOpt = False,
+    output_dir: OutputOpt = None,
+    overwrite: OverwriteOpt = False,
+    resume: ResumeOpt = False,
+    concurrency: ConcurrencyOpt = 16,
+    no_cache: NoCacheOpt = False,
+    cache_dir: CacheDirOpt = None,
+) -> None:
+    """Evolve a population of strategies; writes generations.parquet and prints the initial
+    and final shares."""
+    overrides = {"evolution.generations": generations, "run.seed": seed, "game.noise": noise}
+    _start(
+        _load(config, "evolution", overrides),
+        dry_run=dry_run,
+        output_dir=output_dir,
+        overwrite=overwrite,
+        resume=resume,
+        concurrency=concurrency,
+        no_cache=no_cache,
+        cache_dir=cache_dir,
+    )
+
+
+@app.command("resume", epilog="Example: pdbench resume data/runs/phase1_smoke_v1")
 def resume_run(
     run_dir: Annotated[
         Path, typer.Argument(help="The directory of a stopped run.", show_default=False)
     ],
-    concurrency: Annotated[
-        int, typer.Option("--concurrency", "-c", min=1, help="Games in flight.")
-    ] = 16,
-    no_cache: Annotated[
-        bool, typer.Option("--no-cache", help="Do not use the response cache.")
-    ] = False,
-    cache_dir: Annotated[
-        Path | None, typer.Option("--cache-dir", help="Response cache directory.")
-    ] = None,
+    concurrency: ConcurrencyOpt = 16,
+    no_cache: NoCacheOpt = False,
+    cache_dir: CacheDirOpt = None,
 ) -> None:
-    """Continue a stopped run (Ctrl-C, kill, budget, provider failure) from its directory."""
-    from pdbench.runners.run_files import read_manifest
+    """Continue a stopped run of any kind (Ctrl-C, kill, budget, provider failure) from its
+    directory, with the config and options it was started with."""
+    from pdbench.storage.run_dir import read_manifest, run_kind
 
-    manifest = read_manifest(run_dir)
-    config_path = Path(manifest.get("config_path", ""))
-    loaded = _load(config_path)
-    _execute(
-        loaded, manifest.get("replicates"), False, True, run_dir, concurrency, no_cache, cache_dir
+    kind = run_kind(run_dir)
+    manifest = read_manifest(run_dir, kind)
+    loaded = _load(Path(manifest.get("config_path", "")), kind, manifest.get("overrides") or {})
+    _start(
+        loaded,
+        dry_run=False,
+        output_dir=run_dir,
+        overwrite=False,
+        resume=True,
+        concurrency=concurrency,
+        no_cache=no_cache,
+        cache_dir=cache_dir,
     )
 
 
 cache_app = typer.Typer(help="Inspect or clear the response cache.", no_args_is_help=True)
 app.add_typer(cache_app, name="cache")
-CacheDirOpt = Annotated[
-    Path | None,
-    typer.Option("--cache-dir", help="Response cache directory (default .pdbench_cache)."),
-]
 
 
-@cache_app.command("stats")
-def cache_stats(cache_dir: CacheDirOpt = None) -> None:
-    """Entries, tokens and size of the response cache."""
+def _open_cache(cache_dir: Path | None) -> Any:
     from pdbench.storage.cache import DEFAULT_CACHE_DIR, ResponseCache
 
-    cache = ResponseCache(cache_dir or DEFAULT_CACHE_DIR)
+    return ResponseCache(cache_dir or DEFAULT_CACHE_DIR)
+
+
+@cache_app.command("stats", epilog="Example: pdbench cache stats --cache-dir .pdbench_cache")
+def cache_stats(cache_dir: CacheDirOpt = None) -> None:
+    """Entries, tokens and size of the response cache."""
+    cache = _open_cache(cache_dir)
     stats = cache.stats()
     cache.close()
     typer.echo(f"{stats['path']}: {stats['entries']} entries, {stats['bytes']} bytes")
@@ -209,30 +359,29 @@ def cache_stats(cache_dir: CacheDirOpt = None) -> None:
         )
 
 
-@cache_app.command("clear")
+@cache_app.command("clear", epilog="Example: pdbench cache clear")
 def cache_clear(cache_dir: CacheDirOpt = None) -> None:
     """Delete every cached response."""
-    from pdbench.storage.cache import DEFAULT_CACHE_DIR, ResponseCache
-
-    cache = ResponseCache(cache_dir or DEFAULT_CACHE_DIR)
+    cache = _open_cache(cache_dir)
     removed = cache.clear()
     cache.close()
     typer.echo(f"{cache.path}: removed {removed} entries")
 
 
-@app.command()
+@app.command(epilog="Example: pdbench aggregate data/runs/phase1_smoke_v1")
 def aggregate(
     run_dir: Annotated[Path, typer.Argument(help="A run directory.", show_default=False)],
 ) -> None:
-    """Recompute aggregates.parquet from rounds.jsonl (idempotent)."""
+    """Recompute an experiment's aggregates.parquet from rounds.jsonl (idempotent)."""
+    from pdbench.runners.plan import summary_table
     from pdbench.storage.aggregate import aggregate_run_dir
 
     rows = aggregate_run_dir(run_dir)
     typer.echo(f"{run_dir}: aggregates.parquet rewritten ({len(rows)} rows)")
-    typer.echo(_summary_table(rows))
+    typer.echo(summary_table(rows))
 
 
-@app.command()
+@app.command(epilog="Example: pdbench ui data/runs/phase1_smoke_v1 --port 8501")
 def ui(
     run_dir: Annotated[
         Path | None, typer.Argument(help="Run directory to open.", show_default=False)
@@ -245,8 +394,6 @@ def ui(
 ) -> None:
     """Launch the Streamlit app (optionally opening a run directory)."""
     from importlib.util import find_spec
-
-    from pdbench.errors import RunError
 
     if run_dir is not None and not run_dir.is_dir():
         raise RunError(f"{run_dir}: not a directory")
@@ -276,30 +423,6 @@ def ui(
     if find_spec("streamlit") is None:
         raise RunError("streamlit is not installed: run `uv sync`")
     raise typer.Exit(subprocess.call(command))
-
-
-app.command("tournament")(cli_games.tournament)
-app.command("evolve")(cli_games.evolve)
-
-
-def _summary_table(rows: list[dict]) -> str:
-    """Condition means as a fixed-width text table."""
-    header = f"{'condition':<32} {'A':<24} {'B':<24} {'rounds':>7} {'coopA':>6} {'coopB':>6} {'payA':>8} {'payB':>8} {'collapse':>8}"
-    lines = [header, "-" * len(header)]
-
-    def fmt(value: float | None, spec: str) -> str:
-        return "-" if value is None else format(value, spec)
-
-    for row in rows:
-        if row["scope"] != "condition":
-            continue
-        lines.append(
-            f"{row['condition'][:32]:<32} {row['agent_a_name'][:24]:<24} {row['agent_b_name'][:24]:<24} "
-            f"{fmt(row['n_rounds'], '.1f'):>7} {fmt(row['agent_a_cooperation_rate'], '.2f'):>6} "
-            f"{fmt(row['agent_b_cooperation_rate'], '.2f'):>6} {fmt(row['agent_a_total_payoff'], '.1f'):>8} "
-            f"{fmt(row['agent_b_total_payoff'], '.1f'):>8} {fmt(row['time_to_collapse'], '.1f'):>8}"
-        )
-    return "\n".join(lines)
 
 
 def main() -> None:

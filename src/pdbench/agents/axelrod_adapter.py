@@ -23,11 +23,11 @@ from contextlib import contextmanager
 from functools import cache
 from typing import Any
 
-from pdbench.agents.base import Decision
-from pdbench.core.types import Action, Observation
+from pdbench.agents.base import AgentBase
+from pdbench.core.config import AXELROD_PREFIX
+from pdbench.core.types import Action, Decision, Observation
 from pdbench.errors import RunError
 
-AXELROD_PREFIX = "axelrod:"
 INSTALL_HINT = "install with `uv sync --extra axelrod`"
 _CHEATING = ("inspects_source", "manipulates_source", "manipulates_state")
 
@@ -131,10 +131,8 @@ def _stand_in_class(axl: Any) -> type:
     return ObservedOpponent
 
 
-class AxelrodAgent:
+class AxelrodAgent(AgentBase):
     """An Axelrod strategy behind pdbench's agent interface; see the module docstring."""
-
-    stochastic = True
 
     def __init__(self, strategy: str, name: str | None = None, noise: float = 0.0) -> None:
         self.axl = import_axelrod()
@@ -189,10 +187,6 @@ class AxelrodAgent:
         self._seen = obs.round_index
         return self._from_axl[self.player.strategy(self.opponent)]
 
-    def decide(self, obs: Observation) -> Decision:
+    async def decide(self, obs: Observation) -> Decision:
         """The move wrapped as a Decision."""
         return Decision(self.choose(obs))
-
-    def act(self, obs: Observation) -> str:
-        """Return "C" or "D"."""
-        return self.choose(obs).value

@@ -1,48 +1,24 @@
-"""The agent interface and the record of one decision."""
+"""The agent interface the engine calls, and the record of one decision.
+
+Every agent (scripted policy, LLM agent, Axelrod strategy) has a `name`, `reset(seed)` at the
+start of a game, and `async decide(obs) -> Decision`: the engine awaits `decide` for both agents
+of a round at once, so LLM calls overlap. `act(obs) -> "C" | "D"`, the Phase 1 spec's
+synchronous form, is `AgentBase.act`, a wrapper for use outside an event loop. A `Decision`
+(the move, parse fallback flag, prompts and every provider attempt) is a value type of
+`pdbench.core.types`.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+import asyncio
+from typing import Protocol, runtime_checkable
 
-from pdbench.core.types import Action, Observation
-
-
-@dataclass(frozen=True, slots=True)
-class Attempt:
-    """One provider call made while deciding a move (LLM agents only)."""
-
-    index: int
-    prompt_sha256: str
-    raw: str | None
-    valid: bool
-    error: str | None = None
-
-    def as_record(self) -> dict[str, Any]:
-        """JSON-ready form for rounds.jsonl."""
-        return {
-            "attempt": self.index,
-            "prompt_sha256": self.prompt_sha256,
-            "raw": self.raw,
-            "valid": self.valid,
-            "error": self.error,
-        }
-
-
-@dataclass(slots=True)
-class Decision:
-    """A move and how it was reached: `parse_failure` marks a fallback after invalid replies."""
-
-    action: Action
-    parse_failure: bool = False
-    attempts: list[Attempt] = field(default_factory=list)
-    system_prompt: str | None = None
-    round_prompt: str | None = None
+from pdbench.core.types import Decision, Observation
 
 
 @runtime_checkable
 class Agent(Protocol):
-    """What every agent implements (the Phase 1 spec's interface)."""
+    """What the engine calls on every agent."""
 
     name: str
 
@@ -50,6 +26,20 @@ class Agent(Protocol):
         """Start a new game; `seed` keys the agent's own random stream."""
         ...
 
-    def act(self, obs: Observation) -> str:
-        """Return exactly "C" or "D"."""
+    async def decide(self, obs: Observation) -> Decision:
+        """The move for this observation, with how it was reached."""
         ...
+
+
+class AgentBase:
+    """Shared by the built-in agents: the spec's synchronous `act` on top of `decide`."""
+
+    name: str
+
+    async def decide(self, obs: Observation) -> Decision:
+        """The move for this observation (subclasses implement it)."""
+        raise NotImplementedError
+
+    def act(self, obs: Observation) -> str:
+        """Return exactly "C" or "D" (not for use inside a running event loop)."""
+        return asyncio.run(self.decide(obs)).action.value

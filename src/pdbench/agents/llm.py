@@ -6,19 +6,18 @@ attempts are invalid, `on_parse_failure` decides: play D, play C, or abort the r
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pdbench.agents.base import Attempt, Decision
-from pdbench.agents.providers.base import AsyncProviderClient, CallTag
+from pdbench.agents.base import AgentBase
+from pdbench.agents.providers.base import CallTag, CompletionRequest, Provider
 from pdbench.core.config import LLMAgentConfig
 from pdbench.core.parse import correction_message, parse_action
 from pdbench.core.payoff import PayoffMatrix
 from pdbench.core.rng import Purpose, counter_bits
-from pdbench.core.types import Action, Observation
+from pdbench.core.types import Action, Attempt, Decision, Observation
 
 SYSTEM_FIELDS = ("persona", "payoff_table", "R", "S", "T", "P", "output_instruction")
 ROUND_FIELDS = (
@@ -136,13 +135,13 @@ def render_round(
     return template.format(**values).strip() + "\n"
 
 
-class LLMAgent:
+class LLMAgent(AgentBase):
     """An agent whose moves come from a provider; see the module docstring."""
 
     def __init__(
         self,
         config: LLMAgentConfig,
-        provider: AsyncProviderClient,
+        provider: Provider,
         templates: PromptTemplates,
         matrix: PayoffMatrix,
         name: str | None = None,
@@ -162,7 +161,7 @@ class LLMAgent:
         """The seed passed with one provider call (a pure function of agent seed, round, attempt)."""
         return counter_bits(self.seed, round_index, Purpose.PROVIDER, attempt) >> 1
 
-    async def adecide(self, obs: Observation) -> Decision:
+    async def decide(self, obs: Observation) -> Decision:
         """Ask the provider for a move, re-prompting on invalid replies."""
         cfg = self.config
         round_prompt = render_round(
@@ -171,7 +170,7 @@ class LLMAgent:
         prompt = round_prompt
         attempts: list[Attempt] = []
         for index in range(cfg.max_retries + 1):
-            completion = await self.provider.acomplete(
+            request = CompletionRequest(
                 system=self.system_prompt,
                 prompt=prompt,
                 temperature=cfg.temperature,
@@ -179,6 +178,7 @@ class LLMAgent:
                 seed=self.call_seed(obs.round_index, index),
                 tag=CallTag(obs.round_index, index),
             )
+            completion = await self.provider.complete(request)
             result = parse_action(completion.text, cfg.output_format)
             attempts.append(
                 Attempt(
@@ -200,7 +200,3 @@ class LLMAgent:
             )
         fallback = Action.C if cfg.on_parse_failure == "cooperate" else Action.D
         return Decision(fallback, True, attempts, self.system_prompt, round_prompt)
-
-    def act(self, obs: Observation) -> str:
-        """Synchronous wrapper (the spec's Agent interface); not for use inside an event loop."""
-        return asyncio.run(self.adecide(obs)).action.value

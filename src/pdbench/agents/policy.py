@@ -1,28 +1,50 @@
-"""Scripted policies, registered once by name (case-insensitive).
+"""Scripted policies, each defined once and registered by name (case-insensitive).
 
-Each policy sees only its `Observation` (the history window applies) and may keep its own state
-across rounds within a game. Randomness comes from the counter-based stream keyed by the agent's
-seed and the round, so a policy's draws never depend on what other games do.
+A policy class holds everything about one policy: its decision rule (`choose`, round by round,
+from the agent's `Observation`, so the history window applies), its finite-state machine for the
+vectorized engine (`machine`, with `memory`, the history window the machine needs; a policy
+without one plays round by round), the parameters it reads, its description, and its look in the
+app (emoji, nickname, colours, after Nicky Case's The Evolution of Trust). Adding a policy is one
+class here plus its table-driven test; `tests/unit/test_batch_engine.py` then checks that its
+machine plays exactly like its rule.
+
+Randomness comes from the counter-based stream keyed by the agent's seed and the round, so a
+policy's draws never depend on what other games do.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
-from pdbench.agents.base import Decision
-from pdbench.core.config import PolicyParams
+from pdbench.agents.base import AgentBase
+from pdbench.core.batch import SidedMachines, StateMachine
+from pdbench.core.config import AnyAgentConfig, PolicyAgentConfig, PolicyParams
+from pdbench.core.payoff import PayoffMatrix
 from pdbench.core.rng import Purpose, counter_uniform
-from pdbench.core.types import Action, Observation
+from pdbench.core.types import Action, Decision, Observation
 
 C, D = Action.C, Action.D
 
 
-class PolicyAgent:
-    """Base class: subclasses implement `choose`; `reset` clears per-game state."""
+@dataclass(frozen=True, slots=True)
+class Look:
+    """How a policy appears in the app: emoji, nickname, chart colour and card gradient."""
+
+    emoji: str
+    nickname: str
+    color: str
+    card: tuple[str, str]
+
+
+class PolicyAgent(AgentBase):
+    """Base class: subclasses set the class attributes and implement `choose` (and `machine`)."""
 
     key: ClassVar[str] = ""
     description: ClassVar[str] = ""
-    stochastic: ClassVar[bool] = False
+    look: ClassVar[Look] = Look("❔", "", "#7f7f7f", ("#f2f2f2", "#d2d2d2"))
+    reads: ClassVar[tuple[str, ...]] = ()  # the PolicyParams it uses
+    memory: ClassVar[int | None] = None  # rounds of history its machine needs; None: no machine
 
     def __init__(self, params: PolicyParams | None = None, name: str | None = None) -> None:
         self.params = params or PolicyParams()
@@ -37,17 +59,18 @@ class PolicyAgent:
         """The move for this observation."""
         raise NotImplementedError
 
-    def decide(self, obs: Observation) -> Decision:
+    async def decide(self, obs: Observation) -> Decision:
         """The move wrapped as a Decision (policies never fail to parse)."""
         return Decision(self.choose(obs))
-
-    def act(self, obs: Observation) -> str:
-        """Return "C" or "D"."""
-        return self.choose(obs).value
 
     def draw(self, obs: Observation) -> float:
         """This agent's uniform draw for this round (purpose POLICY)."""
         return counter_uniform(self.seed, obs.round_index, Purpose.POLICY)
+
+    @classmethod
+    def machine(cls, params: PolicyParams, matrix: PayoffMatrix, side: int) -> StateMachine:
+        """The policy as a state machine playing side 0 (A) or 1 (B)."""
+        raise NotImplementedError(f"{cls.key} has no state machine")
 
 
 POLICY_REGISTRY: dict[str, type[PolicyAgent]] = {}
@@ -71,14 +94,49 @@ def policy_names() -> list[str]:
     return sorted(POLICY_REGISTRY)
 
 
-def make_policy(
-    name: str, params: PolicyParams | None = None, display_name: str | None = None
-) -> PolicyAgent:
-    """Instantiate a registered policy by name (case-insensitive); KeyError lists the valid names."""
+def policy_class(name: str) -> type[PolicyAgent]:
+    """The registered class of a policy name (case-insensitive); KeyError lists the valid names."""
     cls = POLICY_REGISTRY.get(name.upper())
     if cls is None:
         raise KeyError(f"unknown policy {name!r} (valid: {', '.join(policy_names())})")
-    return cls(params, display_name)
+    return cls
+
+
+def make_policy(
+    name: str, params: PolicyParams | None = None, display_name: str | None = None
+) -> PolicyAgent:
+    """Instantiate a registered policy by name (case-insensitive)."""
+    return policy_class(name)(params, display_name)
+
+
+def unused_params(cfg: PolicyAgentConfig) -> list[str]:
+    """Parameters set (not null) that this policy does not read."""
+    cls = policy_class(cfg.policy)
+    return [k for k, v in cfg.params.model_dump().items() if v is not None and k not in cls.reads]
+
+
+def is_batchable(cfg: AnyAgentConfig) -> bool:
+    """True when the vectorized engine plays this agent exactly like the round-by-round one:
+    a registered policy with a state machine whose history window is None or at least the
+    machine's memory (LLM agents and Axelrod strategies: False)."""
+    if not isinstance(cfg, PolicyAgentConfig):
+        return False
+    cls = POLICY_REGISTRY.get(cfg.policy.upper())
+    if cls is None or cls.memory is None:
+        return False
+    return cfg.history_window is None or cfg.history_window >= cls.memory
+
+
+def sided_machines(cfg: PolicyAgentConfig, matrix: PayoffMatrix) -> SidedMachines:
+    """The machines of a batchable policy config on side A and side B."""
+    if not is_batchable(cfg):
+        raise ValueError(f"not a batchable policy config: {cfg!r}")
+    cls = policy_class(cfg.policy)
+    return (cls.machine(cfg.params, matrix, 0), cls.machine(cfg.params, matrix, 1))
+
+
+# --------------------------------------------------------------------------------------------
+# The policies
 
 
 @register_policy
@@ -87,9 +145,15 @@ class AllC(PolicyAgent):
 
     key = "ALLC"
     description = "Always cooperates."
+    look = Look("🕊️", "Always Cooperate", "#3fb866", ("#e3f9e9", "#a9e4bd"))
+    memory = 0
 
     def choose(self, obs: Observation) -> Action:
         return C
+
+    @classmethod
+    def machine(cls, params: PolicyParams, matrix: PayoffMatrix, side: int) -> StateMachine:
+        return StateMachine.constant(1.0)
 
 
 @register_policy
@@ -98,9 +162,15 @@ class AllD(PolicyAgent):
 
     key = "ALLD"
     description = "Always defects."
+    look = Look("😈", "Always Cheat", "#d64545", ("#ffe1e1", "#f4a3a3"))
+    memory = 0
 
     def choose(self, obs: Observation) -> Action:
         return D
+
+    @classmethod
+    def machine(cls, params: PolicyParams, matrix: PayoffMatrix, side: int) -> StateMachine:
+        return StateMachine.constant(0.0)
 
 
 @register_policy
@@ -109,9 +179,15 @@ class TitForTat(PolicyAgent):
 
     key = "TFT"
     description = "Cooperates first, then copies the opponent's last move."
+    look = Look("🪞", "Copycat", "#3b78d8", ("#e2eefe", "#a9c9f6"))
+    memory = 1
 
     def choose(self, obs: Observation) -> Action:
         return obs.history[-1].opp_action if obs.history else C
+
+    @classmethod
+    def machine(cls, params: PolicyParams, matrix: PayoffMatrix, side: int) -> StateMachine:
+        return StateMachine.reacting_to_opponent(1.0, 1.0, 0.0)
 
 
 @register_policy
@@ -120,6 +196,8 @@ class Grim(PolicyAgent):
 
     key = "GRIM"
     description = "Cooperates until the opponent defects once, then defects forever."
+    look = Look("💀", "Grudger", "#6b7280", ("#ececec", "#bdbdbd"))
+    memory = 1
     triggered: bool = False  # also before the first reset()
 
     def reset(self, seed: int | None = None) -> None:
@@ -130,6 +208,11 @@ class Grim(PolicyAgent):
         if obs.history and obs.history[-1].opp_action is D:
             self.triggered = True
         return D if self.triggered else C
+
+    @classmethod
+    def machine(cls, params: PolicyParams, matrix: PayoffMatrix, side: int) -> StateMachine:
+        # 0: calm (an opponent's D triggers), 1: triggered for good
+        return StateMachine((1.0, 0.0), (((0, 1), (0, 1)), ((1, 1), (1, 1))))
 
 
 @register_policy
@@ -142,18 +225,25 @@ class GenerousTitForTat(PolicyAgent):
 
     key = "GTFT"
     description = "Copies the opponent's last move, but forgives a defection now and then."
-    stochastic = True
+    look = Look("😇", "Generous Copycat", "#f2b705", ("#fff7d6", "#ffe08a"))
+    reads = ("generous_prob",)
+    memory = 1
 
-    def forgiveness(self, obs: Observation) -> float:
+    @staticmethod
+    def forgiveness(params: PolicyParams, matrix: PayoffMatrix) -> float:
         """The probability of answering a D with C under this game's payoffs."""
-        if self.params.generous_prob is not None:
-            return self.params.generous_prob
-        return obs.payoff_matrix.nowak_sigmund_generosity()
+        if params.generous_prob is not None:
+            return params.generous_prob
+        return matrix.nowak_sigmund_generosity()
 
     def choose(self, obs: Observation) -> Action:
         if not obs.history or obs.history[-1].opp_action is C:
             return C
-        return C if self.draw(obs) < self.forgiveness(obs) else D
+        return C if self.draw(obs) < self.forgiveness(self.params, obs.payoff_matrix) else D
+
+    @classmethod
+    def machine(cls, params: PolicyParams, matrix: PayoffMatrix, side: int) -> StateMachine:
+        return StateMachine.reacting_to_opponent(1.0, 1.0, cls.forgiveness(params, matrix))
 
 
 @register_policy
@@ -163,6 +253,9 @@ class WinStayLoseShift(PolicyAgent):
 
     key = "WSLS"
     description = "Repeats its last move after a good payoff, switches after a bad one."
+    look = Look("🔄", "Simpleton", "#9b6bd6", ("#f0e6fd", "#cdb3f2"))
+    reads = ("win_threshold",)
+    memory = 1
 
     def choose(self, obs: Observation) -> Action:
         if not obs.history:
@@ -172,6 +265,19 @@ class WinStayLoseShift(PolicyAgent):
         if threshold is None:
             threshold = obs.payoff_matrix.reward
         return last.my_action if last.my_payoff >= threshold else last.my_action.flipped
+
+    @classmethod
+    def machine(cls, params: PolicyParams, matrix: PayoffMatrix, side: int) -> StateMachine:
+        # state 1 + 2 * my_D + opp_D: the last round's outcome
+        threshold = matrix.reward if params.win_threshold is None else params.win_threshold
+        probs = [1.0]
+        for my in (0, 1):
+            for opp in (0, 1):
+                cell = matrix.as_array()[my][opp] if side == 0 else matrix.as_array()[opp][my]
+                stay = cell[side] >= threshold
+                probs.append(1.0 if (my == 0) == stay else 0.0)
+        to_outcome = ((1, 2), (3, 4))
+        return StateMachine(tuple(probs), (to_outcome,) * 5)
 
 
 @register_policy
@@ -184,10 +290,21 @@ class RandomPolicy(PolicyAgent):
 
     key = "RANDOM"
     description = "Cooperates at random with probability coop_prob (default one half)."
-    stochastic = True
+    look = Look("🎲", "Random", "#a89a3c", ("#f5f5dc", "#dcd6a8"))
+    reads = ("coop_prob",)
+    memory = 0
+
+    @staticmethod
+    def probability(params: PolicyParams) -> float:
+        """P(C) each round."""
+        return 0.5 if params.coop_prob is None else params.coop_prob
 
     def choose(self, obs: Observation) -> Action:
-        return C if self.draw(obs) < self.params.coop_prob else D
+        return C if self.draw(obs) < self.probability(self.params) else D
+
+    @classmethod
+    def machine(cls, params: PolicyParams, matrix: PayoffMatrix, side: int) -> StateMachine:
+        return StateMachine.constant(cls.probability(params))
 
 
 @register_policy
@@ -196,9 +313,15 @@ class SuspiciousTitForTat(PolicyAgent):
 
     key = "STFT"
     description = "Defects first, then copies the opponent's last move."
+    look = Look("🤨", "Suspicious Copycat", "#e8853b", ("#fdebd8", "#f4c08e"))
+    memory = 1
 
     def choose(self, obs: Observation) -> Action:
         return obs.history[-1].opp_action if obs.history else D
+
+    @classmethod
+    def machine(cls, params: PolicyParams, matrix: PayoffMatrix, side: int) -> StateMachine:
+        return StateMachine.reacting_to_opponent(0.0, 1.0, 0.0)
 
 
 @register_policy
@@ -210,12 +333,22 @@ class TitForTwoTats(PolicyAgent):
 
     key = "TF2T"
     description = "Cooperates unless the opponent defected in each of the last two rounds."
+    look = Look("🐱", "Copykitten", "#4fc3f7", ("#e6f4ff", "#b3dcf7"))
+    memory = 2
 
     def choose(self, obs: Observation) -> Action:
         last_two = obs.history[-2:]
         if len(last_two) == 2 and all(h.opp_action is D for h in last_two):
             return D
         return C
+
+    @classmethod
+    def machine(cls, params: PolicyParams, matrix: PayoffMatrix, side: int) -> StateMachine:
+        # state = the opponent's trailing run of D, capped at 2
+        return StateMachine(
+            (1.0, 1.0, 0.0),
+            (((0, 1), (0, 1)), ((0, 2), (0, 2)), ((0, 2), (0, 2))),
+        )
 
 
 @register_policy
@@ -225,6 +358,14 @@ class Alternator(PolicyAgent):
 
     key = "ALTERNATOR"
     description = "Cooperates first, then plays the opposite of its own last move."
+    look = Look("🔀", "Alternator", "#2bb3a0", ("#e8f8f5", "#a9dfd3"))
+    memory = 1
 
     def choose(self, obs: Observation) -> Action:
         return obs.history[-1].my_action.flipped if obs.history else C
+
+    @classmethod
+    def machine(cls, params: PolicyParams, matrix: PayoffMatrix, side: int) -> StateMachine:
+        # state 1: own last move C (now D), 2: it was D (now C)
+        by_own_move = ((1, 1), (2, 2))
+        return StateMachine((1.0, 0.0, 1.0), (by_own_move,) * 3)

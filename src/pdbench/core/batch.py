@@ -1,128 +1,85 @@
 """The vectorized engine: many games between scripted policies, one NumPy step per round.
 
-Every batchable policy is compiled, per side of the game, into a small finite-state machine:
-`coop_prob[state]` is the probability of choosing C in a state and `next_state[state, my, opp]`
-the state after a round in which this side played `my` and its opponent `opp` (0 = C, 1 = D,
-played moves, as the history shows them). Every game starts in state 0. A round is then, for all
-games at once: draw u (counter stream, purpose POLICY), intend C when u < coop_prob[state]; flip
-with the NOISE draw; look up payoffs; move to the next state. Because every draw is a pure
-function of (agent seed, round, purpose), this gives exactly the moves of the per-round engine
-(`pdbench.runners.game.play_game` with `PolicyAgent`s); `tests/unit/test_batch_engine.py` checks
-it for every ordered pair of built-in policies, with noise and geometric horizons.
+A batchable policy is a small finite-state machine per side of the game (a `StateMachine`, which
+the policy builds itself: see `pdbench.agents.policy`): `coop_prob[state]` is the probability of
+choosing C in a state and `next_state[state][my][opp]` the state after a round in which this
+side played `my` and its opponent `opp` (0 = C, 1 = D, played moves, as the history shows them).
+Every game starts in state 0. A round is then, for all games at once: draw u (counter stream,
+purpose POLICY), intend C when u < coop_prob[state]; flip with the NOISE draw; look up payoffs;
+move to the next state. Because every draw is a pure function of (agent seed, round, purpose),
+this gives exactly the moves of the round-by-round engine with the policies' own `choose`;
+`tests/unit/test_batch_engine.py` checks it for every ordered pair of built-in policies, with
+noise and geometric horizons.
 
-Policies with a history window too small for their rule (e.g. TF2T seeing one round), LLM agents
-and Axelrod strategies are not batchable: see `is_batchable`; they use the per-round engine.
+This module knows no policy by name: it plays whatever machines it is given.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from pdbench.core.payoff import PayoffMatrix
-from pdbench.core.rng import _GAMMA, _M1, _M2, _TWO_POW_53, Purpose, agent_seed_array, mix64_array
+from pdbench.core.rng import (
+    TWO_POW_53,
+    Purpose,
+    agent_seed_array,
+    counter_bits_block,
+    mix64_array,
+)
 
-# Batchable policy -> the smallest history window its rule needs (None, i.e. all, always works).
-BATCH_POLICY_MEMORY: dict[str, int] = {
-    "ALLC": 0,
-    "ALLD": 0,
-    "RANDOM": 0,
-    "TFT": 1,
-    "STFT": 1,
-    "GTFT": 1,
-    "WSLS": 1,
-    "GRIM": 1,
-    "ALTERNATOR": 1,
-    "TF2T": 2,
-}
-N_STATES = 5  # the largest state machine (WSLS: start + the four last-round outcomes)
+N_STATES = 5  # states a machine may use (WSLS needs five: start + the four last-round outcomes)
 _DRAW_BLOCK = 1 << 16  # random draws computed per chunk of rounds x games (reused buffers)
 _KEY = 512  # stride of state keys in the lookup tables (see _side_tables)
 
+Transitions = tuple[tuple[int, int], tuple[int, int]]  # [my_defected][opp_defected] -> state
+
 
 @dataclass(frozen=True, slots=True)
-class PolicySpec:
-    """A batchable policy: its registered name and the parameters it reads (see PolicyParams)."""
+class StateMachine:
+    """One side of a batchable policy: per state, P(C) and the next state after (my, opp).
 
-    name: str
-    generous_prob: float | None = None
-    win_threshold: float | None = None
-    coop_prob: float = 0.5
-
-
-def is_batchable(agent: Any) -> bool:
-    """True when the vectorized engine can play this agent config exactly like the per-round one.
-
-    Only `type: policy` configs of a batchable policy whose `history_window` is None or at least
-    the memory its rule needs; LLM agents, Axelrod strategies and anything else return False.
+    `coop_prob[s]` in [0, 1]; `next_state[s][my_D][opp_D]` with my_D/opp_D = 1 for a played D.
+    At most N_STATES states; state 0 is the first round's.
     """
-    if getattr(agent, "type", None) != "policy":
-        return False
-    memory = BATCH_POLICY_MEMORY.get(str(getattr(agent, "policy", "")).upper())
-    if memory is None:
-        return False
-    window = getattr(agent, "history_window", None)
-    return window is None or window >= memory
+
+    coop_prob: tuple[float, ...]
+    next_state: tuple[Transitions, ...]
+
+    def __post_init__(self) -> None:
+        n = len(self.coop_prob)
+        if not 1 <= n <= N_STATES or len(self.next_state) != n:
+            raise ValueError(f"a state machine has 1..{N_STATES} states, one row each")
+        flat = [s for row in self.next_state for pair in row for s in pair]
+        if any(not 0 <= s < n for s in flat):
+            raise ValueError("next_state refers to a state the machine does not have")
+
+    @classmethod
+    def constant(cls, coop_prob: float) -> StateMachine:
+        """One state: C with probability `coop_prob` every round."""
+        return cls((float(coop_prob),), (((0, 0), (0, 0)),))
+
+    @classmethod
+    def reacting_to_opponent(cls, first: float, after_c: float, after_d: float) -> StateMachine:
+        """P(C) is `first` in round 1, then `after_c` / `after_d` after the opponent's C / D."""
+        to_last = ((1, 2), (1, 2))
+        return cls((first, after_c, after_d), (to_last, to_last, to_last))
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """(coop_prob[N_STATES], next_state[N_STATES, 2, 2]) padded with inert states."""
+        prob = np.zeros(N_STATES, dtype=np.float64)
+        nxt = np.zeros((N_STATES, 2, 2), dtype=np.int64)
+        nxt[:] = np.arange(N_STATES)[:, None, None]
+        n = len(self.coop_prob)
+        prob[:n] = self.coop_prob
+        nxt[:n] = np.array(self.next_state, dtype=np.int64)
+        return prob, nxt
 
 
-def policy_spec(agent: Any) -> PolicySpec:
-    """The PolicySpec of a batchable `PolicyAgentConfig` (ValueError when it is not batchable)."""
-    if not is_batchable(agent):
-        raise ValueError(f"not a batchable policy config: {agent!r}")
-    params = agent.params
-    return PolicySpec(
-        agent.policy.upper(), params.generous_prob, params.win_threshold, params.coop_prob
-    )
-
-
-def compile_policy(
-    spec: PolicySpec, matrix: PayoffMatrix, side: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """(coop_prob[N_STATES], next_state[N_STATES, 2, 2]) of a policy playing side 0 (A) or 1 (B).
-
-    Unused states keep probability 0 and lead back to themselves. Parameters left None resolve
-    exactly as the per-round policies do (GTFT: Nowak-Sigmund generosity; WSLS threshold: R).
-    """
-    name = spec.name.upper()
-    prob = np.zeros(N_STATES, dtype=np.float64)
-    nxt = np.zeros((N_STATES, 2, 2), dtype=np.int64)
-    nxt[:] = np.arange(N_STATES)[:, None, None]
-    copy_last = np.array([[1, 2], [1, 2]])  # state 1: opponent's last move C, 2: it was D
-    if name in ("ALLC", "ALLD", "RANDOM"):
-        prob[0] = {"ALLC": 1.0, "ALLD": 0.0}.get(name, spec.coop_prob)
-    elif name in ("TFT", "STFT", "GTFT"):
-        forgive = 0.0
-        if name == "GTFT":
-            forgive = spec.generous_prob
-            if forgive is None:
-                forgive = matrix.nowak_sigmund_generosity()
-        prob[:3] = (0.0 if name == "STFT" else 1.0, 1.0, forgive)
-        nxt[:3] = copy_last
-    elif name == "GRIM":  # 0: calm, 1: triggered for good
-        prob[:2] = (1.0, 0.0)
-        nxt[0] = [[0, 1], [0, 1]]
-        nxt[1] = 1
-    elif name == "TF2T":  # state = the opponent's trailing run of D, capped at 2
-        prob[:3] = (1.0, 1.0, 0.0)
-        nxt[:3] = [[[0, 1], [0, 1]], [[0, 2], [0, 2]], [[0, 2], [0, 2]]]
-    elif name == "ALTERNATOR":  # state 1: own last move C, 2: it was D
-        prob[:3] = (1.0, 0.0, 1.0)
-        nxt[:3] = [[[1, 1], [2, 2]]] * 3
-    elif name == "WSLS":  # state 1 + 2*my_D + opp_D: the last round's outcome
-        threshold = matrix.reward if spec.win_threshold is None else spec.win_threshold
-        prob[0] = 1.0
-        for my in (0, 1):
-            for opp in (0, 1):
-                cell = matrix.as_array()[my][opp] if side == 0 else matrix.as_array()[opp][my]
-                stay = cell[side] >= threshold
-                prob[1 + 2 * my + opp] = 1.0 if (my == 0) == stay else 0.0
-        nxt[:] = np.array([[1, 2], [3, 4]])
-    else:
-        raise ValueError(f"policy {spec.name!r} is not batchable")
-    return prob, nxt
+# A batchable policy as the engine sees it: its machine on side A and on side B.
+SidedMachines = tuple[StateMachine, StateMachine]
 
 
 @dataclass(slots=True)
@@ -170,45 +127,8 @@ class BatchResult:
         }
 
 
-def _counter_bits(
-    mixed_seeds: np.ndarray,
-    start: int,
-    stop: int,
-    purpose: int,
-    buffers: tuple[np.ndarray, np.ndarray] | None = None,
-) -> np.ndarray:
-    """`counter_bits(seed, t, purpose)` for rounds start..stop-1 (rows) x seeds (columns).
-
-    `mixed_seeds` is `mix64_array(seeds)`; the second SplitMix64 step runs in place (in
-    `buffers`, two uint64 arrays at least that large, when given). The word layout and constants
-    are those of `pdbench.core.rng`; tests compare the result with `counter_uniform_array`.
-    """
-    shape = (stop - start, mixed_seeds.shape[0])
-    if buffers is None:
-        buffers = (np.empty(shape, dtype=np.uint64), np.empty(shape, dtype=np.uint64))
-    z, tmp = buffers[0][: shape[0], : shape[1]], buffers[1][: shape[0], : shape[1]]
-    rounds = np.arange(start, stop, dtype=np.uint64) & np.uint64(0xFFFFFFFF)
-    word = (rounds << np.uint64(32)) | np.uint64((int(purpose) & 0xFFFF) << 16)
-    np.bitwise_xor(mixed_seeds[None, :], word[:, None], out=z)
-    with np.errstate(over="ignore"):
-        z += np.uint64(_GAMMA)
-        for shift, factor in ((30, _M1), (27, _M2)):
-            np.right_shift(z, np.uint64(shift), out=tmp)
-            z ^= tmp
-            z *= np.uint64(factor)
-        np.right_shift(z, np.uint64(31), out=tmp)
-        z ^= tmp
-    return z
-
-
-def counter_uniform_block(seeds: np.ndarray, start: int, stop: int, purpose: int) -> np.ndarray:
-    """`counter_uniform(seed, t, purpose)` as a (rounds, seeds) array (same bits as rng's)."""
-    bits = _counter_bits(mix64_array(np.asarray(seeds, dtype=np.uint64)), start, stop, purpose)
-    return (bits >> np.uint64(11)).astype(np.float64) / _TWO_POW_53
-
-
 def _side_tables(
-    policies: Sequence[PolicySpec], matrix: PayoffMatrix
+    machines: Sequence[SidedMachines],
 ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
     """Flat lookup tables of both sides, and each policy's distinct probabilities in (0, 1).
 
@@ -219,13 +139,13 @@ def _side_tables(
     0 and 1, a round's level is #{j: u < q_j}, and `need[key]` is the level that means C: 0 for
     probability 1, 255 for 0, and m - j + 1 for q_j (u < q_j exactly when level >= m - j + 1).
     """
-    n_pol = len(policies)
+    n_pol = len(machines)
     size = 2 * n_pol * N_STATES * _KEY
     need = np.full(size, 255, dtype=np.uint8)
     nxt = np.zeros(size, dtype=np.int64)
     coins: list[np.ndarray] = []
-    for i, spec in enumerate(policies):
-        compiled = [compile_policy(spec, matrix, side) for side in (0, 1)]
+    for i, sided in enumerate(machines):
+        compiled = [machine.arrays() for machine in sided]
         probs = np.concatenate([compiled[0][0], compiled[1][0]])
         q = np.unique(probs[(probs > 0) & (probs < 1)])
         coins.append(q)
@@ -248,7 +168,7 @@ def _levels(bits: np.ndarray, coins: list[np.ndarray], pids: np.ndarray) -> np.n
     table = np.full((len(coins), width), -1.0)
     for i, c in enumerate(coins):
         table[i, : c.size] = c
-    u = (bits >> np.uint64(11)).astype(np.float64) / _TWO_POW_53
+    u = (bits >> np.uint64(11)).astype(np.float64) / TWO_POW_53
     level = np.zeros(u.shape, dtype=np.uint8)
     for j in range(width):
         level += u < table[pids, j][None, :]
@@ -256,7 +176,7 @@ def _levels(bits: np.ndarray, coins: list[np.ndarray], pids: np.ndarray) -> np.n
 
 
 def play_batch(
-    policies: Sequence[PolicySpec],
+    machines: Sequence[SidedMachines],
     policy_a: np.ndarray,
     policy_b: np.ndarray,
     game_seeds: np.ndarray,
@@ -266,8 +186,8 @@ def play_batch(
 ) -> BatchResult:
     """Play every game of a batch; see the module docstring.
 
-    `policies` lists the distinct policies (with their parameters); `policy_a`/`policy_b` give,
-    per game, the index into `policies` of side A and side B. `game_seeds` are the games' seeds
+    `machines` lists the distinct policies (each as its two sides' state machines);
+    `policy_a`/`policy_b` give, per game, the index into `machines` of side A and side B. `game_seeds` are the games' seeds
     (agent seeds derive from them with `agent_seed`), `lengths` their numbers of rounds (from the
     horizon), `noise` one probability or one per game.
     """
@@ -280,7 +200,7 @@ def play_batch(
     if n and int(lengths.min()) < 0:
         raise ValueError("lengths must be non-negative")
     noise_arr = np.broadcast_to(np.asarray(noise, dtype=np.float64), (n,))
-    need, nxt, coins = _side_tables(policies, matrix)
+    need, nxt, coins = _side_tables(machines)
 
     # Longest games first: the games still running at round t are then a prefix of the arrays.
     # Per-game arrays are (games, 2 sides), so a round's two moves of a game are adjacent bytes.
@@ -291,11 +211,11 @@ def play_batch(
     pids = pids[:, order]
     mixed = [mix64_array(agent_seed_array(seeds[order], side)) for side in (0, 1)]
     # A flip happens when the NOISE draw u < noise, i.e. when (bits >> 11) < ceil(noise * 2^53).
-    threshold = np.ceil(noise_arr[order] * _TWO_POW_53).astype(np.uint64)
+    threshold = np.ceil(noise_arr[order] * TWO_POW_53).astype(np.uint64)
     any_noise = bool(threshold.any())
     random_policy = np.array([c.size > 0 for c in coins], dtype=bool)
     random_rows = [np.flatnonzero(random_policy[pids[side]]) for side in (0, 1)]
-    key = np.stack([(side * len(policies) + pids[side]) * N_STATES * _KEY for side in (0, 1)], 1)
+    key = np.stack([(side * len(machines) + pids[side]) * N_STATES * _KEY for side in (0, 1)], 1)
 
     intended = np.zeros((max_len, n, 2), dtype=bool)
     played = np.zeros((max_len, n, 2), dtype=bool) if any_noise else intended
@@ -309,10 +229,10 @@ def play_batch(
         for side in (0, 1):
             rows = random_rows[side][: np.searchsorted(random_rows[side], k0)]
             if rows.size:
-                bits = _counter_bits(mixed[side][rows], start, stop, Purpose.POLICY, buffers)
+                bits = counter_bits_block(mixed[side][rows], start, stop, Purpose.POLICY, buffers)
                 levels[: stop - start, rows, side] = _levels(bits, coins, pids[side][rows])
             if any_noise:
-                bits = _counter_bits(mixed[side][:k0], start, stop, Purpose.NOISE, buffers)
+                bits = counter_bits_block(mixed[side][:k0], start, stop, Purpose.NOISE, buffers)
                 bits >>= np.uint64(11)
                 np.less(bits, threshold[None, :k0], out=flips[: stop - start, :k0, side])
         for t in range(start, stop):

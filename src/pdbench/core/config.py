@@ -1,41 +1,34 @@
-"""Pydantic models of the experiment and agent configs (after references are resolved).
+"""Pydantic models of every config pdbench reads (after references are resolved).
 
-Every model forbids unknown keys. Loading YAML and resolving `{ref, overrides}` is I/O and lives in
-`pdbench.runners.registry`; this module only says what a valid config looks like.
+One set of models serves the three modes: an experiment (conditions x replicates), a tournament
+(a round robin) and an evolution (population dynamics). They share the `run`, `game` and
+`horizon` sections and the agent models, so a key means the same everywhere and works in every
+mode that accepts it. Every model forbids unknown keys; keys that were removed say why.
+
+Loading YAML and resolving `{ref, overrides}` is I/O and lives in `pdbench.runners.loader`; what
+pydantic cannot check (policy names and parameters, providers, prompt files) is checked there.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from pdbench.core.horizon import FixedHorizon, GeometricHorizon, Horizon
 from pdbench.core.metrics import CollapseParams
 from pdbench.core.payoff import DEFAULT_MATRIX, PayoffMatrix
 
-MetricName = Literal[
-    "cooperation_rate",
-    "cooperation_rate_over_time",
-    "retaliation_rate",
-    "forgiveness_rate",
-    "exploitability_payoff_gap",
-    "time_to_collapse",
-]
-KNOWN_METRICS: tuple[str, ...] = (
-    "cooperation_rate",
-    "cooperation_rate_over_time",
-    "retaliation_rate",
-    "forgiveness_rate",
-    "exploitability_payoff_gap",
-    "time_to_collapse",
-)
+Loc = tuple[str | int, ...]
+AXELROD_PREFIX = "axelrod:"
+AGENT_TYPES = ("policy", "llm", "axelrod")
 
 
 class Strict(BaseModel):
-    """Base model: unknown keys are errors."""
+    """Base model: unknown keys are errors; `removed_keys` explains keys that no longer exist."""
 
     model_config = ConfigDict(extra="forbid")
+    removed_keys: ClassVar[dict[str, str]] = {}
 
 
 class BudgetConfig(Strict):
@@ -75,7 +68,11 @@ class GameConfig(Strict):
 
 
 class HorizonConfig(Strict):
-    """Fixed (`n_rounds`) or geometric (`stop_prob`, optional `max_rounds` cap) horizon."""
+    """Fixed (`n_rounds`) or geometric (`stop_prob`, optional `max_rounds` cap) horizon.
+
+    A key the chosen type does not use is an error (null counts as unset), so a config never
+    carries a setting that silently does nothing.
+    """
 
     type: Literal["fixed", "geometric"] = "fixed"
     n_rounds: int | None = Field(default=None, ge=1)
@@ -91,10 +88,23 @@ class HorizonConfig(Strict):
 
     @model_validator(mode="after")
     def _complete(self) -> HorizonConfig:
-        if self.type == "fixed" and self.n_rounds is None:
-            raise ValueError("a fixed horizon needs n_rounds (a positive integer)")
-        if self.type == "geometric" and self.stop_prob is None:
-            raise ValueError("a geometric horizon needs stop_prob in (0, 1)")
+        if self.type == "fixed":
+            if self.n_rounds is None:
+                raise ValueError("a fixed horizon needs n_rounds (a positive integer)")
+            unused = [k for k in ("stop_prob", "max_rounds") if getattr(self, k) is not None]
+            if unused:
+                raise ValueError(
+                    f"{', '.join(unused)}: only a geometric horizon uses it; a fixed horizon "
+                    f"plays exactly n_rounds (set it to null or use type: geometric)"
+                )
+        else:
+            if self.stop_prob is None:
+                raise ValueError("a geometric horizon needs stop_prob in (0, 1)")
+            if self.n_rounds is not None:
+                raise ValueError(
+                    "n_rounds: a geometric horizon does not use it (the cap is max_rounds); "
+                    "set it to null or use type: fixed"
+                )
         return self
 
     def build(self) -> Horizon:
@@ -106,12 +116,17 @@ class HorizonConfig(Strict):
         return GeometricHorizon(self.stop_prob, self.max_rounds)
 
 
+# --------------------------------------------------------------------------------------------
+# Agents
+
+
 class PolicyParams(Strict):
-    """Parameters of the built-in policies (each policy reads only the ones it needs)."""
+    """Parameters of the built-in policies; each policy declares the ones it reads, and setting
+    one it does not read is an error (checked when the config is loaded)."""
 
     generous_prob: float | None = Field(default=None, ge=0.0, le=1.0)
     win_threshold: float | None = None
-    coop_prob: float = Field(default=0.5, ge=0.0, le=1.0)
+    coop_prob: float | None = Field(default=None, ge=0.0, le=1.0)
 
 
 class PolicyAgentConfig(Strict):
@@ -182,7 +197,38 @@ class LLMAgentConfig(Strict):
         return self.model + (f"[{self.persona}]" if self.persona else "")
 
 
-AgentConfig = Annotated[PolicyAgentConfig | LLMAgentConfig, Field(discriminator="type")]
+class AxelrodAgentConfig(Strict):
+    """A strategy of the Axelrod library, by class name (e.g. Prober) or display name."""
+
+    type: Literal["axelrod"]
+    strategy: str = Field(min_length=1)
+    name: str | None = None
+
+    def display_name(self) -> str:
+        """Name used in artifacts."""
+        return self.name or f"{AXELROD_PREFIX}{self.strategy}"
+
+
+def expand_agent(value: Any) -> Any:
+    """Turn the string shorthands (`TFT`, `axelrod:Prober`) into agent mappings."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lower().startswith(AXELROD_PREFIX):
+            return {"type": "axelrod", "strategy": text[len(AXELROD_PREFIX) :]}
+        return {"type": "policy", "policy": text}
+    return value
+
+
+AgentConfig = Annotated[
+    PolicyAgentConfig | LLMAgentConfig | AxelrodAgentConfig,
+    Field(discriminator="type"),
+    BeforeValidator(expand_agent),
+]
+AnyAgentConfig = PolicyAgentConfig | LLMAgentConfig | AxelrodAgentConfig
+
+
+# --------------------------------------------------------------------------------------------
+# Experiments
 
 
 class ConditionConfig(Strict):
@@ -220,9 +266,11 @@ class CollapseConfig(Strict):
 
 
 class MetricsConfig(Strict):
-    """Which metrics to report and the collapse parameters."""
+    """The collapse parameters (every metric is always computed and written)."""
 
-    report: list[MetricName] = Field(default_factory=lambda: list(KNOWN_METRICS))
+    removed_keys: ClassVar[dict[str, str]] = {
+        "report": "removed: every metric is always computed and written to aggregates.parquet",
+    }
     collapse: CollapseConfig = Field(default_factory=CollapseConfig)
 
     def collapse_params(self) -> CollapseParams:
@@ -233,8 +281,135 @@ class MetricsConfig(Strict):
 class ExperimentConfig(Strict):
     """The whole experiment, refs expanded."""
 
+    kind: ClassVar[str] = "experiment"
     run: RunConfig
     game: GameConfig = Field(default_factory=GameConfig)
     horizon: HorizonConfig
     experiment: ExperimentSection
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
+
+    def agent_locations(self) -> list[tuple[Loc, AnyAgentConfig]]:
+        """Every agent of the config with its location."""
+        return [
+            (("experiment", "conditions", i, key), getattr(cond, key))
+            for i, cond in enumerate(self.experiment.conditions)
+            for key in ("agent_a", "agent_b")
+        ]
+
+
+# --------------------------------------------------------------------------------------------
+# Tournaments and evolutions
+
+
+class TournamentSection(Strict):
+    """Who plays (round robin over every pair), how often, and what is logged.
+
+    `log_rounds` writes every round of every match to rounds.jsonl; matches with an LLM player
+    are always logged (their prompts and replies are the record of what was asked and paid for,
+    and what a resume keeps).
+    """
+
+    players: list[AgentConfig] = Field(min_length=2)
+    repetitions: int = Field(default=10, ge=1)
+    self_play: bool = False
+    log_rounds: bool = False
+
+
+class TournamentConfig(Strict):
+    """A whole tournament config, refs expanded."""
+
+    kind: ClassVar[str] = "tournament"
+    run: RunConfig
+    game: GameConfig = Field(default_factory=GameConfig)
+    horizon: HorizonConfig
+    tournament: TournamentSection
+
+    def agent_locations(self) -> list[tuple[Loc, AnyAgentConfig]]:
+        """Every player with its location."""
+        return [(("tournament", "players", i), p) for i, p in enumerate(self.tournament.players)]
+
+
+class PopulationMember(Strict):
+    """One strategy type of an evolving population and its initial number of individuals."""
+
+    player: AgentConfig
+    count: int = Field(ge=0)
+
+
+class EvolutionSection(Strict):
+    """Population dynamics: the process, the initial population and how long to run.
+
+    `fitness`: `expected` uses the mean pairwise payoff matrix estimated once from
+    `repetitions` matches per pair of types; `sampled` plays every pair of individuals anew each
+    generation (members that are not scripted policies draw their matches from a pool of
+    `repetitions` played matches per pair). None picks `sampled` for eliminate_clone and
+    `expected` for moran and wright_fisher. `eliminate` is used by eliminate_clone only.
+    """
+
+    process: Literal["moran", "wright_fisher", "eliminate_clone"] = "eliminate_clone"
+    population: list[PopulationMember] = Field(min_length=1)
+    generations: int = Field(default=50, ge=0)
+    mutation_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    eliminate: int | None = Field(default=None, ge=1)
+    fitness: Literal["expected", "sampled"] | None = None
+    repetitions: int = Field(default=10, ge=1)
+
+    @model_validator(mode="after")
+    def _eliminate_only_for_eliminate_clone(self) -> EvolutionSection:
+        if self.process != "eliminate_clone" and self.eliminate is not None:
+            raise ValueError(
+                f"eliminate: only process eliminate_clone uses it ({self.process} replaces "
+                "individuals one birth at a time); set it to null"
+            )
+        return self
+
+    @property
+    def n_eliminated(self) -> int:
+        """Individuals removed and cloned per eliminate_clone generation (default 5)."""
+        return 5 if self.eliminate is None else self.eliminate
+
+    def fitness_mode(self) -> str:
+        """`expected` or `sampled` (the default depends on the process)."""
+        if self.fitness is not None:
+            return self.fitness
+        return "sampled" if self.process == "eliminate_clone" else "expected"
+
+    def size_problems(self) -> list[tuple[Loc, str]]:
+        """(location inside this section, message) for sizes that do not fit together."""
+        total = sum(m.count for m in self.population)
+        problems: list[tuple[Loc, str]] = []
+        if total < 2:
+            problems.append((("population",), f"needs at least 2 individuals (got {total})"))
+        elif self.process == "eliminate_clone" and 2 * self.n_eliminated > total:
+            problems.append(
+                (
+                    ("eliminate",),
+                    f"must be at most half the population, {total // 2} (got {self.n_eliminated})",
+                )
+            )
+        return problems
+
+
+class EvolutionConfig(Strict):
+    """A whole evolution config, refs expanded."""
+
+    kind: ClassVar[str] = "evolution"
+    run: RunConfig
+    game: GameConfig = Field(default_factory=GameConfig)
+    horizon: HorizonConfig
+    evolution: EvolutionSection
+
+    def agent_locations(self) -> list[tuple[Loc, AnyAgentConfig]]:
+        """Every population member's player with its location."""
+        return [
+            (("evolution", "population", i, "player"), m.player)
+            for i, m in enumerate(self.evolution.population)
+        ]
+
+
+AnyConfig = ExperimentConfig | TournamentConfig | EvolutionConfig
+CONFIG_MODELS: dict[str, type[ExperimentConfig | TournamentConfig | EvolutionConfig]] = {
+    "experiment": ExperimentConfig,
+    "tournament": TournamentConfig,
+    "evolution": EvolutionConfig,
+}

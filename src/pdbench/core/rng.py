@@ -17,7 +17,7 @@ MASK64 = (1 << 64) - 1
 _GAMMA = 0x9E3779B97F4A7C15
 _M1 = 0xBF58476D1CE4E5B9
 _M2 = 0x94D049BB133111EB
-_TWO_POW_53 = float(1 << 53)
+TWO_POW_53 = float(1 << 53)  # uniforms carry 53 random bits: (bits >> 11) / 2**53
 
 
 class Purpose(IntEnum):
@@ -60,7 +60,7 @@ def counter_bits(seed: int, round_index: int, purpose: int, draw: int = 0) -> in
 
 def counter_uniform(seed: int, round_index: int, purpose: int, draw: int = 0) -> float:
     """A uniform float in [0, 1) for (seed, round, purpose, draw), with 53 random bits."""
-    return (counter_bits(seed, round_index, purpose, draw) >> 11) / _TWO_POW_53
+    return (counter_bits(seed, round_index, purpose, draw) >> 11) / TWO_POW_53
 
 
 def counter_uniform_array(
@@ -71,7 +71,7 @@ def counter_uniform_array(
     rounds = np.asarray(round_index, dtype=np.uint64) & np.uint64(0xFFFFFFFF)
     word = (rounds << np.uint64(32)) | np.uint64(((purpose & 0xFFFF) << 16) | (draw & 0xFFFF))
     bits = mix64_array(mix64_array(seeds) ^ word)
-    return (bits >> np.uint64(11)).astype(np.float64) / _TWO_POW_53
+    return (bits >> np.uint64(11)).astype(np.float64) / TWO_POW_53
 
 
 def derive_seed(parent: int, *parts: str | int) -> int:
@@ -97,3 +97,41 @@ def agent_seed_array(game_seeds: np.ndarray, agent_index: int) -> np.ndarray:
 def game_seed(run_seed: int, condition: str, replicate: int) -> int:
     """The seed of one (condition, replicate) game: depends on the condition's name, not position."""
     return derive_seed(run_seed, "game", condition, replicate)
+
+
+def counter_bits_block(
+    mixed_seeds: np.ndarray,
+    start: int,
+    stop: int,
+    purpose: int,
+    buffers: tuple[np.ndarray, np.ndarray] | None = None,
+) -> np.ndarray:
+    """`counter_bits(seed, t, purpose)` for rounds start..stop-1 (rows) x seeds (columns).
+
+    `mixed_seeds` is `mix64_array(seeds)`; the second SplitMix64 step runs in place (in
+    `buffers`, two uint64 arrays at least that large, when given), which is what lets the
+    vectorized engine draw millions of numbers without allocating; tests compare the result
+    with `counter_uniform_array`.
+    """
+    shape = (stop - start, mixed_seeds.shape[0])
+    if buffers is None:
+        buffers = (np.empty(shape, dtype=np.uint64), np.empty(shape, dtype=np.uint64))
+    z, tmp = buffers[0][: shape[0], : shape[1]], buffers[1][: shape[0], : shape[1]]
+    rounds = np.arange(start, stop, dtype=np.uint64) & np.uint64(0xFFFFFFFF)
+    word = (rounds << np.uint64(32)) | np.uint64((int(purpose) & 0xFFFF) << 16)
+    np.bitwise_xor(mixed_seeds[None, :], word[:, None], out=z)
+    with np.errstate(over="ignore"):
+        z += np.uint64(_GAMMA)
+        for shift, factor in ((30, _M1), (27, _M2)):
+            np.right_shift(z, np.uint64(shift), out=tmp)
+            z ^= tmp
+            z *= np.uint64(factor)
+        np.right_shift(z, np.uint64(31), out=tmp)
+        z ^= tmp
+    return z
+
+
+def counter_uniform_block(seeds: np.ndarray, start: int, stop: int, purpose: int) -> np.ndarray:
+    """`counter_uniform(seed, t, purpose)` as a (rounds, seeds) array (same bits as rng's)."""
+    bits = counter_bits_block(mix64_array(np.asarray(seeds, dtype=np.uint64)), start, stop, purpose)
+    return (bits >> np.uint64(11)).astype(np.float64) / TWO_POW_53

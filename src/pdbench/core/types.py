@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from pdbench.core.payoff import PayoffMatrix
@@ -64,3 +64,35 @@ class Observation:
     def round_number(self) -> int:
         """The 1-based round number shown to people and LLMs."""
         return self.round_index + 1
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One provider call made while deciding a move (LLM agents only)."""
+
+    index: int
+    prompt_sha256: str
+    raw: str | None
+    valid: bool
+    error: str | None = None
+
+    def as_record(self) -> dict[str, Any]:
+        """JSON-ready form for rounds.jsonl."""
+        return {
+            "attempt": self.index,
+            "prompt_sha256": self.prompt_sha256,
+            "raw": self.raw,
+            "valid": self.valid,
+            "error": self.error,
+        }
+
+
+@dataclass(slots=True)
+class Decision:
+    """A move and how it was reached: `parse_failure` marks a fallback after invalid replies."""
+
+    action: Action
+    parse_failure: bool = False
+    attempts: list[Attempt] = field(default_factory=list)
+    system_prompt: str | None = None
+    round_prompt: str | None = None

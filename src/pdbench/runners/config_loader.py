@@ -231,3 +231,16 @@ def load_resolved(path: Path) -> Resolved:
     if resolver.issues:
         raise ConfigError(resolver.issues)
     return result
+
+
+def apply_overrides(resolved: Resolved, overrides: dict[str, Any]) -> None:
+    """Set dotted paths (`run.seed`, `experiment.replicates`) in the resolved tree, as command-line
+    options do; a path into a missing section creates it. Errors then name the config file."""
+    for dotted_path, value in overrides.items():
+        node = resolved.data
+        parts = dotted_path.split(".")
+        for part in parts[:-1]:
+            if not isinstance(node.get(part), dict):
+                node[part] = {}
+            node = node[part]
+        node[parts[-1]] = value

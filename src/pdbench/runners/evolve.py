@@ -8,41 +8,38 @@ population, in one of two modes (`evolution.fitness`):
   too), seeds `derive_seed(run.seed, "evolution", type_i, type_j, repetition)`; with noise, the
   matrix is a mean over those repetitions.
 - sampled (default for eliminate_clone): every generation every pair of individuals plays one
-  match (seeds drawn from the process's generator), as in The Evolution of Trust. Pairs involving
-  a non-policy member (LLM agent, Axelrod strategy) do not replay: their outcome is drawn
-  uniformly from the pool of `repetitions` matches played once for that pair of types.
+  match on the vectorized engine (seeds drawn from the process's generator), as in The
+  Evolution of Trust. Pairs involving a non-policy member (LLM agent, Axelrod strategy) do not
+  replay: their outcome is drawn uniformly from the pool of `repetitions` matches played once
+  for that pair of types.
 
-The process's randomness is `numpy.random.Generator(Philox(derive_seed(run.seed, "evolution")))`.
-It stops at fixation (one type left, mutation 0) or after `generations` steps (one Moran step is
-one birth-death event). Artifacts: generations.parquet (generation, strategy, count, share,
-mean_fitness; generation 0 is the initial population) and evolution_manifest.json.
+The pool is played by the shared engine through a `RunSession` (condition `<type_i>_vs_<type_j>`,
+replicate = repetition; matches with an LLM member are logged, so budgets, llm_calls.jsonl,
+stored prompts and resume work as in experiments). The process's randomness is
+`numpy.random.Generator(Philox(derive_seed(run.seed, "evolution")))`. It stops at fixation (one
+type left, mutation 0) or after `generations` steps (one Moran step is one birth-death event).
+Artifacts: generations.parquet (generation, strategy, count, share, mean_fitness; generation 0
+is the initial population) and evolution_manifest.json.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from pdbench.core import evolution as dyn
-from pdbench.core.batch import play_batch
+from pdbench.core.config import EvolutionConfig, EvolutionSection
+from pdbench.core.metrics import GameOutcome
 from pdbench.core.rng import derive_seed
-from pdbench.runners.games_config import LoadedGames, load_evolution
-from pdbench.runners.matches import (
-    ProgressFn,
-    batch_policies,
-    play_matches,
-    write_parquet,
-)
-from pdbench.runners.run_files import manifest_header, prepare_output_dir
-from pdbench.storage.files import environment_info, write_json_atomic
-
-MANIFEST_FILE = "evolution_manifest.json"
-GENERATIONS_FILE = "generations.parquet"
-ARTIFACTS = (MANIFEST_FILE, GENERATIONS_FILE)
+from pdbench.runners.engine import GamePlan, MachineTable, ProgressFn
+from pdbench.runners.loader import LoadedConfig
+from pdbench.runners.session import RunOptions, RunSession, play_in_memory
+from pdbench.storage.parquet import write_columns
+from pdbench.storage.schema import GENERATIONS_FILE
 
 
 @dataclass
@@ -80,51 +77,62 @@ class PairPool:
         return matrix
 
 
-def play_pair_pool(
-    loaded: LoadedGames, repetitions: int, noise: float, progress: ProgressFn | None = None
-) -> PairPool:
+def needs_pool(loaded: LoadedConfig) -> bool:
+    """Whether the pairwise pool is played: expected fitness, or a present non-policy member."""
+    section: EvolutionSection = loaded.config.evolution
+    present = [spec for spec, m in zip(loaded.players, section.population, strict=True) if m.count]
+    return section.fitness_mode() == "expected" or not all(s.batchable for s in present)
+
+
+def plan_pool(loaded: LoadedConfig) -> list[GamePlan]:
     """`repetitions` matches for every unordered pair of types (i <= j, i plays side A)."""
-    names = loaded.names
-    k = len(names)
-    horizon = loaded.config.horizon.build()
-    pa, pb, seeds = [], [], []
-    for i in range(k):
-        for j in range(i, k):
-            for rep in range(repetitions):
-                pa.append(i)
-                pb.append(j)
-                seeds.append(
-                    derive_seed(loaded.config.run.seed, "evolution", names[i], names[j], rep)
-                )
-    seed_arr = np.array(seeds, dtype=np.uint64)
-    lengths = horizon.lengths(seed_arr)
-    result, _ = play_matches(
-        loaded,
-        np.array(pa),
-        np.array(pb),
-        seed_arr,
-        lengths,
-        horizon=horizon,
-        noise=noise,
-        progress=progress,
-    )
-    score_a, score_b = result.totals()
-    first = np.zeros((k, k, repetitions))
-    second = np.zeros((k, k, repetitions))
-    reps = np.arange(len(pa)) % repetitions
-    first[pa, pb, reps] = score_a / lengths
-    second[pa, pb, reps] = score_b / lengths
+    cfg: EvolutionConfig = loaded.config
+    if not needs_pool(loaded):
+        return []
+    players = loaded.players
+    horizon = cfg.horizon.build()
+    keys = [
+        (i, j, rep, derive_seed(cfg.run.seed, "evolution", players[i].name, players[j].name, rep))
+        for i in range(len(players))
+        for j in range(i, len(players))
+        for rep in range(cfg.evolution.repetitions)
+    ]
+    lengths = horizon.lengths(np.array([k[3] for k in keys], dtype=np.uint64)).tolist()
+    plans = []
+    for index, ((i, j, rep, seed), n) in enumerate(zip(keys, lengths, strict=True)):
+        agents = (players[i], players[j])
+        label = f"{players[i].name}_vs_{players[j].name}"
+        logged = agents[0].is_llm or agents[1].is_llm
+        plans.append(GamePlan(index, label, rep, agents, seed, horizon, cfg.game.noise, n, logged))
+    return plans
+
+
+def pair_pool(
+    loaded: LoadedConfig, plans: Sequence[GamePlan], outcomes: dict[int, GameOutcome]
+) -> PairPool:
+    """The pool's per-round scores, from the played pool matches."""
+    k = len(loaded.players)
+    reps = loaded.config.evolution.repetitions
+    index = {name: i for i, name in enumerate(loaded.names)}
+    first = np.zeros((k, k, reps))
+    second = np.zeros((k, k, reps))
+    for plan in plans:
+        game = outcomes[plan.index]
+        i, j = index[plan.agents[0].name], index[plan.agents[1].name]
+        first[i, j, plan.replicate] = game.a_payoffs.sum() / plan.n_rounds
+        second[i, j, plan.replicate] = game.b_payoffs.sum() / plan.n_rounds
     return PairPool(first, second)
 
 
 class _SampledFitness:
     """Per generation: every pair of individuals plays (batched) or draws from the pool."""
 
-    def __init__(self, loaded: LoadedGames, noise: float, pool: PairPool | None) -> None:
-        self.flags, self.specs = batch_policies(loaded)
-        self.matrix = loaded.config.game.matrix()
+    def __init__(self, loaded: LoadedConfig, pool: PairPool | None) -> None:
+        self.players = loaded.players
+        self.flags = np.array([spec.batchable for spec in self.players], dtype=bool)
+        self.table = MachineTable(loaded.matrix())
         self.horizon = loaded.config.horizon.build()
-        self.noise = noise
+        self.noise = loaded.config.game.noise
         self.pool = pool
 
     def __call__(self, population: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -132,14 +140,21 @@ class _SampledFitness:
         ta, tb = population[first], population[second]
         score_first = np.zeros(first.size)
         score_second = np.zeros(first.size)
-        fast = np.flatnonzero(self.flags[ta] & self.flags[tb])
+        both = self.flags[ta] & self.flags[tb]
+        fast = np.flatnonzero(both)
         seeds = rng.integers(0, 2**63, size=fast.size, dtype=np.uint64)
         lengths = self.horizon.lengths(seeds)
-        result = play_batch(self.specs, ta[fast], tb[fast], seeds, lengths, self.matrix, self.noise)
+        result = self.table.play(
+            [self.players[t] for t in ta[fast]],
+            [self.players[t] for t in tb[fast]],
+            seeds,
+            lengths,
+            self.noise,
+        )
         totals = result.totals()
         score_first[fast] = totals[0] / lengths
         score_second[fast] = totals[1] / lengths
-        slow = np.flatnonzero(~(self.flags[ta] & self.flags[tb]))
+        slow = np.flatnonzero(~both)
         if slow.size:
             assert self.pool is not None
             lo, hi = np.minimum(ta[slow], tb[slow]), np.maximum(ta[slow], tb[slow])
@@ -151,33 +166,19 @@ class _SampledFitness:
         return dyn.fitness_from_matches(population.size, first, second, score_first, score_second)
 
 
-def simulate_evolution(
-    loaded: LoadedGames,
-    *,
-    progress: ProgressFn | None = None,
-    noise: float | None = None,
-    generations: int | None = None,
-    seed: int | None = None,
+def evolve(
+    loaded: LoadedConfig, pool: PairPool | None, progress: ProgressFn | None = None
 ) -> EvolutionResult:
-    """Run the configured process in memory (no files written); see the module docstring."""
-    cfg = loaded.config
+    """Run the configured process on a played pool (no files written)."""
+    cfg: EvolutionConfig = loaded.config
     section = cfg.evolution
-    noise = cfg.game.noise if noise is None else noise
-    steps = section.generations if generations is None else generations
-    run_seed = cfg.run.seed if seed is None else seed
-    if seed is not None:
-        cfg = cfg.model_copy(update={"run": cfg.run.model_copy(update={"seed": seed})})
-        loaded = replace(loaded, config=cfg)
     names = loaded.names
     k = len(names)
     mode = section.fitness_mode()
-    flags, _ = batch_policies(loaded)
-    counts = [m.count for m in section.population]
-    needs_pool = mode == "expected" or not bool(flags[np.asarray(counts) > 0].all())
-    pool = play_pair_pool(loaded, section.repetitions, noise) if needs_pool else None
     payoff = pool.expected_matrix() if pool is not None else None
-    sampled = _SampledFitness(loaded, noise, pool) if mode == "sampled" else None
-    rng = dyn.make_generator(derive_seed(run_seed, "evolution"))
+    sampled = _SampledFitness(loaded, pool) if mode == "sampled" else None
+    rng = dyn.make_generator(derive_seed(cfg.run.seed, "evolution"))
+    counts = [m.count for m in section.population]
     population = dyn.population_from_counts(counts)
     rows: list[dict[str, Any]] = []
     fixated: str | None = None
@@ -186,37 +187,37 @@ def simulate_evolution(
         if sampled is not None:
             fitness = sampled(population, rng)
         else:
+            assert payoff is not None
             fitness = dyn.expected_fitness(population, payoff)
         rows.extend(dyn.generation_rows(generation, population, fitness, names))
         if progress is not None:
-            progress(generation, steps)
+            progress(generation, section.generations)
         if dyn.is_fixed(population) and section.mutation_rate == 0:
             fixated = names[int(population[0])]
             break
-        if generation >= steps:
+        if generation >= section.generations:
             break
         population = _step(section, population, fitness, rng, k)
         generation += 1
-    final = dyn.type_counts(population, k)
+    final = {name: int(c) for name, c in zip(names, dyn.type_counts(population, k), strict=True)}
     return EvolutionResult(
         names,
         rows,
-        {name: int(c) for name, c in zip(names, final, strict=True)},
+        final,
         generation,
         fixated,
         payoff,
         {
             "process": section.process,
             "fitness": mode,
-            "noise": noise,
-            "seed": run_seed,
-            "generations_requested": steps,
+            "noise": cfg.game.noise,
+            "generations_requested": section.generations,
             "generations_run": generation,
             "mutation_rate": section.mutation_rate,
-            "eliminate": section.eliminate if section.process == "eliminate_clone" else None,
+            "eliminate": section.n_eliminated if section.process == "eliminate_clone" else None,
             "repetitions": section.repetitions,
             "initial_counts": dict(zip(names, counts, strict=True)),
-            "final_counts": {name: int(c) for name, c in zip(names, final, strict=True)},
+            "final_counts": final,
             "fixated": fixated,
             "payoff_matrix": None if payoff is None else payoff.tolist(),
         },
@@ -224,62 +225,45 @@ def simulate_evolution(
 
 
 def _step(
-    section: Any, population: np.ndarray, fitness: np.ndarray, rng: np.random.Generator, k: int
+    section: EvolutionSection,
+    population: np.ndarray,
+    fitness: np.ndarray,
+    rng: np.random.Generator,
+    k: int,
 ) -> np.ndarray:
     if section.process == "moran":
         return dyn.moran_step(population, fitness, rng, section.mutation_rate, k)
     if section.process == "wright_fisher":
         return dyn.wright_fisher_step(population, fitness, rng, section.mutation_rate, k)
     return dyn.eliminate_clone_step(
-        population, fitness, section.eliminate, rng, section.mutation_rate, k
+        population, fitness, section.n_eliminated, rng, section.mutation_rate, k
     )
 
 
-def run_evolution(
-    config: str | Path | LoadedGames,
-    output_dir: Path | None = None,
-    overwrite: bool = False,
-    progress: ProgressFn | None = None,
-    *,
-    noise: float | None = None,
-    generations: int | None = None,
-    seed: int | None = None,
-) -> EvolutionResult:
-    """Load (if given a path), run and write an evolution; overrides replace config values."""
-    loaded = config if isinstance(config, LoadedGames) else load_evolution(config)
-    cfg = loaded.config
-    out = Path(output_dir or cfg.run.output_dir)
-    prepare_output_dir(out, overwrite, ARTIFACTS)
-    started = datetime.now(UTC).isoformat()
-    result = simulate_evolution(
-        loaded, progress=progress, noise=noise, generations=generations, seed=seed
-    )
-    write_parquet(
-        out / GENERATIONS_FILE,
-        {key: [row[key] for row in result.rows] for key in result.rows[0]},
-    )
-    result.manifest = {
-        **manifest_header(loaded, started),
-        "strategies": result.strategies,
-        **result.manifest,
-        "artifacts": list(ARTIFACTS),
-        "environment": environment_info(loaded.root),
-    }
-    write_json_atomic(out / MANIFEST_FILE, result.manifest)
-    result.output_dir = out
+def simulate_evolution(loaded: LoadedConfig, concurrency: int = 16) -> EvolutionResult:
+    """Play the pool and run the process in memory (no files written)."""
+    plans = plan_pool(loaded)
+    pool = pair_pool(loaded, plans, play_in_memory(loaded, plans, concurrency)) if plans else None
+    return evolve(loaded, pool)
+
+
+def run_evolution(loaded: LoadedConfig, options: RunOptions | None = None) -> EvolutionResult:
+    """Play (or resume) the pool into the output dir, run the process, write the artifacts."""
+    options = options or RunOptions()
+    plans = plan_pool(loaded)
+    results: list[EvolutionResult] = []
+
+    def finish(outcomes: dict[int, GameOutcome], run_dir: Path) -> dict[str, Any]:
+        pool = pair_pool(loaded, plans, outcomes) if plans else None
+        result = evolve(loaded, pool, options.progress)
+        write_columns(
+            run_dir / GENERATIONS_FILE, {key: [r[key] for r in result.rows] for key in result.rows[0]}
+        )
+        results.append(result)
+        return {"strategies": result.strategies, **result.manifest}
+
+    played = RunSession(loaded, plans, options).run(finish)
+    result = results[0]
+    result.manifest = played.manifest
+    result.output_dir = played.run_dir
     return result
-
-
-def format_shares(result: EvolutionResult) -> str:
-    """Initial and final counts and shares per strategy, as a text table."""
-    first = {r["strategy"]: r["count"] for r in result.rows if r["generation"] == 0}
-    total = sum(first.values()) or 1
-    width = max([8] + [len(s) for s in result.strategies])
-    lines = [f"{'strategy':<{width}} {'start':>6} {'end':>6} {'share':>6}"]
-    lines.append("-" * len(lines[0]))
-    for name in sorted(result.strategies, key=lambda s: -result.final_counts[s]):
-        end = result.final_counts[name]
-        lines.append(f"{name:<{width}} {first[name]:>6} {end:>6} {end / total:>6.2f}")
-    status = f"fixated on {result.fixated}" if result.fixated else "no fixation"
-    lines.append(f"{result.generations_run} generations; {status}")
-    return "\n".join(lines)

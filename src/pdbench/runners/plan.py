@@ -1,68 +1,58 @@
-"""A readable plan of an experiment: what `validate` and `run --dry-run` print."""
+"""A readable plan of any config: what `validate` and `--dry-run` print (games, rounds, the LLM
+calls and tokens a run would need), and the text tables the commands print afterwards."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from pdbench.agents.llm import render_round, render_system
 from pdbench.core.config import LLMAgentConfig
-from pdbench.runners.registry import LoadedExperiment
-from pdbench.runners.run_experiment import expected_llm_calls, plan_games
+from pdbench.core.transcript import Transcript
+from pdbench.core.types import Action
+from pdbench.runners.engine import GamePlan
+from pdbench.runners.loader import LoadedConfig
 
 
-def describe_plan(loaded: LoadedExperiment, replicates: int | None) -> str:
-    """Conditions, agents, horizons, replicates, games, rounds and expected LLM calls."""
-    cfg = loaded.config
-    plans = plan_games(loaded, replicates)
-    n_rep = replicates if replicates is not None else cfg.experiment.replicates
-    lines = [
-        f"run_id: {cfg.run.run_id}   seed: {cfg.run.seed}   output_dir: {cfg.run.output_dir}",
-        f"replicates: {n_rep}   conditions: {len(cfg.experiment.conditions)}",
-    ]
-    for cond in cfg.experiment.conditions:
-        horizon = cond.horizon or cfg.horizon
-        if horizon.type == "fixed":
-            h = f"fixed {horizon.n_rounds} rounds"
-        else:
-            cap = f", max {horizon.max_rounds}" if horizon.max_rounds else ""
-            h = f"geometric stop_prob={horizon.stop_prob:g}{cap}"
-        noise = cfg.game.noise if cond.noise is None else cond.noise
-        rounds = sum(p.n_rounds for p in plans if p.condition.name == cond.name)
-        kinds = "".join(
-            "L" if isinstance(a, LLMAgentConfig) else "P" for a in (cond.agent_a, cond.agent_b)
-        )
-        lines.append(
-            f"  {cond.name}: {cond.agent_a.display_name()} vs {cond.agent_b.display_name()} "
-            f"[{kinds}] {h}{f', noise {noise:g}' if noise else ''}; {rounds} rounds over {n_rep} replicates"
-        )
-    low, high = expected_llm_calls(plans)
-    lines.append(f"games: {len(plans)}   rounds: {sum(p.n_rounds for p in plans)}")
-    lines.append(f"expected LLM calls: {low} (up to {high} with parse retries)")
-    if low:
-        tokens_in, tokens_out = estimate_tokens(loaded, replicates)
-        lines.append(
-            f"estimated tokens: ~{tokens_in} input, at most {tokens_out} output (before parse retries)"
-        )
-    return "\n".join(lines)
+def plans_for(loaded: LoadedConfig) -> list[GamePlan]:
+    """The games a run of this config plays (an evolution: its pool of matches)."""
+    if loaded.kind == "tournament":
+        from pdbench.runners.tournament import plan_matches
+
+        return plan_matches(loaded)
+    if loaded.kind == "evolution":
+        from pdbench.runners.evolve import plan_pool
+
+        return plan_pool(loaded)
+    from pdbench.runners.run_experiment import plan_games
+
+    return plan_games(loaded)
 
 
-def estimate_tokens(loaded: LoadedExperiment, replicates: int | None) -> tuple[int, int]:
+def expected_llm_calls(plans: list[GamePlan]) -> tuple[int, int]:
+    """(minimum, maximum) provider calls: one per LLM agent per round, up to 1 + max_retries each."""
+    low = high = 0
+    for plan in plans:
+        for spec in plan.agents:
+            if isinstance(spec.config, LLMAgentConfig):
+                low += plan.n_rounds
+                high += plan.n_rounds * (1 + spec.config.max_retries)
+    return low, high
+
+
+def estimate_tokens(loaded: LoadedConfig, plans: list[GamePlan]) -> tuple[int, int]:
     """(input tokens, output tokens) a run would use at most once, ~4 characters a token.
 
     Input counts the system prompt and a round prompt with a full history window for every call;
     output counts max_tokens per call (an upper bound). Parse retries come on top.
     """
-    from pdbench.agents.llm import render_round, render_system
-    from pdbench.core.transcript import Transcript
-    from pdbench.core.types import Action
-
-    cfg = loaded.config
-    matrix = cfg.game.matrix()
+    matrix = loaded.matrix()
     tokens_in = tokens_out = 0
-    for plan in plan_games(loaded, replicates):
-        for key in ("agent_a", "agent_b"):
-            agent = getattr(plan.condition, key)
-            if not isinstance(agent, LLMAgentConfig):
+    for plan in plans:
+        for spec in plan.agents:
+            agent = spec.config
+            if not isinstance(agent, LLMAgentConfig) or spec.templates is None:
                 continue
-            templates = loaded.templates[(plan.condition.name, key)]
-            system = render_system(templates, matrix, agent.output_format)
+            system = render_system(spec.templates, matrix, agent.output_format)
             transcript = Transcript(matrix)
             window = agent.history_window if agent.history_window is not None else plan.n_rounds
             for _ in range(min(window, plan.n_rounds)):
@@ -73,10 +63,128 @@ def estimate_tokens(loaded: LoadedExperiment, replicates: int | None) -> tuple[i
                 include_totals=agent.include_totals,
                 horizon_type="fixed",
             )
-            per_call = (
-                len(system)
-                + len(render_round(templates.round, obs, agent.history_window, agent.output_format))
-            ) // 4
-            tokens_in += per_call * plan.n_rounds
+            prompt = render_round(spec.templates.round, obs, agent.history_window, agent.output_format)
+            tokens_in += (len(system) + len(prompt)) // 4 * plan.n_rounds
             tokens_out += agent.max_tokens * plan.n_rounds
     return tokens_in, tokens_out
+
+
+def describe_plan(loaded: LoadedConfig) -> str:
+    """The config's plan: what it plays, games, rounds, expected LLM calls and tokens."""
+    cfg = loaded.config
+    plans = plans_for(loaded)
+    lines = [f"run_id: {cfg.run.run_id}   seed: {cfg.run.seed}   output_dir: {cfg.run.output_dir}"]
+    lines.extend(_describe_kind(loaded, plans))
+    rounds = sum(p.n_rounds for p in plans)
+    lines.append(f"games: {len(plans)}   rounds: {rounds}")
+    low, high = expected_llm_calls(plans)
+    lines.append(f"expected LLM calls: {low} (up to {high} with parse retries)")
+    if low:
+        tokens_in, tokens_out = estimate_tokens(loaded, plans)
+        lines.append(
+            f"estimated tokens: ~{tokens_in} input, at most {tokens_out} output "
+            "(before parse retries)"
+        )
+    return "\n".join(lines)
+
+
+def _horizon_text(horizon: Any) -> str:
+    if horizon.type == "fixed":
+        return f"fixed {horizon.n_rounds} rounds"
+    cap = f", max {horizon.max_rounds}" if horizon.max_rounds else ""
+    return f"geometric stop_prob={horizon.stop_prob:g}{cap}"
+
+
+def _describe_kind(loaded: LoadedConfig, plans: list[GamePlan]) -> list[str]:
+    cfg = loaded.config
+    if loaded.kind == "tournament":
+        section = cfg.tournament
+        return [
+            f"tournament: {len(loaded.players)} players, {section.repetitions} repetitions, "
+            f"{_horizon_text(cfg.horizon)}, noise {cfg.game.noise:g}"
+            + (", self-play" if section.self_play else ""),
+            "  players: " + ", ".join(loaded.names),
+        ]
+    if loaded.kind == "evolution":
+        section = cfg.evolution
+        members = ", ".join(
+            f"{spec.name} x{m.count}" for spec, m in zip(loaded.players, section.population, strict=True)
+        )
+        return [
+            f"evolution: {section.process} ({section.fitness_mode()} fitness), "
+            f"{section.generations} generations, {_horizon_text(cfg.horizon)}, "
+            f"noise {cfg.game.noise:g}",
+            f"  population: {members}",
+            f"  pool: {len(plans)} matches played once"
+            if plans
+            else "  pool: none (every member is a policy the vectorized engine plays)",
+        ]
+    n_rep = cfg.experiment.replicates
+    lines = [f"replicates: {n_rep}   conditions: {len(cfg.experiment.conditions)}"]
+    for cond in cfg.experiment.conditions:
+        games = [p for p in plans if p.condition == cond.name]
+        noise = games[0].noise
+        kinds = "".join("L" if spec.is_llm else "P" for spec in games[0].agents)
+        lines.append(
+            f"  {cond.name}: {games[0].agents[0].name} vs {games[0].agents[1].name} [{kinds}] "
+            f"{_horizon_text(cond.horizon or cfg.horizon)}{f', noise {noise:g}' if noise else ''}; "
+            f"{sum(p.n_rounds for p in games)} rounds over {n_rep} replicates"
+        )
+    return lines
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def summary_table(rows: list[dict[str, Any]]) -> str:
+    """An experiment's condition means as a fixed-width text table."""
+    header = (
+        f"{'condition':<32} {'A':<24} {'B':<24} {'rounds':>7} {'coopA':>6} {'coopB':>6} "
+        f"{'payA':>8} {'payB':>8} {'collapse':>8}"
+    )
+    lines = [header, "-" * len(header)]
+    for row in rows:
+        if row["scope"] != "condition":
+            continue
+        lines.append(
+            f"{row['condition'][:32]:<32} {row['agent_a_name'][:24]:<24} "
+            f"{row['agent_b_name'][:24]:<24} {_fmt(row['n_rounds'], '.1f'):>7} "
+            f"{_fmt(row['agent_a_cooperation_rate'], '.2f'):>6} "
+            f"{_fmt(row['agent_b_cooperation_rate'], '.2f'):>6} "
+            f"{_fmt(row['agent_a_total_payoff'], '.1f'):>8} "
+            f"{_fmt(row['agent_b_total_payoff'], '.1f'):>8} {_fmt(row['time_to_collapse'], '.1f'):>8}"
+        )
+    return "\n".join(lines)
+
+
+def leaderboard_table(board: list[dict[str, Any]], width: int = 24) -> str:
+    """A tournament's leaderboard as a fixed-width text table."""
+    header = (
+        f"{'rank':>4}  {'player':<{width}} {'score/round':>11} {'95% CI':>15} "
+        f"{'wins':>5} {'draws':>5} {'losses':>6} {'coop':>5}"
+    )
+    lines = [header, "-" * len(header)]
+    for row in board:
+        ci = f"[{_fmt(row['ci95_low'], '.3f')}, {_fmt(row['ci95_high'], '.3f')}]"
+        lines.append(
+            f"{row['rank']:>4}  {row['player'][:width]:<{width}} "
+            f"{_fmt(row['mean_score_per_round'], '.3f'):>11} {ci:>15} {row['wins']:>5} "
+            f"{row['draws']:>5} {row['losses']:>6} {_fmt(row['cooperation_rate'], '.2f'):>5}"
+        )
+    return "\n".join(lines)
+
+
+def shares_table(
+    rows: list[dict[str, Any]], strategies: list[str], final_counts: dict[str, int]
+) -> str:
+    """An evolution's initial and final counts and shares per strategy."""
+    first = {r["strategy"]: r["count"] for r in rows if r["generation"] == 0}
+    total = sum(first.values()) or 1
+    width = max([8] + [len(s) for s in strategies])
+    lines = [f"{'strategy':<{width}} {'start':>6} {'end':>6} {'share':>6}"]
+    lines.append("-" * len(lines[0]))
+    for name in sorted(strategies, key=lambda s: -final_counts[s]):
+        end = final_counts[name]
+        lines.append(f"{name:<{width}} {first[name]:>6} {end:>6} {end / total:>6.2f}")
+    return "\n".join(lines)

@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from pdbench.runners.run_experiment import ProgressFn
+from pdbench.runners.engine import ProgressFn
 
 
 @contextmanager

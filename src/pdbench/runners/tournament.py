@@ -2,47 +2,43 @@
 
 Match seeds are `derive_seed(run.seed, "match", player_a, player_b, repetition)` (player display
 names, in config order: player_a is the earlier one), so adding or removing a player changes no
-other match. Lengths come from the horizon and the match seed. Matches between batchable policies
-run through the vectorized engine in a single batch; the rest round by round (see
-`pdbench.runners.matches`).
+other match. Lengths come from the horizon and the match seed. Matches are played by the shared
+engine (policies in one vectorized batch, LLM agents and Axelrod strategies round by round)
+through a `RunSession`: budgets, llm_calls.jsonl, stored prompts and resume work as in
+experiments. A match is a game whose condition is `<player_a>_vs_<player_b>` and whose replicate
+is the repetition.
 
 Artifacts in the output dir:
-- tournament_manifest.json: config snapshot, players, seeds scheme, totals, timings, environment.
+- tournament_manifest.json: config snapshot, players, seed scheme, totals, timings, environment.
 - matches.parquet: one row per match: match, player_a, player_b, repetition, seed, rounds,
   score_a, score_b (totals), coop_rate_a, coop_rate_b.
 - leaderboard.parquet: see `pdbench.core.tournament_metrics` (mean score per round, 95% CI, wins,
   draws, losses, cooperation rate, rank).
-- payoff_matrix.parquet: long form: player, opponent, mean_score_per_round (the player's mean
-  per-round payoff against that opponent), matches.
-- rounds.parquet (only with log_rounds): match, round_index, action_a, action_b, intended_a,
-  intended_b, payoff_a, payoff_b.
+- payoff_matrix.parquet: long form: player, opponent, mean_score_per_round, matches.
+- rounds.jsonl: the rounds of matches with an LLM player, or of every match with `log_rounds`,
+  with the same record fields as an experiment's; llm_calls.jsonl when LLM players take part.
 """
 
 from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from pdbench.core.batch import BatchResult, is_batchable
+from pdbench.core.config import TournamentConfig
+from pdbench.core.metrics import GameOutcome
 from pdbench.core.rng import derive_seed
 from pdbench.core.tournament_metrics import leaderboard, pairwise_payoffs, payoff_table
-from pdbench.runners.games_config import LoadedGames, load_tournament
-from pdbench.runners.matches import ProgressFn, play_matches, write_parquet
-from pdbench.runners.run_files import manifest_header, prepare_output_dir
-from pdbench.storage.files import environment_info, write_json_atomic
-
-MANIFEST_FILE = "tournament_manifest.json"
-MATCHES_FILE = "matches.parquet"
-LEADERBOARD_FILE = "leaderboard.parquet"
-PAYOFF_MATRIX_FILE = "payoff_matrix.parquet"
-ROUNDS_FILE = "rounds.parquet"
-ARTIFACTS = (MANIFEST_FILE, MATCHES_FILE, LEADERBOARD_FILE, PAYOFF_MATRIX_FILE, ROUNDS_FILE)
+from pdbench.runners.engine import GamePlan
+from pdbench.runners.loader import LoadedConfig
+from pdbench.runners.session import RunOptions, RunSession, play_in_memory
+from pdbench.storage.parquet import write_columns
+from pdbench.storage.schema import LEADERBOARD_FILE, MATCHES_FILE, PAYOFF_MATRIX_FILE
 
 
 @dataclass
@@ -53,7 +49,6 @@ class TournamentResult:
     matches: dict[str, Any]
     leaderboard: list[dict[str, Any]]
     pairwise: list[dict[str, Any]]
-    rounds: dict[str, np.ndarray] | None = None
     manifest: dict[str, Any] = field(default_factory=dict)
     output_dir: Path | None = None
 
@@ -83,60 +78,56 @@ def match_seeds(run_seed: int, player_a: str, player_b: str, repetitions: int) -
     return seeds
 
 
-def match_schedule(
-    names: list[str], run_seed: int, repetitions: int, self_play: bool
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(player_a, player_b, repetition, seed) of every match: pairs in config order, then reps."""
-    pairs = [
-        (i, j) for i in range(len(names)) for j in range(i if self_play else i + 1, len(names))
-    ]
-    seeds = [s for i, j in pairs for s in match_seeds(run_seed, names[i], names[j], repetitions)]
-    pair_index = np.repeat(np.array(pairs, dtype=np.int64).reshape(-1, 2), repetitions, axis=0)
-    return (
-        pair_index[:, 0].copy(),
-        pair_index[:, 1].copy(),
-        np.tile(np.arange(repetitions, dtype=np.int64), len(pairs)),
-        np.array(seeds, dtype=np.uint64),
-    )
-
-
-def play_tournament(
-    loaded: LoadedGames,
-    *,
-    progress: ProgressFn | None = None,
-    log_rounds: bool | None = None,
-    repetitions: int | None = None,
-    concurrency: int = 16,
-) -> TournamentResult:
-    """Play every match in memory and compute the leaderboard (no files written)."""
-    cfg = loaded.config
+def plan_matches(loaded: LoadedConfig) -> list[GamePlan]:
+    """Every match: pairs in config order (i <= j with self-play, else i < j), then repetitions."""
+    cfg: TournamentConfig = loaded.config
     section = cfg.tournament
-    reps = repetitions if repetitions is not None else section.repetitions
-    names = loaded.names
+    players = loaded.players
     horizon = cfg.horizon.build()
-    started = time.perf_counter()
-    player_a, player_b, rep, seeds = match_schedule(names, cfg.run.seed, reps, section.self_play)
-    lengths = horizon.lengths(seeds)
-    result, batched = play_matches(
-        loaded,
-        player_a,
-        player_b,
-        seeds,
-        lengths,
-        horizon=horizon,
-        noise=cfg.game.noise,
-        progress=progress,
-        concurrency=concurrency,
-    )
-    score_a, score_b = result.totals()
-    coop_a, coop_b = result.cooperations()
-    name_arr = np.array(names, dtype=object)
+    pairs = [
+        (i, j)
+        for i in range(len(players))
+        for j in range(i if section.self_play else i + 1, len(players))
+    ]
+    seeds = [
+        (i, j, rep, seed)
+        for i, j in pairs
+        for rep, seed in enumerate(
+            match_seeds(cfg.run.seed, players[i].name, players[j].name, section.repetitions)
+        )
+    ]
+    lengths = horizon.lengths(np.array([s[3] for s in seeds], dtype=np.uint64)).tolist()
+    plans = []
+    for index, ((i, j, rep, seed), n) in enumerate(zip(seeds, lengths, strict=True)):
+        agents = (players[i], players[j])
+        logged = section.log_rounds or agents[0].is_llm or agents[1].is_llm
+        label = f"{players[i].name}_vs_{players[j].name}"
+        plans.append(
+            GamePlan(index, label, rep, agents, seed, horizon, cfg.game.noise, n, logged)
+        )
+    return plans
+
+
+def tournament_tables(
+    loaded: LoadedConfig, plans: Sequence[GamePlan], outcomes: dict[int, GameOutcome]
+) -> TournamentResult:
+    """matches, leaderboard and pairwise payoffs from the played matches."""
+    names = loaded.names
+    index = {name: i for i, name in enumerate(names)}
+    player_a = np.array([index[p.agents[0].name] for p in plans], dtype=np.int64)
+    player_b = np.array([index[p.agents[1].name] for p in plans], dtype=np.int64)
+    games = [outcomes[p.index] for p in plans]
+    lengths = np.array([p.n_rounds for p in plans], dtype=np.int64)
+    score_a = np.array([g.a_payoffs.sum() for g in games], dtype=np.float64)
+    score_b = np.array([g.b_payoffs.sum() for g in games], dtype=np.float64)
+    coop_a = np.array([g.a_coop.sum() for g in games], dtype=np.int64)
+    coop_b = np.array([g.b_coop.sum() for g in games], dtype=np.int64)
     matches = {
-        "match": np.arange(lengths.size),
-        "player_a": name_arr[player_a].tolist(),
-        "player_b": name_arr[player_b].tolist(),
-        "repetition": rep,
-        "seed": seeds.astype(np.int64),
+        "match": np.arange(len(plans)),
+        "player_a": [p.agents[0].name for p in plans],
+        "player_b": [p.agents[1].name for p in plans],
+        "repetition": np.array([p.replicate for p in plans], dtype=np.int64),
+        "seed": np.array([p.seed for p in plans], dtype=np.int64),
         "rounds": lengths,
         "score_a": score_a,
         "score_b": score_b,
@@ -145,113 +136,65 @@ def play_tournament(
     }
     board = leaderboard(names, player_a, player_b, lengths, score_a, score_b, coop_a, coop_b)
     pairwise = pairwise_payoffs(names, player_a, player_b, lengths, score_a, score_b)
-    want_rounds = section.log_rounds if log_rounds is None else log_rounds
-    manifest = {
-        "repetitions": reps,
-        "self_play": section.self_play,
+    return TournamentResult(names, matches, board, pairwise)
+
+
+def tournament_manifest(loaded: LoadedConfig, plans: Sequence[GamePlan]) -> dict[str, Any]:
+    """The tournament's own manifest keys."""
+    cfg: TournamentConfig = loaded.config
+    batched = sum(p.batchable for p in plans)
+    return {
+        "repetitions": cfg.tournament.repetitions,
+        "self_play": cfg.tournament.self_play,
         "noise": cfg.game.noise,
         "horizon": cfg.horizon.model_dump(mode="json"),
         "players": [
-            {"name": name, "type": p.type, "batched": is_batchable(p)}
-            for name, p in zip(names, loaded.players, strict=True)
+            {"name": spec.name, "type": spec.config.type, "batched": spec.batchable}
+            for spec in loaded.players
         ],
         "seed_scheme": 'derive_seed(run.seed, "match", player_a, player_b, repetition)',
         "totals": {
-            "matches": int(lengths.size),
-            "rounds": int(lengths.sum()),
-            "batched_matches": int(batched.sum()),
-            "per_round_matches": int((~batched).sum()),
+            "matches": len(plans),
+            "rounds": sum(p.n_rounds for p in plans),
+            "batched_matches": batched,
+            "per_round_matches": len(plans) - batched,
+            "logged_matches": sum(p.logged for p in plans),
         },
-        "elapsed_s": round(time.perf_counter() - started, 4),
-    }
-    return TournamentResult(
-        names,
-        matches,
-        board,
-        pairwise,
-        rounds_table(result) if want_rounds else None,
-        manifest,
-    )
-
-
-def rounds_table(result: BatchResult) -> dict[str, np.ndarray]:
-    """Every round of every match as columns (match, round_index, moves as "C"/"D", payoffs)."""
-    valid = np.arange(result.played_a.shape[1])[None, :] < result.lengths[:, None]
-    match, round_index = np.nonzero(valid)
-    letters = np.array(["D", "C"], dtype=object)
-    return {
-        "match": match,
-        "round_index": round_index,
-        "action_a": letters[result.played_a[valid].astype(np.int64)],
-        "action_b": letters[result.played_b[valid].astype(np.int64)],
-        "intended_a": letters[result.intended_a[valid].astype(np.int64)],
-        "intended_b": letters[result.intended_b[valid].astype(np.int64)],
-        "payoff_a": result.payoffs_a[valid],
-        "payoff_b": result.payoffs_b[valid],
     }
 
 
-def run_tournament(
-    config: str | Path | LoadedGames,
-    output_dir: Path | None = None,
-    overwrite: bool = False,
-    progress: ProgressFn | None = None,
-    *,
-    log_rounds: bool | None = None,
-    repetitions: int | None = None,
-    concurrency: int = 16,
-) -> TournamentResult:
-    """Load (if given a path), play and write a tournament; returns the result with its dir."""
-    loaded = config if isinstance(config, LoadedGames) else load_tournament(config)
-    cfg = loaded.config
-    out = Path(output_dir or cfg.run.output_dir)
-    prepare_output_dir(out, overwrite, ARTIFACTS)
-    started = datetime.now(UTC).isoformat()
-    result = play_tournament(
-        loaded,
-        progress=progress,
-        log_rounds=log_rounds,
-        repetitions=repetitions,
-        concurrency=concurrency,
-    )
-    write_parquet(out / MATCHES_FILE, result.matches)
-    write_parquet(out / LEADERBOARD_FILE, _columns(result.leaderboard))
-    write_parquet(out / PAYOFF_MATRIX_FILE, _columns(result.pairwise))
-    if result.rounds is not None:
-        write_parquet(out / ROUNDS_FILE, result.rounds)
-    result.manifest = {
-        **manifest_header(loaded, started),
-        **result.manifest,
-        "artifacts": [
-            name for name in ARTIFACTS if name != ROUNDS_FILE or result.rounds is not None
-        ],
-        "environment": environment_info(loaded.root),
-    }
-    write_json_atomic(out / MANIFEST_FILE, result.manifest)
-    result.output_dir = out
+def play_tournament(loaded: LoadedConfig, concurrency: int = 16) -> TournamentResult:
+    """Play every match in memory and compute the tables (no files written)."""
+    started = time.perf_counter()
+    plans = plan_matches(loaded)
+    result = tournament_tables(loaded, plans, play_in_memory(loaded, plans, concurrency))
+    result.manifest = tournament_manifest(loaded, plans)
+    result.manifest["elapsed_s"] = round(time.perf_counter() - started, 4)
+    return result
+
+
+def run_tournament(loaded: LoadedConfig, options: RunOptions | None = None) -> TournamentResult:
+    """Play (or resume) a tournament into its output dir and write the artifacts."""
+    options = options or RunOptions()
+    started = time.perf_counter()
+    plans = plan_matches(loaded)
+    tables: list[TournamentResult] = []
+
+    def finish(outcomes: dict[int, GameOutcome], run_dir: Path) -> dict[str, Any]:
+        result = tournament_tables(loaded, plans, outcomes)
+        write_columns(run_dir / MATCHES_FILE, result.matches)
+        write_columns(run_dir / LEADERBOARD_FILE, _columns(result.leaderboard))
+        write_columns(run_dir / PAYOFF_MATRIX_FILE, _columns(result.pairwise))
+        tables.append(result)
+        return {"elapsed_s": round(time.perf_counter() - started, 4)}
+
+    session = RunSession(loaded, plans, options, tournament_manifest(loaded, plans))
+    played = session.run(finish)
+    result = tables[0]
+    result.manifest = played.manifest
+    result.output_dir = played.run_dir
     return result
 
 
 def _columns(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
     return {key: [row[key] for row in rows] for key in (rows[0] if rows else {})}
-
-
-def format_leaderboard(result: TournamentResult, width: int = 24) -> str:
-    """The leaderboard as a fixed-width text table."""
-    header = (
-        f"{'rank':>4}  {'player':<{width}} {'score/round':>11} {'95% CI':>15} "
-        f"{'wins':>5} {'draws':>5} {'losses':>6} {'coop':>5}"
-    )
-    lines = [header, "-" * len(header)]
-
-    def num(value: float | None, spec: str) -> str:
-        return "-" if value is None else format(value, spec)
-
-    for row in result.leaderboard:
-        ci = f"[{num(row['ci95_low'], '.3f')}, {num(row['ci95_high'], '.3f')}]"
-        lines.append(
-            f"{row['rank']:>4}  {row['player'][:width]:<{width}} "
-            f"{num(row['mean_score_per_round'], '.3f'):>11} {ci:>15} {row['wins']:>5} "
-            f"{row['draws']:>5} {row['losses']:>6} {num(row['cooperation_rate'], '.2f'):>5}"
-        )
-    return "\n".join(lines)

@@ -8,16 +8,18 @@ from typing import Any
 import numpy as np
 
 from pdbench.core.metrics import CollapseParams, GameOutcome, aggregate_rows
-from pdbench.errors import PdbenchError
-from pdbench.storage.files import read_json, write_bytes_atomic
+from pdbench.errors import PdbenchError, RunError
+from pdbench.storage.parquet import write_rows
+from pdbench.storage.run_dir import read_manifest
 from pdbench.storage.schema import (
     AGGREGATE_INPUT_FIELDS,
     AGGREGATES_FILE,
     CALLS_FILE,
-    MANIFEST_FILE,
     ROUNDS_FILE,
     USAGE_FIELDS,
     aggregates_arrow_schema,
+    check_version,
+    rounds_arrow_schema,
 )
 
 
@@ -27,15 +29,7 @@ class RunDirError(PdbenchError):
 
 def write_aggregates(rows: list[dict[str, Any]], path: Path) -> None:
     """Write aggregate rows to Parquet (atomically)."""
-    import io
-
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    table = pa.Table.from_pylist(rows, schema=aggregates_arrow_schema())
-    buffer = io.BytesIO()
-    pq.write_table(table, buffer)
-    write_bytes_atomic(path, buffer.getvalue())
+    write_rows(path, rows, aggregates_arrow_schema())
 
 
 def read_rounds_table(path: Path) -> Any:
@@ -53,22 +47,7 @@ def read_rounds_table(path: Path) -> Any:
         data = data[: data.rfind(b"\n") + 1]
     if not data.strip():
         raise RunDirError(f"{path}: no rounds recorded")
-    schema = pa.schema(
-        [
-            ("run_id", pa.string()),
-            ("condition", pa.string()),
-            ("replicate", pa.int64()),
-            ("round_index", pa.int64()),
-            ("agent_a_name", pa.string()),
-            ("agent_b_name", pa.string()),
-            ("agent_a_action", pa.string()),
-            ("agent_b_action", pa.string()),
-            ("agent_a_payoff", pa.float64()),
-            ("agent_b_payoff", pa.float64()),
-            ("agent_a_parse_failure", pa.bool_()),
-            ("agent_b_parse_failure", pa.bool_()),
-        ]
-    )
+    schema = rounds_arrow_schema(AGGREGATE_INPUT_FIELDS)
     options = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
     try:
         table = pj.read_json(
@@ -80,8 +59,12 @@ def read_rounds_table(path: Path) -> Any:
         raise RunDirError(
             f"{path}: not valid rounds JSON Lines ({str(exc).splitlines()[0]})"
         ) from None
+    versions = table.column("schema_version")
+    check_version(str(path), pc_max(versions))
     missing = [
-        name for name in AGGREGATE_INPUT_FIELDS if table.column(name).null_count == len(table)
+        name
+        for name in AGGREGATE_INPUT_FIELDS
+        if name != "schema_version" and table.column(name).null_count == len(table)
     ]
     if missing:
         raise RunDirError(f"{path}: records lack required fields: {', '.join(missing)}")
@@ -130,13 +113,10 @@ def aggregate_run_dir(run_dir: Path) -> list[dict[str, Any]]:
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise RunDirError(f"{run_dir}: not a directory")
-    manifest_path = run_dir / MANIFEST_FILE
-    if not manifest_path.is_file():
-        raise RunDirError(f"{run_dir}: no {MANIFEST_FILE} (not a pdbench run directory)")
     try:
-        manifest = read_json(manifest_path)
-    except ValueError as exc:
-        raise RunDirError(f"{manifest_path}: not valid JSON ({exc})") from None
+        manifest = read_manifest(run_dir, "experiment")
+    except RunError as exc:
+        raise RunDirError(str(exc)) from None
     table = read_rounds_table(run_dir / ROUNDS_FILE)
     collapse_cfg = manifest.get("collapse", {})
     collapse = CollapseParams(
@@ -224,3 +204,10 @@ def add_usage_columns(
                 for name in USAGE_FIELDS:
                     row[f"{agent}_{name}"] = sum(float(c.get(name, 0)) for c in reps) / n
     return rows
+
+
+def pc_max(column: Any) -> Any:
+    """The largest value of a pyarrow column (None when every value is null)."""
+    import pyarrow.compute as pc
+
+    return pc.max(column).as_py()

@@ -10,9 +10,15 @@ import os
 import warnings
 from typing import Any
 
-from pdbench.agents.providers.base import Completion
+from pdbench.agents.providers.base import (
+    Completion,
+    CompletionRequest,
+    ProviderBase,
+    import_optional,
+    provider,
+)
 from pdbench.agents.providers.errors import classify
-from pdbench.agents.providers.openai import import_optional
+from pdbench.core.config import LLMAgentConfig
 
 
 def load_litellm() -> Any:
@@ -28,45 +34,33 @@ def load_litellm() -> Any:
     return litellm
 
 
-class LiteLLMProvider:
+@provider("litellm", sdk="litellm")
+class LiteLLMProvider(ProviderBase):
     """`litellm.acompletion` with pdbench's own retries (litellm's are off)."""
 
-    name = "litellm"
     enforces_timeout = True
 
-    def __init__(
-        self, model: str, *, api_key: str | None, base_url: str | None, timeout_s: float
-    ) -> None:
+    def __init__(self, cfg: LLMAgentConfig, api_key: str | None) -> None:
+        super().__init__(cfg, api_key)
         self._litellm = load_litellm()
-        self.model = model
-        self._key = api_key
-        self._base_url = base_url
-        self._timeout = timeout_s
+        self._base_url = cfg.base_url
+        self._timeout = cfg.timeout_s
 
-    async def acomplete(
-        self,
-        *,
-        system: str,
-        prompt: str,
-        temperature: float,
-        max_tokens: int,
-        seed: int | None = None,
-        tag: Any = None,
-    ) -> Completion:
+    async def complete(self, request: CompletionRequest) -> Completion:
         """One completion; errors become ProviderErrors (retryable or fatal)."""
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": [
-                {"role": "system", "content": system},
-                {"role": "user", "content": prompt},
+                {"role": "system", "content": request.system},
+                {"role": "user", "content": request.prompt},
             ],
-            "temperature": temperature,
-            "max_tokens": max_tokens,
+            "temperature": request.temperature,
+            "max_tokens": request.max_tokens,
             "timeout": self._timeout,
             "num_retries": 0,
         }
-        if self._key:
-            kwargs["api_key"] = self._key
+        if self.api_key:
+            kwargs["api_key"] = self.api_key
         elif self._base_url:
             # A local OpenAI-compatible server usually needs no key, but litellm insists on one.
             kwargs["api_key"] = "not-needed"
@@ -77,7 +71,7 @@ class LiteLLMProvider:
             text = response.choices[0].message.content or ""
             usage = getattr(response, "usage", None)
         except Exception as exc:  # noqa: BLE001 - every SDK error is classified
-            raise classify(exc, self._key) from None
+            raise classify(exc, self.api_key) from None
         return Completion(
             text=text,
             input_tokens=getattr(usage, "prompt_tokens", None),

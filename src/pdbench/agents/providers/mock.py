@@ -13,7 +13,13 @@ import asyncio
 import hashlib
 import re
 
-from pdbench.agents.providers.base import CallTag, Completion
+from pdbench.agents.providers.base import (
+    Completion,
+    CompletionRequest,
+    ProviderBase,
+    provider,
+)
+from pdbench.core.config import LLMAgentConfig
 
 _PERSONA_RE = re.compile(r"persona:\s*([a-z_]+)", re.IGNORECASE)
 _HISTORY_RE = re.compile(
@@ -59,17 +65,14 @@ def mock_move(persona: str | None, history: list[tuple[str, str]], u: float) -> 
     return "C" if u < 0.6 else "D"
 
 
-class MockProvider:
+@provider("mock")
+class MockProvider(ProviderBase):
     """Offline provider; see the module docstring. Needs no key and no network."""
 
-    name = "mock"
-
-    def __init__(
-        self, model: str = "mock", invalid_rate: float = 0.0, latency_ms: float = 0.0
-    ) -> None:
-        self.model = model
-        self.invalid_rate = invalid_rate
-        self.latency_ms = latency_ms
+    def __init__(self, cfg: LLMAgentConfig, api_key: str | None = None) -> None:
+        super().__init__(cfg, api_key)
+        self.invalid_rate = cfg.mock.invalid_rate
+        self.latency_ms = cfg.mock.latency_ms
         self.calls = 0
 
     def reply(self, *, system: str, prompt: str, seed: int | None = None) -> str:
@@ -84,37 +87,15 @@ class MockProvider:
         move = mock_move(persona, history, _unit("move", seed, system, prompt))
         return f'{{"action": "{move}"}}' if wants_json else move
 
-    def complete(
-        self,
-        *,
-        system: str,
-        prompt: str,
-        temperature: float = 0.0,
-        max_tokens: int = 16,
-        seed: int | None = None,
-    ) -> str:
-        """Synchronous call (the spec's ProviderClient)."""
-        self.calls += 1
-        return self.reply(system=system, prompt=prompt, seed=seed)
-
-    async def acomplete(
-        self,
-        *,
-        system: str,
-        prompt: str,
-        temperature: float = 0.0,
-        max_tokens: int = 16,
-        seed: int | None = None,
-        tag: CallTag | None = None,
-    ) -> Completion:
-        """Async call with usage; sleeps `latency_ms` to simulate a remote model."""
+    async def complete(self, request: CompletionRequest) -> Completion:
+        """The reply with word-count usage; sleeps `latency_ms` to simulate a remote model."""
         if self.latency_ms:
             await asyncio.sleep(self.latency_ms / 1000.0)
         self.calls += 1
-        text = self.reply(system=system, prompt=prompt, seed=seed)
+        text = self.reply(system=request.system, prompt=request.prompt, seed=request.seed)
         return Completion(
             text=text,
-            input_tokens=len(system.split()) + len(prompt.split()),
+            input_tokens=len(request.system.split()) + len(request.prompt.split()),
             output_tokens=max(1, len(text.split())),
             cost_usd=0.0,
         )

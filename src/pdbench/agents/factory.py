@@ -1,0 +1,85 @@
+"""The one agent factory: a configured agent (policy, LLM agent or Axelrod strategy) in, a fresh
+agent for one game out, with what it is shown of the game.
+
+Every mode (experiments, tournaments, evolutions) builds its agents here, so an agent config means
+the same wherever it appears.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pdbench.agents.base import Agent
+from pdbench.agents.llm import LLMAgent, PromptTemplates
+from pdbench.agents.policy import is_batchable, make_policy
+from pdbench.agents.providers.base import Provider
+from pdbench.core.config import AnyAgentConfig, LLMAgentConfig, PolicyAgentConfig
+from pdbench.core.horizon import Horizon
+from pdbench.core.payoff import PayoffMatrix
+
+ProviderFor = Callable[[LLMAgentConfig], Provider]
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """What an agent is shown each round: history window, totals, and the disclosed horizon."""
+
+    history_window: int | None
+    include_totals: bool
+    total_rounds: int | None
+    stop_prob: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSpec:
+    """One configured agent: its config and, for an LLM agent, its prompt texts (read once)."""
+
+    config: AnyAgentConfig
+    templates: PromptTemplates | None = None
+
+    @property
+    def name(self) -> str:
+        """The display name used in artifacts."""
+        return self.config.display_name()
+
+    @property
+    def is_llm(self) -> bool:
+        """Whether the agent calls a provider."""
+        return isinstance(self.config, LLMAgentConfig)
+
+    @property
+    def batchable(self) -> bool:
+        """Whether the vectorized engine can play it (see `pdbench.agents.policy.is_batchable`)."""
+        return is_batchable(self.config)
+
+    def horizon_disclosure(self, horizon: Horizon) -> str:
+        """exact, stop_prob or hidden: the configured mode, else the horizon type's default."""
+        mode = getattr(self.config, "horizon_disclosure", None)
+        if mode is None:
+            mode = "exact" if horizon.type == "fixed" else "stop_prob"
+        return mode
+
+    def view(self, horizon: Horizon, n_rounds: int) -> View:
+        """What this agent sees in a game of `n_rounds` rounds under `horizon`."""
+        mode = self.horizon_disclosure(horizon)
+        total = n_rounds if mode == "exact" else None
+        stop = getattr(horizon, "stop_prob", None) if mode == "stop_prob" else None
+        cfg = self.config
+        include = cfg.include_totals if isinstance(cfg, LLMAgentConfig) else True
+        return View(getattr(cfg, "history_window", None), include, total, stop)
+
+
+def make_agent(
+    spec: AgentSpec, *, matrix: PayoffMatrix, noise: float, provider_for: ProviderFor
+) -> Agent:
+    """A fresh agent for one game; `provider_for` gives an LLM agent its provider client."""
+    cfg = spec.config
+    if isinstance(cfg, PolicyAgentConfig):
+        return make_policy(cfg.policy, cfg.params, cfg.display_name())
+    if isinstance(cfg, LLMAgentConfig):
+        assert spec.templates is not None, "LLM agents are loaded with their prompt templates"
+        return LLMAgent(cfg, provider_for(cfg), spec.templates, matrix)
+    from pdbench.agents.axelrod_adapter import AxelrodAgent
+
+    return AxelrodAgent(cfg.strategy, cfg.display_name(), noise)

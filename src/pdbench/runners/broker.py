@@ -1,0 +1,301 @@
+"""Every provider call goes through the CallBroker: response cache, concurrency limits, transport
+retries with backoff, budgets, and the per-call log (llm_calls.jsonl), in every mode.
+
+Parse retries (invalid C/D replies) are the LLM agent's business; transport retries (timeouts,
+connection errors, 429, 5xx) happen here and are invisible to the agent except in the log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from pdbench.agents.providers.base import Completion, CompletionRequest, Provider, ProviderError
+from pdbench.agents.providers.errors import redact
+from pdbench.core.config import BudgetConfig, LLMAgentConfig
+from pdbench.errors import RunError
+from pdbench.storage.cache import ResponseCache, cache_key
+from pdbench.storage.files import JsonlAppender
+
+
+class ProviderFatalError(RunError):
+    """A provider error that retrying cannot fix (or retries ran out); the run stops, resumable."""
+
+
+class BudgetExhausted(RunError):
+    """A budget limit was reached; the run stops cleanly and can be resumed with a larger budget."""
+
+
+@dataclass
+class Budget:
+    """Running totals against the configured limits (cached replies cost nothing)."""
+
+    limits: BudgetConfig
+    calls: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+
+    def check(self) -> None:
+        """Raise BudgetExhausted when a limit has been reached."""
+        lim = self.limits
+        if lim.max_calls is not None and self.calls >= lim.max_calls:
+            raise BudgetExhausted(f"budget reached: max_calls={lim.max_calls} provider calls made")
+        if lim.max_tokens is not None and self.tokens >= lim.max_tokens:
+            raise BudgetExhausted(
+                f"budget reached: max_tokens={lim.max_tokens} ({self.tokens} tokens used)"
+            )
+        if lim.max_cost_usd is not None and self.cost_usd >= lim.max_cost_usd:
+            raise BudgetExhausted(
+                f"budget reached: max_cost_usd={lim.max_cost_usd} (${self.cost_usd:.4f} spent)"
+            )
+
+    def spend(self, completion: Completion) -> None:
+        """Count a reply's tokens and cost."""
+        self.tokens += (completion.input_tokens or 0) + (completion.output_tokens or 0)
+        self.cost_usd += completion.cost_usd or 0.0
+
+
+@dataclass
+class CallBroker:
+    """Shared by all games of a run; see the module docstring."""
+
+    cache: ResponseCache | None
+    budget: Budget
+    log: JsonlAppender | None
+    concurrency: int
+    session: int = 0
+    stopping: bool = False
+    _global: asyncio.Semaphore | None = None
+    _per_provider: dict[str, asyncio.Semaphore] = field(default_factory=dict)
+
+    def gates(self, cfg: LLMAgentConfig) -> tuple[asyncio.Semaphore, asyncio.Semaphore]:
+        """The run-wide gate and the gate of this provider, model and server."""
+        if self._global is None:
+            self._global = asyncio.Semaphore(max(1, self.concurrency))
+        key = f"{cfg.provider}|{cfg.model}|{cfg.base_url}"
+        if key not in self._per_provider:
+            self._per_provider[key] = asyncio.Semaphore(max(1, cfg.max_concurrency))
+        return self._global, self._per_provider[key]
+
+    def bind(
+        self,
+        provider: Provider,
+        cfg: LLMAgentConfig,
+        *,
+        condition: str,
+        replicate: int,
+        agent_key: str,
+        game_seed: int,
+    ) -> BoundClient:
+        """A client for one agent in one game."""
+        return BoundClient(self, provider, cfg, condition, replicate, agent_key, game_seed)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+@dataclass
+class BoundClient:
+    """A Provider for one agent in one game, routing every call through the broker."""
+
+    broker: CallBroker
+    provider: Provider
+    cfg: LLMAgentConfig
+    condition: str
+    replicate: int
+    agent_key: str
+    game_seed: int
+    enforces_timeout: bool = True  # this client applies timeout_s to every call
+    api_key: str | None = None  # never holds a key: the wrapped provider does
+    _latency: float = field(default=0.0, init=False)  # seconds taken by the last attempt
+
+    @property
+    def name(self) -> str:
+        """The provider's name."""
+        return self.cfg.provider
+
+    @property
+    def model(self) -> str:
+        """The model asked."""
+        return self.cfg.model
+
+    async def aclose(self) -> None:
+        """Nothing to do: the run's provider pool closes the shared clients."""
+
+    def key_for(self, request: CompletionRequest) -> str:
+        """The cache key of a call (see the README's cache section)."""
+        cfg = self.cfg
+        parts: dict[str, Any] = {
+            "provider": cfg.provider,
+            "model": cfg.model,
+            "base_url": cfg.base_url,
+            "system": request.system,
+            "prompt": request.prompt,
+            "temperature": cfg.temperature,
+            "max_tokens": cfg.max_tokens,
+            "game_seed": self.game_seed,
+            "attempt": request.tag.attempt,
+        }
+        if cfg.provider == "mock":
+            parts["mock"] = cfg.mock.model_dump()
+        if cfg.temperature > 0:
+            parts["replicate"] = self.replicate
+        return cache_key(**parts)
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        """Cached, rate-limited, retried call; raises ProviderFatalError or BudgetExhausted."""
+        key = self.key_for(request)
+        cached = self._from_cache(key, request)
+        if cached is not None:
+            return cached
+        transport = self.cfg.transport
+        jitter = random.Random(key)
+        last_error = "no attempt made"
+        for transport_try in range(transport.max_retries + 1):
+            self.broker.budget.check()
+            try:
+                completion = await self._send(request, transport_try)
+            except ProviderError as error:
+                last_error = self._failed(request, transport_try, error)
+                if transport_try < transport.max_retries:
+                    await asyncio.sleep(self._backoff(transport_try, error, jitter))
+                continue
+            self._succeeded(key, request, transport_try, completion)
+            return completion
+        raise ProviderFatalError(
+            f"{self._describe()}: gave up after {transport.max_retries + 1} attempts; "
+            f"last error: {last_error}"
+        )
+
+    def _from_cache(self, key: str, request: CompletionRequest) -> Completion | None:
+        """The cached reply (logged as such), or None."""
+        cache = self.broker.cache
+        hit = cache.get(key) if cache is not None else None
+        if hit is None:
+            return None
+        self._log(
+            request,
+            transport_try=0,
+            cached=True,
+            ok=True,
+            error=None,
+            latency_s=0.0,
+            input_tokens=hit["input_tokens"],
+            output_tokens=hit["output_tokens"],
+            cost_usd=0.0,
+        )
+        return Completion(hit["text"], hit["input_tokens"], hit["output_tokens"], 0.0)
+
+    async def _send(self, request: CompletionRequest, transport_try: int) -> Completion:
+        """One call through the gates, counted against the budget; ProviderError on failure."""
+        global_gate, provider_gate = self.broker.gates(self.cfg)
+        async with global_gate, provider_gate:
+            if self.broker.stopping:
+                raise asyncio.CancelledError
+            self.broker.budget.check()
+            self.broker.budget.calls += 1
+            start = time.monotonic()
+            # SDK adapters enforce timeout_s on the HTTP call themselves; the outer limit is a
+            # safety net that also absorbs an SDK's one-off import on its first call.
+            own = self.provider.enforces_timeout
+            limit = self.cfg.timeout_s * 2 + 10 if own else self.cfg.timeout_s
+            try:
+                return await asyncio.wait_for(self.provider.complete(request), timeout=limit)
+            except TimeoutError:
+                raise ProviderError(f"timed out after {limit:g} s", retryable=True) from None
+            except asyncio.CancelledError:
+                # The run is stopping: the request may have reached the provider, so it is
+                # logged (and was counted against budgets) before the cancellation goes on.
+                self._log(
+                    request,
+                    transport_try=transport_try,
+                    cached=False,
+                    ok=False,
+                    error="cancelled: the run stopped while this call was in flight",
+                    retryable=None,
+                    cancelled=True,
+                    latency_s=round(time.monotonic() - start, 4),
+                )
+                raise
+            finally:
+                self._latency = time.monotonic() - start
+
+    def _succeeded(
+        self, key: str, request: CompletionRequest, transport_try: int, completion: Completion
+    ) -> None:
+        """Count, log and cache a reply."""
+        self.broker.budget.spend(completion)
+        self._log(
+            request,
+            transport_try=transport_try,
+            cached=False,
+            ok=True,
+            error=None,
+            latency_s=round(self._latency, 4),
+            input_tokens=completion.input_tokens,
+            output_tokens=completion.output_tokens,
+            cost_usd=completion.cost_usd,
+        )
+        if self.broker.cache is not None:
+            self.broker.cache.put(
+                key,
+                provider=self.cfg.provider,
+                model=self.cfg.model,
+                text=completion.text,
+                input_tokens=completion.input_tokens,
+                output_tokens=completion.output_tokens,
+                cost_usd=completion.cost_usd,
+                created_utc=_now(),
+            )
+
+    def _failed(self, request: CompletionRequest, transport_try: int, error: ProviderError) -> str:
+        """Log a failed attempt; raise ProviderFatalError when retrying cannot help."""
+        message = redact(str(error), self.provider.api_key)
+        self._log(
+            request,
+            transport_try=transport_try,
+            cached=False,
+            ok=False,
+            error=message,
+            retryable=error.retryable,
+            latency_s=round(self._latency, 4),
+        )
+        if not error.retryable:
+            self.broker.stopping = True
+            raise ProviderFatalError(f"{self._describe()}: {message}")
+        return message
+
+    def _backoff(self, transport_try: int, error: ProviderError, jitter: random.Random) -> float:
+        """Seconds to wait before the next try: exponential with jitter, at least Retry-After."""
+        transport = self.cfg.transport
+        backoff = min(transport.backoff_max_s, transport.backoff_initial_s * 2**transport_try)
+        delay = backoff * (0.5 + jitter.random() / 2)
+        if error.retry_after is not None:
+            delay = max(delay, error.retry_after)
+        return delay
+
+    def _log(self, request: CompletionRequest, **fields: Any) -> None:
+        if self.broker.log is None:
+            return
+        record = {
+            "condition": self.condition,
+            "replicate": self.replicate,
+            "agent": self.agent_key,
+            "round_index": request.tag.round_index,
+            "attempt": request.tag.attempt,
+            "provider": self.cfg.provider,
+            "model": self.cfg.model,
+            "session": self.broker.session,
+            "timestamp_utc": _now(),
+        }
+        record.update(fields)
+        self.broker.log.write_many([record])
+
+    def _describe(self) -> str:
+        where = f" at {self.cfg.base_url}" if self.cfg.base_url else ""
+        return f"{self.agent_key} ({self.cfg.provider} model {self.cfg.model!r}{where})"

@@ -1,0 +1,309 @@
+"""The one match engine, with two speeds, for every mode.
+
+A `GamePlan` is one game: two configured agents, a seed, a horizon, noise and its length.
+`Engine.play` plays a list of plans: games between two batchable policies go through the
+vectorized engine (`pdbench.core.batch`) in one batch, the rest (LLM agents, Axelrod
+strategies, policies whose history window is too small for their machine) round by round with
+asyncio, both agents of a round asked at once and every provider call through the run's
+`CallBroker`. Both speeds give the same moves (counter-based draws keyed by the game seed), and
+a logged game's records go through the one `RoundsEncoder`, so experiments, tournaments and
+evolutions share every capability: budgets, the call log, stored prompts, progress and resume.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from pdbench.agents.base import Agent
+from pdbench.agents.factory import AgentSpec, make_agent
+from pdbench.agents.policy import sided_machines
+from pdbench.agents.providers.pool import ProviderPool
+from pdbench.core.batch import BatchResult, SidedMachines, play_batch
+from pdbench.core.config import LLMAgentConfig, PolicyAgentConfig
+from pdbench.core.horizon import Horizon
+from pdbench.core.metrics import GameOutcome
+from pdbench.core.payoff import PayoffMatrix
+from pdbench.core.rng import Purpose, agent_seed, counter_uniform
+from pdbench.core.transcript import Transcript
+from pdbench.core.types import Action
+from pdbench.runners.broker import BoundClient, CallBroker
+from pdbench.storage.rounds import OrderedRoundsWriter, RoundsEncoder, game_key
+from pdbench.storage.schema import GameKey, RoundValues
+
+ProgressFn = Callable[[int, int], None]
+SIDES = ("agent_a", "agent_b")
+
+
+def utc_now() -> str:
+    """The current UTC time, ISO 8601."""
+    return datetime.now(UTC).isoformat()
+
+
+@dataclass(frozen=True, slots=True)
+class GamePlan:
+    """One game to play: its label (condition, replicate), agents, seed, horizon and length.
+
+    `logged`: whether its rounds go to rounds.jsonl.
+    """
+
+    index: int
+    condition: str
+    replicate: int
+    agents: tuple[AgentSpec, AgentSpec]
+    seed: int
+    horizon: Horizon
+    noise: float
+    n_rounds: int
+    logged: bool = True
+
+    @property
+    def key(self) -> tuple[str, int]:
+        """(condition, replicate): how records name the game."""
+        return self.condition, self.replicate
+
+    @property
+    def batchable(self) -> bool:
+        """Both agents are policies the vectorized engine plays."""
+        return self.agents[0].batchable and self.agents[1].batchable
+
+    @property
+    def has_llm(self) -> bool:
+        """An agent calls a provider."""
+        return self.agents[0].is_llm or self.agents[1].is_llm
+
+
+@dataclass(slots=True)
+class GameResult:
+    """A finished game: what the metrics need, and its plan."""
+
+    plan: GamePlan
+    outcome: GameOutcome
+
+
+def outcome_of(
+    plan: GamePlan, arrays: dict[str, Any], failures: tuple[int, int] = (0, 0)
+) -> GameOutcome:
+    """The GameOutcome of a game's arrays (played moves True for C, payoffs)."""
+    return GameOutcome(
+        condition=plan.condition,
+        replicate=plan.replicate,
+        agent_a_name=plan.agents[0].name,
+        agent_b_name=plan.agents[1].name,
+        a_coop=np.asarray(arrays["played_a"], dtype=bool),
+        b_coop=np.asarray(arrays["played_b"], dtype=bool),
+        a_payoffs=np.asarray(arrays["payoffs_a"], dtype=np.float64),
+        b_payoffs=np.asarray(arrays["payoffs_b"], dtype=np.float64),
+        a_parse_failures=int(failures[0]),
+        b_parse_failures=int(failures[1]),
+    )
+
+
+class MachineTable:
+    """Distinct batchable policies of a run as state machines, and each spec's index."""
+
+    def __init__(self, matrix: PayoffMatrix) -> None:
+        self.matrix = matrix
+        self.machines: list[SidedMachines] = []
+        self._index: dict[str, int] = {}
+        self._by_spec: dict[int, int] = {}  # id(spec) -> machine index (specs live all run)
+
+    def index(self, spec: AgentSpec) -> int:
+        """The machine index of a batchable policy spec (same policy and parameters: one)."""
+        found = self._by_spec.get(id(spec))
+        if found is not None:
+            return found
+        cfg = spec.config
+        assert isinstance(cfg, PolicyAgentConfig)
+        key = cfg.model_dump_json(include={"policy", "params"}).upper()
+        if key not in self._index:
+            self._index[key] = len(self.machines)
+            self.machines.append(sided_machines(cfg, self.matrix))
+        self._by_spec[id(spec)] = self._index[key]
+        return self._index[key]
+
+    def play(
+        self,
+        specs_a: Sequence[AgentSpec],
+        specs_b: Sequence[AgentSpec],
+        seeds: np.ndarray,
+        lengths: np.ndarray,
+        noise: float | np.ndarray,
+    ) -> BatchResult:
+        """Play game i between specs_a[i] and specs_b[i] on the vectorized engine."""
+        ids_a = np.array([self.index(s) for s in specs_a], dtype=np.int64)
+        ids_b = np.array([self.index(s) for s in specs_b], dtype=np.int64)
+        return play_batch(self.machines, ids_a, ids_b, seeds, lengths, self.matrix, noise)
+
+
+@dataclass
+class Engine:
+    """Plays plans for one run; see the module docstring.
+
+    `writer` receives the records of logged games (None: nothing is logged); `on_result` gets
+    every finished game; `progress(done, total)` counts rounds.
+    """
+
+    run_id: str
+    matrix: PayoffMatrix
+    broker: CallBroker
+    encoder: RoundsEncoder
+    writer: OrderedRoundsWriter | None
+    on_result: Callable[[GameResult], None]
+    concurrency: int = 16
+    progress: ProgressFn | None = None
+    _done: int = field(default=0, init=False)
+    _total: int = field(default=0, init=False)
+
+    def play(self, plans: Sequence[GamePlan], done_before: int = 0, total: int = 0) -> None:
+        """Play every plan; raises what stops the run (provider failure, budget, parse abort)."""
+        self._done = done_before
+        self._total = total or done_before + sum(p.n_rounds for p in plans)
+        self._tick(0)
+        self._play_batched([p for p in plans if p.batchable])
+        rest = [p for p in plans if not p.batchable]
+        if rest:
+            asyncio.run(self._play_round_by_round(rest))
+
+    def _tick(self, rounds: int) -> None:
+        self._done += rounds
+        if self.progress is not None:
+            self.progress(self._done, self._total)
+
+    # ----------------------------------------------------------------------------------------
+    # Vectorized speed
+
+    def _play_batched(self, plans: list[GamePlan]) -> None:
+        """All policy-only games in one batch; records are encoded a run of games at a time."""
+        if not plans:
+            return
+        table = MachineTable(self.matrix)
+        result = table.play(
+            [p.agents[0] for p in plans],
+            [p.agents[1] for p in plans],
+            np.array([p.seed for p in plans], dtype=np.uint64),
+            np.array([p.n_rounds for p in plans], dtype=np.int64),
+            np.array([p.noise for p in plans], dtype=np.float64),
+        )
+        timestamp = utc_now()
+        for i, plan in enumerate(plans):
+            arrays = result.game(i)
+            if plan.logged and self.writer is not None:
+                key = self._key(plan)
+                if self.writer.is_next(plan.index):
+                    self.encoder.write_game(self.writer.handle, key, arrays, timestamp)
+                    self.writer.wrote_directly(plan.index)
+                else:
+                    self.writer.add(plan.index, self.encoder.game_bytes(key, arrays, timestamp))
+            self.on_result(GameResult(plan, outcome_of(plan, arrays)))
+            self._tick(plan.n_rounds)
+
+    def _key(self, plan: GamePlan) -> GameKey:
+        names = (plan.agents[0].name, plan.agents[1].name)
+        return game_key(self.run_id, plan.condition, plan.replicate, plan.seed, names, plan.horizon)
+
+    # ----------------------------------------------------------------------------------------
+    # Round-by-round speed
+
+    async def _play_round_by_round(self, plans: list[GamePlan]) -> None:
+        pool = ProviderPool()
+        # Games in flight may exceed calls in flight (the broker's limit), so that call slots
+        # freed between a game's rounds are taken by other games and the call limit stays
+        # saturated. Concurrency 1 is strictly sequential: one game, one call at a time.
+        gate = asyncio.Semaphore(1 if self.concurrency <= 1 else self.concurrency * 4)
+
+        async def one(plan: GamePlan) -> None:
+            async with gate:
+                agents = tuple(self._agent(plan, side, pool) for side in (0, 1))
+                self.on_result(await self.play_game(plan, (agents[0], agents[1])))
+
+        tasks = [asyncio.create_task(one(plan)) for plan in plans]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await pool.aclose()
+
+    def _agent(self, plan: GamePlan, side: int, pool: ProviderPool) -> Agent:
+        def provider_for(cfg: LLMAgentConfig) -> BoundClient:
+            return self.broker.bind(
+                pool.get(cfg),
+                cfg,
+                condition=plan.condition,
+                replicate=plan.replicate,
+                agent_key=SIDES[side],
+                game_seed=plan.seed,
+            )
+
+        return make_agent(
+            plan.agents[side], matrix=self.matrix, noise=plan.noise, provider_for=provider_for
+        )
+
+    async def play_game(self, plan: GamePlan, agents: tuple[Agent, Agent]) -> GameResult:
+        """Play one game round by round; its records go to the writer when it is logged."""
+        seeds = (agent_seed(plan.seed, 0), agent_seed(plan.seed, 1))
+        for agent, seed in zip(agents, seeds, strict=True):
+            agent.reset(seed)
+        views = [spec.view(plan.horizon, plan.n_rounds) for spec in plan.agents]
+        key = self._key(plan)
+        logged = plan.logged and self.writer is not None
+        transcript = Transcript(self.matrix)
+        lines: list[bytes] = []
+        failures = [0, 0]
+        for r in range(plan.n_rounds):
+            obs = [
+                transcript.observation(
+                    i,
+                    history_window=v.history_window,
+                    include_totals=v.include_totals,
+                    horizon_type=plan.horizon.type,
+                    total_rounds=v.total_rounds,
+                    stop_prob=v.stop_prob,
+                )
+                for i, v in enumerate(views)
+            ]
+            dec_a, dec_b = await asyncio.gather(agents[0].decide(obs[0]), agents[1].decide(obs[1]))
+            played_a = _maybe_flip(dec_a.action, seeds[0], r, plan.noise)
+            played_b = _maybe_flip(dec_b.action, seeds[1], r, plan.noise)
+            pay_a, pay_b = transcript.record(played_a, played_b)
+            failures[0] += int(dec_a.parse_failure)
+            failures[1] += int(dec_b.parse_failure)
+            if logged:
+                values = RoundValues(
+                    round_index=r,
+                    agent_a_action=played_a.value,
+                    agent_b_action=played_b.value,
+                    agent_a_intended_action=dec_a.action.value,
+                    agent_b_intended_action=dec_b.action.value,
+                    agent_a_payoff=pay_a,
+                    agent_b_payoff=pay_b,
+                    agent_a_cum_payoff=transcript.total_a,
+                    agent_b_cum_payoff=transcript.total_b,
+                    agent_a_parse_failure=dec_a.parse_failure,
+                    agent_b_parse_failure=dec_b.parse_failure,
+                    timestamp_utc=utc_now(),
+                )
+                lines.append(self.encoder.round_line(key, values, (dec_a, dec_b)))
+            self._tick(1)
+        if logged and self.writer is not None:
+            self.writer.add(plan.index, b"".join(lines))
+        arrays = {
+            "played_a": [a is Action.C for a in transcript.actions_a],
+            "played_b": [b is Action.C for b in transcript.actions_b],
+            "payoffs_a": transcript.payoffs_a,
+            "payoffs_b": transcript.payoffs_b,
+        }
+        return GameResult(plan, outcome_of(plan, arrays, (failures[0], failures[1])))
+
+
+def _maybe_flip(action: Action, seed: int, round_index: int, noise: float) -> Action:
+    if noise > 0.0 and counter_uniform(seed, round_index, Purpose.NOISE) < noise:
+        return action.flipped
+    return action

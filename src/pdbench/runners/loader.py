@@ -1,0 +1,321 @@
+"""The one config loader: any config file (experiment, tournament, evolution) in, a validated
+`LoadedConfig` with its agents out.
+
+`load_config` reads the YAML and expands refs (`config_loader`), applies command-line overrides,
+validates with pydantic (`config_errors` turns errors into lines), then checks what pydantic
+cannot: policy names and the parameters each policy reads, Axelrod strategies, provider names
+and extras, prompt files, personas and template placeholders, and unique player names. Every
+problem becomes a `file: dotted.path: message (got value)` line of one ConfigError; nothing is
+written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from pdbench.agents.factory import AgentSpec
+from pdbench.agents.llm import (
+    ROUND_FIELDS,
+    SYSTEM_FIELDS,
+    PromptTemplates,
+    placeholders,
+    render_round,
+    render_system,
+)
+from pdbench.agents.policy import POLICY_REGISTRY, policy_names, unused_params
+from pdbench.agents.providers.base import provider_entry
+from pdbench.core.config import (
+    CONFIG_MODELS,
+    AnyAgentConfig,
+    AxelrodAgentConfig,
+    EvolutionConfig,
+    LLMAgentConfig,
+    Loc,
+    PolicyAgentConfig,
+)
+from pdbench.core.payoff import PayoffMatrix
+from pdbench.core.transcript import Transcript
+from pdbench.errors import ConfigError, ConfigIssue
+from pdbench.runners.config_errors import validation_issues
+from pdbench.runners.config_loader import Resolved, apply_overrides, load_resolved
+
+COMMANDS = {"experiment": "run", "tournament": "tournament", "evolution": "evolve"}
+
+
+@dataclass
+class LoadedConfig:
+    """A validated config of any kind: the model, its resolved snapshot, agents and warnings."""
+
+    kind: str
+    config: Any
+    path: Path
+    root: Path
+    snapshot: dict[str, Any]
+    agents: dict[Loc, AgentSpec] = field(default_factory=dict)
+    prompt_files: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def config_sha256(self) -> str:
+        """sha256 of the canonical JSON of the resolved snapshot."""
+        return sha256_json(self.snapshot)
+
+    @property
+    def players(self) -> list[AgentSpec]:
+        """The agents in config order (a tournament's players, an evolution's members)."""
+        return list(self.agents.values())
+
+    @property
+    def names(self) -> list[str]:
+        """The players' display names, in config order."""
+        return [spec.name for spec in self.players]
+
+    def matrix(self) -> PayoffMatrix:
+        """The stage game's payoff matrix."""
+        return self.config.game.matrix()
+
+
+def sha256_json(data: Any) -> str:
+    """sha256 of canonical JSON (sorted keys, no spaces)."""
+    return hashlib.sha256(
+        json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
+    ).hexdigest()
+
+
+def config_kind(data: Any) -> str | None:
+    """experiment, tournament or evolution: the one section the config has (None if unclear)."""
+    found = [k for k in CONFIG_MODELS if isinstance(data, dict) and k in data]
+    return found[0] if len(found) == 1 else None
+
+
+def load_config(
+    path: str | Path, kind: str | None = None, overrides: dict[str, Any] | None = None
+) -> LoadedConfig:
+    """Load and fully validate a config; ConfigError lists every problem.
+
+    `kind` (experiment, tournament, evolution) is what the command expects; None accepts any.
+    `overrides` are dotted paths set before validation (the command-line options).
+    """
+    path = Path(path)
+    resolved = load_resolved(path)
+    found = config_kind(resolved.data)
+    display = resolved.display(path)
+    if found is None:
+        raise ConfigError(
+            [ConfigIssue(display, "", f"needs exactly one of the sections {', '.join(COMMANDS)}")]
+        )
+    if kind is not None and found != kind:
+        raise ConfigError(
+            [
+                ConfigIssue(
+                    display,
+                    found,
+                    f"this is {_article(found)} config; run it with `pdbench {COMMANDS[found]}`",
+                )
+            ]
+        )
+    overrides = dict(overrides or {})
+    apply_overrides(resolved, overrides)
+    model = CONFIG_MODELS[found]
+    try:
+        config = model.model_validate(resolved.data)
+    except ValidationError as exc:
+        raise ConfigError(validation_issues(exc, resolved, model)) from None
+    snapshot = config.model_dump(mode="json")
+    loaded = LoadedConfig(found, config, path, resolved.root, snapshot, overrides=overrides)
+    matrix = config.game.matrix()
+    loaded.warnings.extend(f"game.payoff_matrix: {w}" for w in matrix.pd_warnings())
+    issues: list[ConfigIssue] = []
+    if isinstance(config, EvolutionConfig):
+        for loc, message in config.evolution.size_problems():
+            issues.append(resolved.issue(("evolution",) + loc, message))
+    seen: dict[str, Loc] = {}
+    for loc, agent in config.agent_locations():
+        spec = _check_agent(agent, loc, resolved, matrix, loaded, issues)
+        if spec is not None:
+            loaded.agents[loc] = spec
+        if found != "experiment":
+            _check_unique_name(agent, loc, seen, resolved, issues)
+        _relativize_prompts(snapshot, loc, resolved)
+    if issues:
+        raise ConfigError(issues)
+    return loaded
+
+
+def _article(kind: str) -> str:
+    return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
+
+
+def _check_unique_name(
+    agent: AnyAgentConfig,
+    loc: Loc,
+    seen: dict[str, Loc],
+    resolved: Resolved,
+    issues: list[ConfigIssue],
+) -> None:
+    """Player names are unique (match seeds and artifact rows derive from them)."""
+    name = agent.display_name()
+    if name in seen:
+        issues.append(
+            resolved.issue(
+                loc,
+                f"duplicate player name {name!r} (same as entry "
+                f"{[p for p in seen[name] if isinstance(p, int)][-1]}); "
+                "give one of them a distinct `name`",
+            )
+        )
+    seen.setdefault(name, loc)
+
+
+def _check_agent(
+    agent: AnyAgentConfig,
+    loc: Loc,
+    resolved: Resolved,
+    matrix: PayoffMatrix,
+    loaded: LoadedConfig,
+    issues: list[ConfigIssue],
+) -> AgentSpec | None:
+    """What pydantic cannot check about one agent; its AgentSpec when it is usable."""
+    if isinstance(agent, PolicyAgentConfig):
+        return _check_policy(agent, loc, resolved, issues)
+    if isinstance(agent, AxelrodAgentConfig):
+        from pdbench.agents.axelrod_adapter import strategy_problem
+
+        problem = strategy_problem(agent.strategy)
+        if problem is not None:
+            issues.append(resolved.issue(loc + ("strategy",), problem))
+            return None
+        return AgentSpec(agent)
+    templates = _check_llm(agent, loc, resolved, matrix, loaded, issues)
+    return AgentSpec(agent, templates) if templates is not None else None
+
+
+def _check_policy(
+    agent: PolicyAgentConfig, loc: Loc, resolved: Resolved, issues: list[ConfigIssue]
+) -> AgentSpec | None:
+    if agent.policy.upper() not in POLICY_REGISTRY:
+        issues.append(
+            resolved.issue(
+                loc + ("policy",),
+                f"unknown policy (valid: {', '.join(policy_names())}) (got {agent.policy!r})",
+            )
+        )
+        return None
+    unused = unused_params(agent)
+    for param in unused:
+        readers = [k for k, cls in sorted(POLICY_REGISTRY.items()) if param in cls.reads]
+        value = getattr(agent.params, param)
+        issues.append(
+            resolved.issue(
+                loc + ("params", param),
+                f"{agent.policy.upper()} does not use it (used by: {', '.join(readers)}); "
+                f"set it to null (got {value!r})",
+            )
+        )
+    return None if unused else AgentSpec(agent)
+
+
+def _check_llm(
+    agent: LLMAgentConfig,
+    loc: Loc,
+    resolved: Resolved,
+    matrix: PayoffMatrix,
+    loaded: LoadedConfig,
+    issues: list[ConfigIssue],
+) -> PromptTemplates | None:
+    """Provider, prompt files, persona and templates of an LLM agent; its templates if valid."""
+    try:
+        hint = provider_entry(agent.provider).missing_sdk()
+    except KeyError as exc:
+        hint = str(exc.args[0])
+    if hint is not None:
+        issues.append(resolved.issue(loc + ("provider",), hint))
+    paths: dict[str, Path] = {}
+    for key in ("system", "round", "personas_dir"):
+        value = getattr(agent.prompts, key)
+        file, _ = resolved.origin_of(loc + ("prompts", key))
+        target = (file.parent / value).resolve()
+        if not target.is_relative_to(resolved.root):
+            issues.append(
+                resolved.issue(
+                    loc + ("prompts", key), f"path leaves the config root (got {value!r})"
+                )
+            )
+        elif not (target.is_dir() if key == "personas_dir" else target.is_file()):
+            issues.append(resolved.issue(loc + ("prompts", key), f"not found (got {value!r})"))
+        else:
+            paths[key] = target
+    if len(paths) < 3:
+        return None
+    persona_text = ""
+    if agent.persona is not None:
+        personas = sorted(p.stem for p in paths["personas_dir"].glob("*.md"))
+        if agent.persona not in personas:
+            issues.append(
+                resolved.issue(
+                    loc + ("persona",),
+                    f"unknown persona (valid: {', '.join(personas)}) (got {agent.persona!r})",
+                )
+            )
+            return None
+        paths["persona"] = paths["personas_dir"] / f"{agent.persona}.md"
+        persona_text = paths["persona"].read_text(encoding="utf-8")
+    templates = PromptTemplates(
+        system=paths["system"].read_text(encoding="utf-8"),
+        round=paths["round"].read_text(encoding="utf-8"),
+        persona=persona_text,
+    )
+    problem = _template_problem(agent, templates, matrix)
+    if problem is not None:
+        key, message = problem
+        issues.append(resolved.issue(loc + ("prompts", key), message))
+        return None
+    for key, path in paths.items():
+        if key != "personas_dir":
+            rel = path.relative_to(resolved.root).as_posix()
+            loaded.prompt_files[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return None if hint is not None else templates
+
+
+def _template_problem(
+    agent: LLMAgentConfig, templates: PromptTemplates, matrix: PayoffMatrix
+) -> tuple[str, str] | None:
+    """(system or round, message) when a template does not render, else None."""
+    for key, text in (("system", templates.system), ("round", templates.round)):
+        try:
+            if key == "system":
+                render_system(templates, matrix, agent.output_format)
+            else:
+                probe = Transcript(matrix).observation(
+                    0, history_window=1, include_totals=True, horizon_type="fixed"
+                )
+                render_round(text, probe, agent.history_window, agent.output_format)
+        except (KeyError, IndexError, ValueError) as exc:
+            valid = SYSTEM_FIELDS if key == "system" else ROUND_FIELDS
+            return key, (
+                f"template error {exc!s} (placeholders: {', '.join(sorted(placeholders(text)))}; "
+                f"valid: {', '.join(valid)})"
+            )
+    return None
+
+
+def _relativize_prompts(snapshot: dict[str, Any], loc: Loc, resolved: Resolved) -> None:
+    """Rewrite an agent's prompt paths in the snapshot relative to the config root."""
+    node: Any = snapshot
+    for part in loc:
+        node = node[part]
+    prompts = node.get("prompts") if isinstance(node, dict) else None
+    if not isinstance(prompts, dict):
+        return
+    for key, value in prompts.items():
+        file, _ = resolved.origin_of(loc + ("prompts", key))
+        target = (file.parent / value).resolve()
+        if target.is_relative_to(resolved.root):
+            prompts[key] = target.relative_to(resolved.root).as_posix()

@@ -1,0 +1,348 @@
+"""One run directory's life, the same for experiments, tournaments and evolutions.
+
+`RunSession.run` prepares the directory (or picks a stopped run up again), writes the manifest
+with status `running`, plays every planned game not yet finished through the `Engine` (logged
+games appended to rounds.jsonl in plan order, every provider call through one `CallBroker`:
+cache, budget, call log), lets the mode compute and write its own artifacts from the games'
+outcomes, and records how it ended: completed, failed, stopped (budget) or interrupted. A run
+that stops keeps every finished logged game and can be resumed; the resumed artifacts equal an
+uninterrupted run's (timestamps aside), because unlogged games are policy games that replay
+identically and logged ones are read back.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+import pdbench
+from pdbench.agents.llm import ParseFailureAbort
+from pdbench.core.config import BudgetConfig
+from pdbench.core.metrics import GameOutcome
+from pdbench.errors import RunError, RunInterrupted
+from pdbench.runners.broker import Budget, BudgetExhausted, CallBroker, ProviderFatalError
+from pdbench.runners.engine import Engine, GamePlan, GameResult, ProgressFn, utc_now
+from pdbench.runners.loader import LoadedConfig
+from pdbench.storage.aggregate import usage_by_game
+from pdbench.storage.cache import DEFAULT_CACHE_DIR, ResponseCache
+from pdbench.storage.files import JsonlAppender, environment_info
+from pdbench.storage.rounds import OrderedRoundsWriter, RoundsEncoder
+from pdbench.storage.run_dir import (
+    finished_games,
+    prepare_output_dir,
+    previous_usage,
+    read_manifest,
+    write_games_in_order,
+    write_manifest,
+)
+from pdbench.storage.schema import CALLS_FILE, ROUNDS_FILE, SCHEMA_VERSION
+
+# Keys of the config snapshot that may change between a run and its resume.
+RESUMABLE_CHANGES = ("budget",)
+
+
+@dataclass
+class RunOptions:
+    """How to run: where, whether to overwrite or resume, the cache, concurrency, progress."""
+
+    output_dir: Path | None = None
+    overwrite: bool = False
+    resume: bool = False
+    cache_dir: Path | None = None
+    use_cache: bool = True
+    concurrency: int = 16
+    progress: ProgressFn | None = None
+
+
+@dataclass
+class SessionResult:
+    """What a finished session produced: every game's outcome (by plan index) and the manifest."""
+
+    run_dir: Path
+    manifest: dict[str, Any]
+    outcomes: dict[int, GameOutcome] = field(default_factory=dict)
+    games_played: int = 0
+    games_kept: int = 0
+
+
+Finish = Callable[[dict[int, GameOutcome], Path], dict[str, Any]]
+
+
+class RunSession:
+    """Plays a config's planned games into a run directory; see the module docstring."""
+
+    def __init__(
+        self,
+        loaded: LoadedConfig,
+        plans: Sequence[GamePlan],
+        options: RunOptions,
+        manifest_extra: dict[str, Any] | None = None,
+    ) -> None:
+        self.loaded = loaded
+        self.plans = list(plans)
+        self.options = options
+        self.run_dir = Path(options.output_dir or loaded.config.run.output_dir)
+        self.manifest_extra = manifest_extra or {}
+
+    def run(self, finish: Finish) -> SessionResult:
+        """Play, then `finish(outcomes, run_dir)` writes the mode's artifacts and returns keys
+        for the manifest. Raises RunError / RunInterrupted when the run had to stop."""
+        # pyarrow (for Parquet artifacts) takes most of a second to import: do it while games play.
+        threading.Thread(
+            target=importlib.import_module, args=("pyarrow.parquet",), daemon=True
+        ).start()
+        manifest, kept = self._start()
+        result = SessionResult(self.run_dir, manifest, games_kept=len(kept))
+        result.outcomes.update(kept)
+        todo = [p for p in self.plans if p.index not in kept]
+        status, error = "completed", None
+        writer = OrderedRoundsWriter(
+            self.run_dir / ROUNDS_FILE, [p.index for p in todo if p.logged]
+        )
+        llm = any(p.has_llm for p in self.plans)
+        cache = self._cache() if llm and todo else None
+        calls_log = JsonlAppender(self.run_dir / CALLS_FILE) if llm else None
+        try:
+            broker = self._broker(manifest, cache, calls_log)
+            self._play(todo, broker, writer, result)
+            writer.close()
+            self._reorder(writer.out_of_order or bool(kept))
+            manifest.update(finish(result.outcomes, self.run_dir))
+        except (ParseFailureAbort, ProviderFatalError) as exc:
+            status, error = "failed", str(exc)
+        except BudgetExhausted as exc:
+            status, error = "stopped", str(exc)
+        except KeyboardInterrupt:
+            status, error = "interrupted", "interrupted by the user"
+        except BaseException as exc:
+            status, error = "failed", f"{type(exc).__name__}: {exc}"
+            raise
+        finally:
+            writer.close()
+            if calls_log is not None:
+                calls_log.close()
+            if cache is not None:
+                cache.close()
+            self._close_manifest(manifest, status, error)
+        if status == "interrupted":
+            raise RunInterrupted(
+                f"interrupted: finished games are kept in {self.run_dir}; "
+                f"continue with `pdbench resume {self.run_dir}`"
+            )
+        if status != "completed":
+            raise RunError(
+                f"run stopped: {error}. Finished games are kept in {self.run_dir}; "
+                f"continue with `pdbench resume {self.run_dir}`"
+            )
+        return result
+
+    # ----------------------------------------------------------------------------------------
+
+    def _start(self) -> tuple[dict[str, Any], dict[int, GameOutcome]]:
+        """The manifest (new, or the stopped run's) and the outcomes of games kept."""
+        kind = self.loaded.kind
+        if self.options.resume:
+            manifest, kept = self._resume()
+        else:
+            prepare_output_dir(self.run_dir, self.options.overwrite, kind)
+            manifest, kept = base_manifest(self.loaded, utc_now()), {}
+            manifest.update(self.manifest_extra)
+        manifest["output_dir"] = str(self.run_dir)
+        write_manifest(self.run_dir, kind, manifest)
+        return manifest, kept
+
+    def _resume(self) -> tuple[dict[str, Any], dict[int, GameOutcome]]:
+        if not self.run_dir.is_dir():
+            raise RunError(
+                f"{self.run_dir}: nothing to resume (no such directory); run without --resume"
+            )
+        manifest = read_manifest(self.run_dir, self.loaded.kind)
+        changed = snapshot_changes(manifest.get("config") or {}, self.loaded.snapshot)
+        if changed:
+            raise RunError(
+                f"{self.run_dir}: the config changed since this run started ({changed}; only "
+                "run.budget may change on resume); start a new run with another output_dir "
+                "or --overwrite"
+            )
+        logged = [p for p in self.plans if p.logged]
+        lines = finished_games(self.run_dir, {p.key: p.n_rounds for p in logged})
+        write_games_in_order(self.run_dir, lines, [p.key for p in logged])
+        kept = {p.index: outcome_from_lines(p, lines[p.key]) for p in logged if p.key in lines}
+        manifest.update(status="running", error=None, config=self.loaded.snapshot)
+        manifest.setdefault("sessions", []).append(
+            {"started_at_utc": utc_now(), "resumed": True, "games_kept": len(kept)}
+        )
+        return manifest, kept
+
+    def _cache(self) -> ResponseCache | None:
+        if not self.options.use_cache:
+            return None
+        return ResponseCache(self.options.cache_dir or DEFAULT_CACHE_DIR)
+
+    def _broker(
+        self,
+        manifest: dict[str, Any],
+        cache: ResponseCache | None,
+        calls_log: JsonlAppender | None,
+    ) -> CallBroker:
+        spent = previous_usage(self.run_dir) if self.options.resume else (0, 0, 0.0)
+        budget = Budget(self.loaded.config.run.budget, *spent)
+        session = len(manifest.get("sessions") or [None]) - 1
+        return CallBroker(cache, budget, calls_log, self.options.concurrency, session=session)
+
+    def _play(
+        self,
+        todo: list[GamePlan],
+        broker: CallBroker,
+        writer: OrderedRoundsWriter,
+        result: SessionResult,
+    ) -> None:
+        run = self.loaded.config.run
+        encoder = RoundsEncoder(
+            self.loaded.matrix(),
+            store_prompts=run.store_prompts,
+            store_raw=run.store_raw_responses,
+        )
+
+        def collect(game: GameResult) -> None:
+            result.outcomes[game.plan.index] = game.outcome
+            result.games_played += 1
+
+        engine = Engine(
+            run_id=run.run_id,
+            matrix=self.loaded.matrix(),
+            broker=broker,
+            encoder=encoder,
+            writer=writer,
+            on_result=collect,
+            concurrency=self.options.concurrency,
+            progress=self.options.progress,
+        )
+        total = sum(p.n_rounds for p in self.plans)
+        engine.play(todo, done_before=total - sum(p.n_rounds for p in todo), total=total)
+
+    def _reorder(self, needed: bool) -> None:
+        """Rewrite rounds.jsonl in plan order after a resume or games written out of order."""
+        if not needed:
+            return
+        logged = [p for p in self.plans if p.logged]
+        lines = finished_games(self.run_dir, {p.key: p.n_rounds for p in logged})
+        write_games_in_order(self.run_dir, lines, [p.key for p in logged])
+
+    def _close_manifest(self, manifest: dict[str, Any], status: str, error: str | None) -> None:
+        usage = usage_summary(usage_by_game(self.run_dir))
+        calls, tokens, cost = previous_usage(self.run_dir)
+        usage["spent_all_sessions"] = {
+            "provider_calls": calls,
+            "tokens": tokens,
+            "cost_usd": round(cost, 8),
+        }
+        manifest.update(status=status, error=error, finished_at_utc=utc_now(), usage=usage)
+        write_manifest(self.run_dir, self.loaded.kind, manifest)
+
+
+def play_in_memory(
+    loaded: LoadedConfig,
+    plans: Sequence[GamePlan],
+    concurrency: int = 16,
+    progress: ProgressFn | None = None,
+) -> dict[int, GameOutcome]:
+    """Play plans without a run directory (no records, cache, call log or budget): for studies
+    and benchmarks that only want the outcomes."""
+    outcomes: dict[int, GameOutcome] = {}
+
+    def collect(game: GameResult) -> None:
+        outcomes[game.plan.index] = game.outcome
+
+    engine = Engine(
+        run_id=loaded.config.run.run_id,
+        matrix=loaded.matrix(),
+        broker=CallBroker(None, Budget(BudgetConfig()), None, concurrency),
+        encoder=RoundsEncoder(loaded.matrix()),
+        writer=None,
+        on_result=collect,
+        concurrency=concurrency,
+        progress=progress,
+    )
+    engine.play(plans)
+    return outcomes
+
+
+def base_manifest(loaded: LoadedConfig, started: str) -> dict[str, Any]:
+    """The keys every manifest starts with: identity, status, config, versions, environment."""
+    cfg = loaded.config
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": loaded.kind,
+        "run_id": cfg.run.run_id,
+        "seed": cfg.run.seed,
+        "status": "running",
+        "started_at_utc": started,
+        "finished_at_utc": None,
+        "sessions": [{"started_at_utc": started, "resumed": False}],
+        "pdbench_version": pdbench.__version__,
+        "config_path": str(Path(loaded.path).resolve()),
+        "config_sha256": loaded.config_sha256,
+        "config": loaded.snapshot,
+        "overrides": loaded.overrides,
+        "prompt_files": loaded.prompt_files,
+        "warnings": loaded.warnings,
+        "environment": environment_info(loaded.root),
+        "usage": None,
+        "error": None,
+    }
+
+
+def snapshot_changes(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """The dotted paths (at most three) where two config snapshots differ, ignoring the keys a
+    resume may change; '' when they are equal."""
+    paths: list[str] = []
+
+    def compare(a: Any, b: Any, where: str) -> None:
+        if isinstance(a, dict) and isinstance(b, dict):
+            for key in sorted(set(a) | set(b)):
+                if where == "run" and key in RESUMABLE_CHANGES:
+                    continue
+                compare(a.get(key), b.get(key), f"{where}.{key}" if where else key)
+        elif a != b:
+            paths.append(f"{where}: {orjson.dumps(a).decode()} -> {orjson.dumps(b).decode()}")
+
+    compare(before, after, "")
+    shown = "; ".join(p if len(p) <= 120 else p[:117] + "..." for p in paths[:3])
+    return shown + (f"; and {len(paths) - 3} more" if len(paths) > 3 else "")
+
+
+def outcome_from_lines(plan: GamePlan, lines: list[bytes]) -> GameOutcome:
+    """A finished game's outcome, read back from its rounds.jsonl lines."""
+    records = sorted((orjson.loads(line) for line in lines), key=lambda r: r["round_index"])
+    return GameOutcome(
+        condition=plan.condition,
+        replicate=plan.replicate,
+        agent_a_name=plan.agents[0].name,
+        agent_b_name=plan.agents[1].name,
+        a_coop=np.array([r["agent_a_action"] == "C" for r in records], dtype=bool),
+        b_coop=np.array([r["agent_b_action"] == "C" for r in records], dtype=bool),
+        a_payoffs=np.array([r["agent_a_payoff"] for r in records], dtype=np.float64),
+        b_payoffs=np.array([r["agent_b_payoff"] for r in records], dtype=np.float64),
+        a_parse_failures=sum(bool(r.get("agent_a_parse_failure")) for r in records),
+        b_parse_failures=sum(bool(r.get("agent_b_parse_failure")) for r in records),
+    )
+
+
+def usage_summary(usage: dict[tuple[str, int, str], dict[str, Any]]) -> dict[str, Any]:
+    """Token, call and cost totals per condition and agent, and overall."""
+    per_condition: dict[str, dict[str, dict[str, Any]]] = {}
+    total: dict[str, Any] = {}
+    for (condition, _rep, agent), counts in sorted(usage.items()):
+        slot = per_condition.setdefault(condition, {}).setdefault(agent, {})
+        for name, value in counts.items():
+            slot[name] = slot.get(name, 0) + value
+            total[name] = total.get(name, 0) + value
+    return {"per_condition": per_condition, "total": total}
