@@ -40,7 +40,9 @@ OverwriteOpt = Annotated[
 ]
 ResumeOpt = Annotated[
     bool,
-    typer.Option("--resume", help="Continue a stopped run in its output dir, keeping finished games."),
+    typer.Option(
+        "--resume", help="Continue a stopped run in its output dir, keeping finished games."
+    ),
 ]
 DryRunOpt = Annotated[
     bool,
@@ -86,7 +88,9 @@ def _root(
 def _load(config: Path, kind: str | None, overrides: dict[str, Any] | None = None) -> LoadedConfig:
     from pdbench.runners.loader import load_config
 
-    loaded = load_config(config, kind, {k: v for k, v in (overrides or {}).items() if v is not None})
+    loaded = load_config(
+        config, kind, {k: v for k, v in (overrides or {}).items() if v is not None}
+    )
     for warning in loaded.warnings:
         _err(f"warning: {config}: {warning}")
     return loaded

@@ -15,8 +15,10 @@ import numpy as np
 import pytest
 
 from pdbench.agents.axelrod_adapter import axelrod_available, import_axelrod
-from pdbench.core.batch import PolicySpec, play_batch
+from pdbench.agents.factory import AgentSpec
+from pdbench.core.config import PolicyAgentConfig
 from pdbench.core.payoff import PayoffMatrix
+from pdbench.runners.engine import MachineTable
 from pdbench.core.rng import derive_seed
 
 if not axelrod_available():
@@ -30,14 +32,9 @@ TWINS = {"TFT": "TitForTat", "WSLS": "WinStayLoseShift", "GRIM": "Grudger", "GTF
 def pdbench_stats(a: str, b: str) -> np.ndarray:
     """Per match: (score/turn A, score/turn B, coop rate A, coop rate B)."""
     seeds = np.array([derive_seed(1, "agree", a, b, r) for r in range(MATCHES)], dtype=np.uint64)
-    result = play_batch(
-        [PolicySpec(a), PolicySpec(b)],
-        np.zeros(MATCHES, int),
-        np.ones(MATCHES, int),
-        seeds,
-        np.full(MATCHES, TURNS),
-        PayoffMatrix(),
-        NOISE,
+    spec_a, spec_b = (AgentSpec(PolicyAgentConfig(type="policy", policy=p)) for p in (a, b))
+    result = MachineTable(PayoffMatrix()).play(
+        [spec_a] * MATCHES, [spec_b] * MATCHES, seeds, np.full(MATCHES, TURNS), NOISE
     )
     score_a, score_b = result.totals()
     coop_a, coop_b = result.cooperations()

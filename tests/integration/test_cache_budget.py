@@ -16,14 +16,14 @@ from typing import Any
 
 import pytest
 import yaml
+from tests.support.configs import execute
 from tests.support.openai_server import FakeOpenAIServer, Fault
 
-from pdbench.agents.providers.base import CallTag
+from pdbench.agents.providers.base import CallTag, CompletionRequest
 from pdbench.core.config import BudgetConfig
 from pdbench.errors import RunError
-from pdbench.runners.calls import Budget, CallBroker
-from pdbench.runners.registry import load_experiment
-from pdbench.runners.run_experiment import run_experiment
+from pdbench.runners.broker import Budget, CallBroker
+from pdbench.runners.loader import load_config
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = REPO / "configs"
@@ -229,19 +229,23 @@ def test_cache_key_includes_the_replicate_only_when_sampling(
     tmp_path: Path, temperature: float
 ) -> None:
     cfg_path = write_experiment(tmp_path, "http://127.0.0.1:9/v1", temperature=temperature)
-    agent_cfg = load_experiment(cfg_path).config.experiment.conditions[0].agent_a
+    agent_cfg = load_config(cfg_path).config.experiment.conditions[0].agent_a
     broker = CallBroker(None, Budget(BudgetConfig()), None, 1)
     tag = CallTag(3, 0)
-    key0 = _bound(broker, agent_cfg, 0, 1234).key_for("sys", "prompt", tag)
-    key1 = _bound(broker, agent_cfg, 1, 1234).key_for("sys", "prompt", tag)
+
+    def request(system: str = "sys", prompt: str = "prompt", call: CallTag = tag) -> Any:
+        return CompletionRequest(system, prompt, temperature, 16, tag=call)
+
+    key0 = _bound(broker, agent_cfg, 0, 1234).key_for(request())
+    key1 = _bound(broker, agent_cfg, 1, 1234).key_for(request())
     # Same game seed on purpose: only the replicate index differs.
     assert (key0 != key1) is (temperature > 0)
     # Everything else that shapes a reply is in the key.
     base = _bound(broker, agent_cfg, 0, 1234)
-    assert base.key_for("sys", "prompt", CallTag(3, 1)) != key0  # parse attempt
-    assert base.key_for("sys", "prompt2", tag) != key0
-    assert base.key_for("sys2", "prompt", tag) != key0
-    assert _bound(broker, agent_cfg, 0, 1235).key_for("sys", "prompt", tag) != key0
+    assert base.key_for(request(call=CallTag(3, 1))) != key0  # parse attempt
+    assert base.key_for(request(prompt="prompt2")) != key0
+    assert base.key_for(request(system="sys2")) != key0
+    assert _bound(broker, agent_cfg, 0, 1235).key_for(request()) != key0
 
 
 def test_replicates_do_not_share_cached_replies_when_sampling(
@@ -358,7 +362,7 @@ def test_max_tokens_budget_stops_the_run(tmp_path: Path) -> None:
             budget={"max_calls": None, "max_tokens": 1, "max_cost_usd": None},
         )
         with pytest.raises(RunError, match="max_tokens=1"):
-            run_experiment(load_experiment(cfg), concurrency=1, cache_dir=tmp_path / "cache")
+            execute(cfg, concurrency=1, cache_dir=tmp_path / "cache")
         # The first call spends more than 1 token; no second call may start.
         assert srv.chat_count == 1
     assert manifest(tmp_path / "out")["status"] == "stopped"
@@ -391,7 +395,7 @@ def test_dry_run_prints_expected_calls_and_tokens_and_writes_nothing(
 
         # The estimate against what a real run sends (the server counts whitespace words, fewer
         # than ~4-character tokens; the estimate assumes a full history window every round).
-        run_experiment(load_experiment(cfg), cache_dir=cache, concurrency=4)
+        execute(cfg, cache_dir=cache, concurrency=4)
         sent_words = sum(len(m["content"].split()) for r in srv.requests for m in r["messages"])
         sent_chars = sum(len(m["content"]) for r in srv.requests for m in r["messages"])
     assert sent_words <= est_in <= sent_chars

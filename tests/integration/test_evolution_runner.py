@@ -13,8 +13,16 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from pdbench.runners.evolve import format_shares, run_evolution, simulate_evolution
-from pdbench.runners.games_config import load_evolution
+from pdbench.runners.evolve import simulate_evolution
+from pdbench.runners.loader import load_config
+from pdbench.runners.plan import shares_table
+from tests.support.configs import execute
+
+
+def load_evolution(path: Path, **overrides: Any) -> Any:
+    dotted = {"seed": "run.seed", "noise": "game.noise"}
+    return load_config(path, "evolution", {dotted[k]: v for k, v in overrides.items()})
+
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "configs" / "evolution.yaml"
@@ -40,7 +48,7 @@ def top(result: Any) -> str:
 
 
 def test_example_writes_artifacts(tmp_path: Path) -> None:
-    result = run_evolution(EXAMPLE, output_dir=tmp_path / "evo")
+    result = execute(EXAMPLE, output_dir=tmp_path / "evo")
     table = pq.read_table(tmp_path / "evo" / "generations.parquet").to_pydict()
     assert list(table) == ["generation", "strategy", "count", "share", "mean_fitness"]
     first = {
@@ -59,15 +67,16 @@ def test_example_writes_artifacts(tmp_path: Path) -> None:
     manifest = orjson.loads((tmp_path / "evo" / "evolution_manifest.json").read_bytes())
     assert manifest["process"] == "eliminate_clone" and manifest["fitness"] == "sampled"
     assert manifest["final_counts"] == result.final_counts
-    assert "generations" in format_shares(result)
+    assert manifest["status"] == "completed" and manifest["kind"] == "evolution"
+    text = shares_table(result.rows, result.strategies, result.final_counts)
+    assert text.splitlines()[2].split()[0] == top(result)
 
 
 def test_classic_lessons_with_the_example_defaults() -> None:
     # Without noise, TFT ("copycat") takes over; with 5% noise the forgiving GTFT / TF2T / WSLS
     # end on top instead. Checked over ten seeds: each lesson must hold in a clear majority.
-    loaded = load_evolution(EXAMPLE)
-    no_noise = [simulate_evolution(loaded, seed=s) for s in range(1, 11)]
-    noisy = [simulate_evolution(loaded, noise=0.05, seed=s) for s in range(1, 11)]
+    no_noise = [simulate_evolution(load_evolution(EXAMPLE, seed=s)) for s in range(1, 11)]
+    noisy = [simulate_evolution(load_evolution(EXAMPLE, noise=0.05, seed=s)) for s in range(1, 11)]
     assert sum(top(r) == "TFT" for r in no_noise) >= 7
     assert sum(r.fixated == "TFT" for r in no_noise) >= 6
     assert sum(top(r) in ("GTFT", "TF2T", "WSLS") for r in noisy) >= 6
@@ -81,11 +90,11 @@ def test_neutral_moran_with_two_copies_of_tft(tmp_path: Path) -> None:
         {"player": {"type": "policy", "policy": "TFT", "name": "TFT-a"}, "count": 1},
         {"player": {"type": "policy", "policy": "TFT", "name": "TFT-b"}, "count": 3},
     ]
-    loaded = load_evolution(
-        write_config(tmp_path, population, process="moran", generations=10_000, repetitions=1)
-    )
+    path = write_config(tmp_path, population, process="moran", generations=10_000, repetitions=1)
     runs = 300
-    wins = sum(simulate_evolution(loaded, seed=s).fixated == "TFT-a" for s in range(runs))
+    wins = sum(
+        simulate_evolution(load_evolution(path, seed=s)).fixated == "TFT-a" for s in range(runs)
+    )
     assert abs(wins / runs - 0.25) <= 4 * math.sqrt(0.25 * 0.75 / runs)
 
 

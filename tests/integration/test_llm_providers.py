@@ -24,11 +24,12 @@ from typing import Any
 
 import pytest
 import yaml
+from tests.support.configs import execute
 from tests.support.openai_server import FakeOpenAIServer, Fault
 
+from pdbench.agents.providers.base import CompletionRequest
+from pdbench.core.config import LLMAgentConfig
 from pdbench.errors import RunError
-from pdbench.runners.registry import load_experiment
-from pdbench.runners.run_experiment import run_experiment
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = REPO / "configs"
@@ -85,11 +86,19 @@ def _warm_sdks() -> Iterator[None]:
             (OpenAIProvider, MODELS["openai"]),
             (LiteLLMProvider, MODELS["litellm"]),
         ):
-            client = cls(model, api_key=KEY, base_url=url, timeout_s=30)
-            await client.acomplete(system="warm-up", prompt="warm-up", temperature=0, max_tokens=2)
-            closer = getattr(client, "aclose", None)
-            if closer is not None:
-                await closer()
+            cfg = LLMAgentConfig.model_validate(
+                {
+                    "type": "llm",
+                    "provider": cls.name,
+                    "model": model,
+                    "base_url": url,
+                    "timeout_s": 30,
+                    "prompts": {"system": "s", "round": "r", "personas_dir": "p"},
+                }
+            )
+            client = cls(cfg, KEY)
+            await client.complete(CompletionRequest("warm-up", "warm-up", 0.0, 2))
+            await client.aclose()
 
     saved = {v: os.environ.pop(v, None) for v in PROXY_VARS}
     try:
@@ -204,7 +213,7 @@ def test_transient_faults_are_retried_logged_and_lose_no_round(
 ) -> None:
     with TimedServer(faults=FAULTS) as srv:
         cfg = write_experiment(tmp_path, provider, srv.base_url, agent={"timeout_s": 0.5})
-        summary = run_experiment(load_experiment(cfg), concurrency=1, cache_dir=tmp_path / "cache")
+        summary = execute(cfg, concurrency=1, cache_dir=tmp_path / "cache")
         requests = srv.requests
     run_dir = tmp_path / "out"
     assert summary.manifest["status"] == "completed"
@@ -274,7 +283,7 @@ def test_retry_after_of_a_429_is_honoured(tmp_path: Path, provider: str) -> None
     """Backoff is 0.01-0.05 s, so only Retry-After: 0.2 can make the retry wait 0.2 s."""
     with TimedServer(faults={3: Fault("429", retry_after=0.2)}) as srv:
         cfg = write_experiment(tmp_path, provider, srv.base_url, conditions=1, replicates=1)
-        run_experiment(load_experiment(cfg), concurrency=1, cache_dir=tmp_path / "cache")
+        execute(cfg, concurrency=1, cache_dir=tmp_path / "cache")
         requests, arrivals = srv.requests, dict(srv.arrivals)
     assert [r["fault"] for r in requests[:4]] == [None, None, "429", None]
     assert requests[3]["messages"] == requests[2]["messages"]  # the retry of the same call
@@ -292,7 +301,7 @@ def test_periodic_faults_with_concurrent_games_keep_every_round(
     """Every 5th request fails (500) while 4 games run at once."""
     with FakeOpenAIServer(fault_every=(5, Fault("500"))) as srv:
         cfg = write_experiment(tmp_path, provider, srv.base_url, opponent="TFT")
-        run_experiment(load_experiment(cfg), concurrency=4, cache_dir=tmp_path / "cache")
+        execute(cfg, concurrency=4, cache_dir=tmp_path / "cache")
         n_requests = srv.chat_count
         faulted = sum(1 for r in srv.requests if r["fault"] == "500")
     calls = read_jsonl(tmp_path / "out" / "llm_calls.jsonl")
@@ -324,7 +333,7 @@ def test_tit_for_tat_server_against_alld_plays_tft_moves(tmp_path: Path, provide
             n_rounds=6,
             agent={"temperature": 0.0, "max_tokens": 7},
         )
-        run_experiment(load_experiment(cfg), concurrency=1, cache_dir=tmp_path / "cache")
+        execute(cfg, concurrency=1, cache_dir=tmp_path / "cache")
         requests = srv.requests
     rounds = read_jsonl(tmp_path / "out" / "rounds.jsonl")
     # TFT: C first, then copy the opponent's last move; ALLD always defects.
@@ -472,9 +481,8 @@ def test_fatal_error_mid_run_keeps_finished_games_and_resume_completes(tmp_path:
     with FakeOpenAIServer(tft_then_vanish) as srv:
         holder["srv"] = srv
         cfg = write_experiment(tmp_path, "openai", srv.base_url, opponent="GRIM")
-        loaded = load_experiment(cfg)
         with pytest.raises(RunError) as err:
-            run_experiment(loaded, concurrency=1, cache_dir=tmp_path / "cache")
+            execute(cfg, concurrency=1, cache_dir=tmp_path / "cache")
         assert srv.chat_count == 9  # 8 good calls, then one 404, not retried
         assert "not found" in str(err.value) and "agent_a" in str(err.value)
         run_dir = tmp_path / "out"
@@ -483,7 +491,7 @@ def test_fatal_error_mid_run_keeps_finished_games_and_resume_completes(tmp_path:
         kept = read_jsonl(run_dir / "rounds.jsonl")
         assert [(r["condition"], r["replicate"]) for r in kept] == [("LLM_vs_GRIM_0", 0)] * 8
         srv.models = {"test-model"}
-        summary = run_experiment(loaded, concurrency=1, resume=True, cache_dir=tmp_path / "cache")
+        summary = execute(cfg, concurrency=1, resume=True, cache_dir=tmp_path / "cache")
         assert srv.chat_count == 9 + 24
     assert summary.manifest["status"] == "completed"
     assert summary.games_resumed == 1
@@ -541,9 +549,7 @@ def test_litellm_against_a_keyless_local_server(tmp_path: Path) -> None:
             agent={"api_key_env": None},
         )  # fmt: skip
         try:
-            summary = run_experiment(
-                load_experiment(cfg), concurrency=1, cache_dir=tmp_path / "cache"
-            )
+            summary = execute(cfg, concurrency=1, cache_dir=tmp_path / "cache")
         except RunError as exc:
             pytest.fail(f"litellm run against a keyless local server failed: {exc}")
         n_requests = srv.chat_count

@@ -22,10 +22,9 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from tests.support.configs import execute
 
 from pdbench.errors import RunError
-from pdbench.runners.registry import load_experiment
-from pdbench.runners.run_experiment import run_experiment
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = REPO / "configs"
@@ -180,9 +179,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("reference")
     cfg = write_experiment(root)
     out = root / "B"
-    summary = run_experiment(
-        load_experiment(cfg), output_dir=out, cache_dir=root / "cache", concurrency=8
-    )
+    summary = execute(cfg, output_dir=out, cache_dir=root / "cache", concurrency=8)
     assert summary.manifest["status"] == "completed"
     records = read_jsonl(out / "rounds.jsonl")
     assert len(records) == N_LINES
@@ -255,7 +252,7 @@ def test_kill_9_then_resume_equals_an_uninterrupted_run(tmp_path: Path, referenc
 def test_resume_of_a_completed_run_changes_nothing(tmp_path: Path, reference: Path) -> None:
     cfg = write_experiment(tmp_path)
     out = tmp_path / "A"
-    run_experiment(load_experiment(cfg), output_dir=out, cache_dir=tmp_path / "cache")
+    execute(cfg, output_dir=out, cache_dir=tmp_path / "cache")
     rounds_before = (out / "rounds.jsonl").read_bytes()
     calls_before = (out / "llm_calls.jsonl").read_bytes()
 
@@ -318,7 +315,7 @@ def test_torn_last_line_of_a_stopped_run_is_dropped_on_resume(
     cfg = write_experiment(tmp_path, budget={"max_calls": 60})
     out, cache = tmp_path / "A", tmp_path / "cache"
     with pytest.raises(RunError, match="budget"):
-        run_experiment(load_experiment(cfg), output_dir=out, cache_dir=cache, concurrency=2)
+        execute(cfg, output_dir=out, cache_dir=cache, concurrency=2)
     assert manifest(out)["status"] == "stopped"
     kept = complete_games(out)
     assert len(kept) < N_GAMES
@@ -332,9 +329,7 @@ def test_torn_last_line_of_a_stopped_run_is_dropped_on_resume(
 
     # Only run.budget may change on resume.
     write_experiment(tmp_path, budget={"max_calls": None})
-    summary = run_experiment(
-        load_experiment(cfg), output_dir=out, cache_dir=cache, concurrency=2, resume=True
-    )
+    summary = execute(cfg, output_dir=out, cache_dir=cache, concurrency=2, resume=True)
     assert summary.games_resumed == len(kept)
     assert rounds.read_bytes().endswith(b"\n")
     assert_same_as_reference(out, reference)
@@ -345,12 +340,12 @@ def test_resume_refuses_a_changed_config(tmp_path: Path) -> None:
     cfg = write_experiment(tmp_path, budget={"max_calls": 20})
     out, cache = tmp_path / "A", tmp_path / "cache"
     with pytest.raises(RunError):
-        run_experiment(load_experiment(cfg), output_dir=out, cache_dir=cache)
+        execute(cfg, output_dir=out, cache_dir=cache)
     before = (out / "rounds.jsonl").read_bytes()
     text = cfg.read_text(encoding="utf-8").replace(f"n_rounds: {N_ROUNDS}", "n_rounds: 16")
     cfg.write_text(text, encoding="utf-8")
     with pytest.raises(RunError, match="config changed"):
-        run_experiment(load_experiment(cfg), output_dir=out, cache_dir=cache, resume=True)
+        execute(cfg, output_dir=out, cache_dir=cache, resume=True)
     assert (out / "rounds.jsonl").read_bytes() == before
     assert manifest(out)["status"] == "stopped"
 
@@ -369,11 +364,9 @@ def test_resumed_run_reports_the_tokens_of_an_uninterrupted_run(
     cfg = write_experiment(tmp_path, budget={"max_calls": 60})
     out, cache = tmp_path / "A", tmp_path / "cache"
     with pytest.raises(RunError, match="budget"):
-        run_experiment(load_experiment(cfg), output_dir=out, cache_dir=cache, concurrency=2)
+        execute(cfg, output_dir=out, cache_dir=cache, concurrency=2)
     write_experiment(tmp_path, budget={"max_calls": None})
-    run_experiment(
-        load_experiment(cfg), output_dir=out, cache_dir=cache, concurrency=2, resume=True
-    )
+    execute(cfg, output_dir=out, cache_dir=cache, concurrency=2, resume=True)
     keep = TOKEN_COLUMNS | {"condition", "scope", "replicate"}
     got = [{k: v for k, v in r.items() if k in keep} for r in aggregates(out, set())]
     want = [{k: v for k, v in r.items() if k in keep} for r in aggregates(reference, set())]

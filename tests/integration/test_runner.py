@@ -25,11 +25,11 @@ import pyarrow
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from tests.support.configs import execute
 
 from pdbench.core.horizon import GeometricHorizon
 from pdbench.errors import RunError
-from pdbench.runners.registry import load_experiment
-from pdbench.runners.run_experiment import run_experiment
+from pdbench.runners.loader import load_config
 from pdbench.storage.aggregate import aggregate_run_dir
 from pdbench.storage.schema import ROUND_FIELDS
 
@@ -256,7 +256,7 @@ def run(config: Path, **kwargs: Any):  # type: ignore[no-untyped-def]
     before = Path.cwd()
     os.chdir(cwd)
     try:
-        return run_experiment(load_experiment(config), **kwargs)
+        return execute(config, **kwargs)
     finally:
         os.chdir(before)
 
@@ -820,7 +820,7 @@ def test_manifest_records_config_snapshot_hash_and_environment(tmp_path: Path) -
     other["run"]["seed"] = 424243
     other_path = config.with_name("other.yaml")
     other_path.write_text(yaml.safe_dump(other))
-    assert load_experiment(other_path).config_sha256 != manifest["config_sha256"]
+    assert load_config(other_path).config_sha256 != manifest["config_sha256"]
 
     env = manifest["environment"]
     assert env["python"] == platform.python_version()

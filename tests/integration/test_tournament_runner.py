@@ -21,16 +21,18 @@ import orjson
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from tests.support.configs import execute, play_round_by_round
 
 from pdbench.errors import RunError
-from pdbench.runners import matches as matches_module
-from pdbench.runners.games_config import load_tournament
-from pdbench.runners.tournament import (
-    ARTIFACTS,
-    format_leaderboard,
-    play_tournament,
-    run_tournament,
-)
+from pdbench.runners.loader import load_config
+from pdbench.runners.plan import leaderboard_table
+from pdbench.runners.tournament import plan_matches, play_tournament, tournament_tables
+from pdbench.storage.schema import ROUND_FIELDS
+
+
+def load_tournament(path: Path) -> Any:
+    return load_config(path, "tournament")
+
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -88,7 +90,7 @@ def test_deterministic_scores_match_hand_calculation(tmp_path: Path) -> None:
     assert board["WSLS"]["cooperation_rate"] == pytest.approx(700 / 800)
     table = result.payoff_table()
     assert table[1, 4] == pytest.approx(3.0) and table[4, 1] == pytest.approx(0.5)
-    text = format_leaderboard(result)
+    text = leaderboard_table(result.leaderboard)
     assert text.splitlines()[2].split()[:2] == ["1", "ALLD"]
 
 
@@ -101,9 +103,17 @@ def test_artifacts_and_self_play(tmp_path: Path) -> None:
         log_rounds=True,
         horizon={"type": "geometric", "stop_prob": 0.05},
     )
-    result = run_tournament(path)
+    result = execute(path)
     out = tmp_path / "out"
-    assert sorted(p.name for p in out.iterdir()) == sorted(ARTIFACTS)
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [
+            "leaderboard.parquet",
+            "matches.parquet",
+            "payoff_matrix.parquet",
+            "rounds.jsonl",
+            "tournament_manifest.json",
+        ]
+    )
     matches = pq.read_table(out / "matches.parquet").to_pydict()
     assert list(matches) == [
         "match",
@@ -118,10 +128,15 @@ def test_artifacts_and_self_play(tmp_path: Path) -> None:
         "coop_rate_b",
     ]
     assert len(matches["match"]) == 6 * 2  # 3 pairs + 3 self-pairs, 2 repetitions
-    rounds = pq.read_table(out / "rounds.parquet").to_pydict()
-    assert len(rounds["match"]) == sum(matches["rounds"])
-    first = [s for m, s in zip(rounds["match"], rounds["payoff_a"], strict=True) if m == 0]
-    assert sum(first) == pytest.approx(matches["score_a"][0])
+    # Logged rounds have the experiment's record fields: condition "<A>_vs_<B>", replicate =
+    # the repetition.
+    rounds = [orjson.loads(line) for line in (out / "rounds.jsonl").read_bytes().splitlines()]
+    assert len(rounds) == sum(matches["rounds"])
+    assert all(tuple(r) == ROUND_FIELDS for r in rounds)
+    first = [r for r in rounds if (r["condition"], r["replicate"]) == ("TFT_vs_TFT", 0)]
+    assert [r["round_index"] for r in first] == list(range(matches["rounds"][0]))
+    assert sum(r["agent_a_payoff"] for r in first) == pytest.approx(matches["score_a"][0])
+    assert first[-1]["agent_a_cum_payoff"] == pytest.approx(matches["score_a"][0])
     board = pq.read_table(out / "leaderboard.parquet").to_pydict()
     assert board["rank"] == [1, 2, 3] and set(board["player"]) == {"TFT", "GTFT", "RANDOM"}
     pairwise = pq.read_table(out / "payoff_matrix.parquet").to_pydict()
@@ -130,9 +145,12 @@ def test_artifacts_and_self_play(tmp_path: Path) -> None:
     assert manifest["status"] == "completed" and manifest["totals"]["batched_matches"] == 12
     assert manifest["config_sha256"] == result.manifest["config_sha256"]
     with pytest.raises(RunError, match="not empty"):
-        run_tournament(path)
-    run_tournament(path, overwrite=True, log_rounds=False)
-    assert not (out / "rounds.parquet").exists()
+        execute(path)
+    yaml_data = yaml.safe_load(path.read_text())
+    yaml_data["tournament"]["log_rounds"] = False
+    path.write_text(yaml.safe_dump(yaml_data))
+    execute(path, overwrite=True)
+    assert not (out / "rounds.jsonl").exists()  # policy matches are logged only on request
 
 
 def test_adding_a_player_changes_no_other_match(tmp_path: Path) -> None:
@@ -155,25 +173,22 @@ def test_adding_a_player_changes_no_other_match(tmp_path: Path) -> None:
     assert all(rows(big)[key] == value for key, value in common.items())
 
 
-def test_per_round_path_equals_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_per_round_path_equals_batch(tmp_path: Path) -> None:
     path = write_config(
         tmp_path,
         ["GTFT", "WSLS", "TF2T", "ALTERNATOR", "RANDOM"],
         noise=0.1,
         horizon={"type": "geometric", "stop_prob": 0.1},
     )
-    batched = play_tournament(load_tournament(path))
-    real = matches_module.batch_policies
-
-    def nothing_batchable(loaded: Any) -> Any:
-        flags, specs = real(loaded)
-        return flags & False, specs
-
-    monkeypatch.setattr(matches_module, "batch_policies", nothing_batchable)
-    slow = play_tournament(load_tournament(path), log_rounds=True)
-    assert slow.manifest["totals"]["per_round_matches"] == len(slow.matches["rounds"])
-    for key in ("score_a", "score_b", "coop_rate_a", "coop_rate_b"):
+    loaded = load_tournament(path)
+    batched = play_tournament(loaded)
+    assert batched.manifest["totals"]["batched_matches"] == len(batched.matches["rounds"])
+    plans = plan_matches(loaded)
+    outcomes = {r.plan.index: r.outcome for r in play_round_by_round(loaded, plans)}
+    slow = tournament_tables(loaded, plans, outcomes)
+    for key in ("rounds", "score_a", "score_b", "coop_rate_a", "coop_rate_b"):
         assert list(slow.matches[key]) == list(batched.matches[key])
+    assert slow.leaderboard == batched.leaderboard
 
 
 def test_llm_and_small_window_players_play_round_by_round(tmp_path: Path) -> None:
@@ -204,24 +219,27 @@ def test_example_config_runs(tmp_path: Path) -> None:
     assert loaded.names == ["ALLC", "ALLD", "TFT", "GRIM", "GTFT", "WSLS"]
     assert loaded.config.horizon.n_rounds == 200 and loaded.config.game.noise == 0.05
     assert loaded.config.tournament.repetitions == 10
-    result = run_tournament(loaded, output_dir=tmp_path / "example")
+    from pdbench.runners.session import RunOptions
+    from pdbench.runners.tournament import run_tournament
+
+    result = run_tournament(loaded, RunOptions(output_dir=tmp_path / "example"))
     assert result.manifest["totals"]["matches"] == 15 * 10
     assert len(result.leaderboard) == 6
 
 
-def test_match_seeds_are_derive_seed() -> None:
+def test_match_seeds_are_derive_seed(tmp_path: Path) -> None:
     from pdbench.core.rng import derive_seed
-    from pdbench.runners.tournament import match_schedule, match_seeds
+    from pdbench.runners.tournament import match_seeds
 
     for a, b in (("TFT", "ALLD"), ("mock-persona-v1[cooperative]", "axelrod:Prober"), ("é", "x y")):
         assert match_seeds(77, a, b, 30) == [derive_seed(77, "match", a, b, r) for r in range(30)]
-    player_a, player_b, rep, seeds = match_schedule(["A", "B", "C"], 9, 2, self_play=False)
-    assert list(zip(player_a, player_b, rep, strict=True)) == [
-        (0, 1, 0),
-        (0, 1, 1),
-        (0, 2, 0),
-        (0, 2, 1),
-        (1, 2, 0),
-        (1, 2, 1),
+    plans = plan_matches(load_tournament(write_config(tmp_path, ["TFT", "ALLD", "GRIM"])))
+    assert [(p.condition, p.replicate) for p in plans] == [
+        ("TFT_vs_ALLD", 0),
+        ("TFT_vs_ALLD", 1),
+        ("TFT_vs_GRIM", 0),
+        ("TFT_vs_GRIM", 1),
+        ("ALLD_vs_GRIM", 0),
+        ("ALLD_vs_GRIM", 1),
     ]
-    assert int(seeds[3]) == derive_seed(9, "match", "A", "C", 1)
+    assert plans[3].seed == derive_seed(5, "match", "TFT", "GRIM", 1)

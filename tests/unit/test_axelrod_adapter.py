@@ -22,13 +22,10 @@ from pdbench.agents.axelrod_adapter import (
     strategy_class,
     strategy_problem,
 )
-from pdbench.agents.policy import make_policy
-from pdbench.core.config import PolicyAgentConfig
-from pdbench.core.horizon import FixedHorizon
-from pdbench.core.payoff import PayoffMatrix
-from pdbench.core.tournament_config import AxelrodAgentConfig
+from pdbench.agents.factory import AgentSpec
+from pdbench.core.config import AxelrodAgentConfig, PolicyAgentConfig
 from pdbench.errors import RunError
-from pdbench.runners.matches import play_match_rounds
+from tests.support.configs import play_pair
 
 if not axelrod_available():
     pytest.skip("needs the axelrod extra", allow_module_level=True)
@@ -46,40 +43,20 @@ TWINS = [
 ]
 
 
-def play(agent_a, cfg_a, agent_b, cfg_b, seed: int, n: int = 60, noise: float = 0.1) -> dict:
-    return asyncio.run(
-        play_match_rounds(
-            (agent_a, agent_b), (cfg_a, cfg_b), seed, n, FixedHorizon(n), PayoffMatrix(), noise
-        )
-    )
+def policy(name: str) -> AgentSpec:
+    return AgentSpec(PolicyAgentConfig(type="policy", policy=name))
 
 
-def policy_cfg(name: str) -> PolicyAgentConfig:
-    return PolicyAgentConfig(type="policy", policy=name)
+def axelrod(name: str) -> AgentSpec:
+    return AgentSpec(AxelrodAgentConfig(type="axelrod", strategy=name))
 
 
-def axl_cfg(name: str) -> AxelrodAgentConfig:
-    return AxelrodAgentConfig(type="axelrod", strategy=name)
-
-
-@pytest.mark.parametrize(("strategy", "policy"), TWINS)
-def test_axelrod_twins_make_the_same_moves(strategy: str, policy: str) -> None:
+@pytest.mark.parametrize(("strategy", "name"), TWINS)
+def test_axelrod_twins_make_the_same_moves(strategy: str, name: str) -> None:
     for opponent in ("RANDOM", "TFT", "GTFT"):
         for seed in (1, 2, 3):
-            ours = play(
-                make_policy(policy),
-                policy_cfg(policy),
-                make_policy(opponent),
-                policy_cfg(opponent),
-                seed,
-            )
-            theirs = play(
-                AxelrodAgent(strategy),
-                axl_cfg(strategy),
-                make_policy(opponent),
-                policy_cfg(opponent),
-                seed,
-            )
+            ours = play_pair(policy(name), policy(opponent), seed)
+            theirs = play_pair(axelrod(strategy), policy(opponent), seed)
             assert ours == theirs, (strategy, opponent, seed)
 
 
@@ -89,22 +66,14 @@ def test_axelrod_twins_make_the_same_moves(strategy: str, policy: str) -> None:
 def test_adapter_matches_axelrod_match(strategy: str) -> None:
     # Against deterministic Axelrod opponents, without noise: the adapter (fed pdbench's
     # observations) plays the same sequence as Axelrod's own Match.
-    for opponent, policy in (
+    for opponent, twin in (
         ("Alternator", "ALTERNATOR"),
         ("TitForTat", "TFT"),
         ("Defector", "ALLD"),
     ):
         match = axl.Match((strategy_class(strategy)(), getattr(axl, opponent)()), turns=40)
         expected = [(a == axl.Action.C, b == axl.Action.C) for a, b in match.play()]
-        got = play(
-            AxelrodAgent(strategy),
-            axl_cfg(strategy),
-            make_policy(policy),
-            policy_cfg(policy),
-            seed=5,
-            n=40,
-            noise=0.0,
-        )
+        got = play_pair(axelrod(strategy), policy(twin), seed=5, n=40, noise=0.0)
         assert list(zip(got["played_a"], got["played_b"], strict=True)) == expected, (
             strategy,
             opponent,
@@ -112,10 +81,7 @@ def test_adapter_matches_axelrod_match(strategy: str) -> None:
 
 
 def test_stochastic_strategies_are_seeded_from_the_agent_seed() -> None:
-    runs = [
-        play(AxelrodAgent("Random"), axl_cfg("Random"), make_policy("TFT"), policy_cfg("TFT"), seed)
-        for seed in (11, 11, 12)
-    ]
+    runs = [play_pair(axelrod("Random"), policy("TFT"), seed) for seed in (11, 11, 12)]
     assert runs[0] == runs[1]
     assert runs[0]["played_a"] != runs[2]["played_a"]
 

@@ -8,29 +8,21 @@ without noise, and with non-default parameters and payoffs.
 
 from __future__ import annotations
 
-import asyncio
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import orjson
 import pytest
 
-from pdbench.core.batch import (
-    BATCH_POLICY_MEMORY,
-    PolicySpec,
-    is_batchable,
-    play_batch,
-    policy_spec,
-)
-from pdbench.core.config import ExperimentConfig, LLMAgentConfig, PolicyAgentConfig
+from pdbench.agents.policy import POLICY_REGISTRY, is_batchable, sided_machines
+from pdbench.core.batch import StateMachine, play_batch
+from pdbench.core.config import LLMAgentConfig, PolicyAgentConfig, PolicyParams
 from pdbench.core.payoff import PayoffMatrix
-from pdbench.runners.registry import LoadedExperiment, build_agent
-
-try:  # the per-round engine moved from run_experiment to game; accept either
-    from pdbench.runners.game import plan_games, play_game
-except ImportError:  # pragma: no cover
-    from pdbench.runners.run_experiment import plan_games, play_game  # type: ignore[no-redef]
+from pdbench.runners.engine import MachineTable
+from pdbench.runners.loader import LoadedConfig
+from pdbench.runners.run_experiment import plan_games
+from tests.support.configs import experiment as experiment_data
+from tests.support.configs import load, play_round_by_round
 
 POLICIES = ["ALLC", "ALLD", "TFT", "GRIM", "GTFT", "WSLS", "RANDOM", "STFT", "TF2T", "ALTERNATOR"]
 
@@ -42,74 +34,38 @@ def experiment(
     params: dict[str, Any] | None = None,
     matrix: dict[str, Any] | None = None,
     names: list[str] = POLICIES,
-) -> LoadedExperiment:
+) -> LoadedConfig:
     def agent(name: str) -> dict[str, Any]:
-        return {"type": "policy", "policy": name, "params": params or {}}
+        cls = POLICY_REGISTRY[name]
+        used = {k: v for k, v in (params or {}).items() if k in cls.reads}
+        return {"type": "policy", "policy": name, "params": used}
 
-    game: dict[str, Any] = {"noise": noise}
-    if matrix is not None:
-        game["payoff_matrix"] = matrix
-    config = ExperimentConfig.model_validate(
-        {
-            "run": {"run_id": "batch_test", "seed": 4242, "output_dir": "unused"},
-            "game": game,
-            "horizon": horizon,
-            "experiment": {
-                "replicates": replicates,
-                "conditions": [
-                    {"name": f"{a}_vs_{b}", "agent_a": agent(a), "agent_b": agent(b)}
-                    for a in names
-                    for b in names
-                ],
-            },
-        }
+    game: dict[str, Any] = {} if matrix is None else {"payoff_matrix": matrix}
+    data = experiment_data(
+        [(f"{a}_vs_{b}", agent(a), agent(b)) for a in names for b in names],
+        horizon=horizon,
+        replicates=replicates,
+        noise=noise,
+        **game,
     )
-    return LoadedExperiment(config, Path("test.yaml"), Path("."), config.model_dump(mode="json"))
+    return load(data)
 
 
-def per_round_records(loaded: LoadedExperiment) -> tuple[list[Any], list[list[dict]]]:
+def assert_identical(loaded: LoadedConfig) -> None:
     plans = plan_games(loaded)
-
-    async def play_all() -> list[Any]:
-        out = []
-        for plan in plans:
-            agents = (
-                build_agent(loaded, plan.condition.name, "agent_a"),
-                build_agent(loaded, plan.condition.name, "agent_b"),
-            )
-            out.append(await play_game(plan, agents, loaded))
-        return out
-
-    results = asyncio.run(play_all())
-    return plans, [[orjson.loads(line) for line in r.blob.splitlines()] for r in results]
-
-
-def batch_for(loaded: LoadedExperiment, plans: list[Any]) -> Any:
-    specs: list[PolicySpec] = []
-    index: dict[PolicySpec, int] = {}
-
-    def spec_id(agent: PolicyAgentConfig) -> int:
-        spec = policy_spec(agent)
-        if spec not in index:
-            index[spec] = len(specs)
-            specs.append(spec)
-        return index[spec]
-
-    pa = np.array([spec_id(p.condition.agent_a) for p in plans])
-    pb = np.array([spec_id(p.condition.agent_b) for p in plans])
-    seeds = np.array([p.seed for p in plans], dtype=np.uint64)
-    lengths = np.array([p.n_rounds for p in plans])
-    noise = np.array([p.noise for p in plans])
-    return play_batch(specs, pa, pb, seeds, lengths, loaded.config.game.matrix(), noise)
-
-
-def assert_identical(loaded: LoadedExperiment) -> None:
-    plans, records = per_round_records(loaded)
-    result = batch_for(loaded, plans)
+    results = play_round_by_round(loaded, plans)
+    records = [[orjson.loads(line) for line in r.lines.splitlines()] for r in results]
+    batch = MachineTable(loaded.matrix()).play(
+        [p.agents[0] for p in plans],
+        [p.agents[1] for p in plans],
+        np.array([p.seed for p in plans], dtype=np.uint64),
+        np.array([p.n_rounds for p in plans]),
+        np.array([p.noise for p in plans]),
+    )
     for i, (plan, recs) in enumerate(zip(plans, records, strict=True)):
-        game = result.game(i)
-        where = f"{plan.condition.name} replicate {plan.replicate}"
-        assert int(result.lengths[i]) == len(recs) == plan.n_rounds, where
+        game = batch.game(i)
+        where = f"{plan.condition} replicate {plan.replicate}"
+        assert int(batch.lengths[i]) == len(recs) == plan.n_rounds, where
         for key, field in (
             ("played_a", "agent_a_action"),
             ("played_b", "agent_b_action"),
@@ -120,8 +76,8 @@ def assert_identical(loaded: LoadedExperiment) -> None:
         assert game["payoffs_a"].tolist() == [r["agent_a_payoff"] for r in recs], where
         assert game["payoffs_b"].tolist() == [r["agent_b_payoff"] for r in recs], where
     # Beyond each game's length: no moves, no payoffs.
-    beyond = np.arange(result.played_a.shape[1])[None, :] >= result.lengths[:, None]
-    assert not result.played_a[beyond].any() and not result.payoffs_b[beyond].any()
+    beyond = np.arange(batch.played_a.shape[1])[None, :] >= batch.lengths[:, None]
+    assert not batch.played_a[beyond].any() and not batch.payoffs_b[beyond].any()
 
 
 def test_all_pairs_fixed_horizon_with_noise() -> None:
@@ -156,12 +112,17 @@ def test_parameters_and_payoffs() -> None:
         )
 
 
+def machines(*names: str) -> list[Any]:
+    cfgs = [PolicyAgentConfig(type="policy", policy=n) for n in names]
+    return [sided_machines(c, PayoffMatrix()) for c in cfgs]
+
+
 def test_noise_per_game_and_empty_batch() -> None:
-    specs = [PolicySpec("TFT"), PolicySpec("ALLD")]
+    table = machines("TFT", "ALLD")
     seeds = np.arange(1, 7, dtype=np.uint64)
     lengths = np.full(6, 40)
     noisy = play_batch(
-        specs,
+        table,
         np.zeros(6, int),
         np.ones(6, int),
         seeds,
@@ -173,7 +134,7 @@ def test_noise_per_game_and_empty_batch() -> None:
     assert (noisy.played_a[:3, 1:] == False).all() and noisy.played_a[:3, 0].all()  # noqa: E712
     assert (noisy.played_a[3:] != noisy.intended_a[3:]).any()
     empty = play_batch(
-        specs,
+        table,
         np.zeros(0, int),
         np.zeros(0, int),
         np.zeros(0, np.uint64),
@@ -187,23 +148,40 @@ def test_is_batchable() -> None:
     def policy(name: str, window: int | None = None) -> PolicyAgentConfig:
         return PolicyAgentConfig(type="policy", policy=name, history_window=window)
 
-    for name, memory in BATCH_POLICY_MEMORY.items():
+    expected_memory = {"ALLC": 0, "ALLD": 0, "RANDOM": 0, "TF2T": 2}
+    for name, cls in POLICY_REGISTRY.items():
+        assert cls.memory == expected_memory.get(name, 1), name
         assert is_batchable(policy(name))
-        assert is_batchable(policy(name.lower(), memory))
-        if memory:
-            assert not is_batchable(policy(name, memory - 1))
-    assert not is_batchable({"type": "policy", "policy": "TFT"})  # not a config object
+        assert is_batchable(policy(name.lower(), cls.memory))
+        if cls.memory:
+            assert not is_batchable(policy(name, cls.memory - 1))
     llm = LLMAgentConfig.model_validate(
         {"type": "llm", "model": "m", "prompts": {"system": "s", "round": "r", "personas_dir": "p"}}
     )
     assert not is_batchable(llm)
     with pytest.raises(ValueError):
-        policy_spec(policy("TF2T", 1))
+        sided_machines(policy("TF2T", 1), PayoffMatrix())
+
+
+def test_state_machine_is_checked() -> None:
+    with pytest.raises(ValueError, match="refers to a state"):
+        StateMachine((1.0,), (((0, 1), (0, 0)),))
+    with pytest.raises(ValueError, match="states"):
+        StateMachine((), ())
+    assert StateMachine.constant(0.25).arrays()[0][0] == 0.25
+
+
+def test_machine_table_shares_equal_policies() -> None:
+    loaded = experiment({"type": "fixed", "n_rounds": 5}, 0.0, 1, names=["TFT", "GTFT"])
+    table = MachineTable(loaded.matrix())
+    specs = [spec for spec in loaded.agents.values()]
+    ids = {spec.name: table.index(spec) for spec in specs}
+    assert len(table.machines) == 2 and set(ids.values()) == {0, 1}
+    assert PolicyParams().coop_prob is None
 
 
 def test_counter_uniform_block_matches_rng() -> None:
-    from pdbench.core.batch import counter_uniform_block
-    from pdbench.core.rng import Purpose, counter_uniform_array
+    from pdbench.core.rng import Purpose, counter_uniform_array, counter_uniform_block
 
     seeds = np.array([0, 1, 2**63 - 1, 123456789, 2**40 + 7], dtype=np.uint64)
     for purpose in (Purpose.POLICY, Purpose.NOISE, Purpose.STOP):

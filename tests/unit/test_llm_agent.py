@@ -18,7 +18,13 @@ from pdbench.agents.llm import (
     render_round,
     render_system,
 )
-from pdbench.agents.providers.base import AsyncProviderClient, CallTag, Completion
+from pdbench.agents.providers.base import (
+    CallTag,
+    Completion,
+    CompletionRequest,
+    Provider,
+    ProviderBase,
+)
 from pdbench.agents.providers.mock import MockProvider
 from pdbench.core.config import LLMAgentConfig, PromptFiles
 from pdbench.core.parse import parse_action
@@ -47,33 +53,25 @@ def config(**overrides: Any) -> LLMAgentConfig:
     return LLMAgentConfig(**values)
 
 
-class ScriptedProvider:
+class ScriptedProvider(ProviderBase):
     """A fake async provider: returns queued replies in order and records every call."""
 
     name = "scripted"
 
     def __init__(self, replies: list[str]) -> None:
+        super().__init__(config(), None)
         self.replies = list(replies)
         self.calls: list[dict[str, Any]] = []
 
-    async def acomplete(
-        self,
-        *,
-        system: str,
-        prompt: str,
-        temperature: float,
-        max_tokens: int,
-        seed: int | None = None,
-        tag: CallTag | None = None,
-    ) -> Completion:
+    async def complete(self, request: CompletionRequest) -> Completion:
         self.calls.append(
             {
-                "system": system,
-                "prompt": prompt,
-                "temperature": temperature,
-                "max_tokens": max_tokens,
-                "seed": seed,
-                "tag": tag,
+                "system": request.system,
+                "prompt": request.prompt,
+                "temperature": request.temperature,
+                "max_tokens": request.max_tokens,
+                "seed": request.seed,
+                "tag": request.tag,
             }
         )
         if not self.replies:
@@ -93,16 +91,20 @@ def observation(
 
 
 def decide(agent: LLMAgent, obs: Observation):
-    return asyncio.run(agent.adecide(obs))
+    return asyncio.run(agent.decide(obs))
 
 
 def sha(system: str, prompt: str) -> str:
     return hashlib.sha256((system + "\x1e" + prompt).encode("utf-8")).hexdigest()
 
 
-def test_scripted_provider_satisfies_the_protocol():
-    assert isinstance(ScriptedProvider([]), AsyncProviderClient)
-    assert isinstance(MockProvider(), AsyncProviderClient)
+def mock_provider(**mock: Any) -> MockProvider:
+    return MockProvider(config(mock=mock), None)
+
+
+def test_providers_satisfy_the_protocol():
+    assert isinstance(ScriptedProvider([]), Provider)
+    assert isinstance(mock_provider(), Provider)
 
 
 # --- retries and fallbacks ---------------------------------------------------------------------
@@ -308,41 +310,40 @@ def random_prompts(persona: str, n: int, seed: int, fmt: str = "token") -> list[
 
 def test_mock_is_deterministic_for_seed_system_and_prompt():
     prompts = random_prompts("cooperative", 100, seed=1)
-    one, two = MockProvider(), MockProvider()
+    one, two = mock_provider(), mock_provider()
     for i, (system, prompt) in enumerate(prompts):
         r1 = one.reply(system=system, prompt=prompt, seed=i)
         assert r1 == two.reply(system=system, prompt=prompt, seed=i)
         assert r1 == one.reply(system=system, prompt=prompt, seed=i)
-        assert r1 == one.complete(system=system, prompt=prompt, seed=i)
-        assert r1 == asyncio.run(two.acomplete(system=system, prompt=prompt, seed=i)).text
+        request = CompletionRequest(system, prompt, 0.0, 16, seed=i)
+        assert r1 == asyncio.run(two.complete(request)).text
 
 
 def test_mock_seed_changes_some_replies():
     prompts = random_prompts("cooperative", 200, seed=2)
-    mock = MockProvider()
+    mock = mock_provider()
     first = [mock.reply(system=s, prompt=p, seed=1) for s, p in prompts]
     second = [mock.reply(system=s, prompt=p, seed=2) for s, p in prompts]
     assert first != second
 
 
-def test_mock_accepts_the_async_provider_protocol_call():
-    # AsyncProviderClient.acomplete takes `tag` (LLMAgent always passes it); adapters ignore it.
-    mock = MockProvider()
-    completion = asyncio.run(
-        mock.acomplete(
-            system="Persona: tit_for_tat.",
-            prompt="Round 1: you played C, the opponent played D; you got 0, they got 5.",
-            temperature=0.0,
-            max_tokens=16,
-            seed=1,
-            tag=CallTag(1, 0),
-        )
+def test_mock_answers_a_completion_request():
+    mock = mock_provider()
+    request = CompletionRequest(
+        system="Persona: tit_for_tat.",
+        prompt="Round 1: you played C, the opponent played D; you got 0, they got 5.",
+        temperature=0.0,
+        max_tokens=16,
+        seed=1,
+        tag=CallTag(1, 0),
     )
+    completion = asyncio.run(mock.complete(request))
     assert completion.text == "D"
+    assert completion.input_tokens == len(request.system.split()) + len(request.prompt.split())
 
 
 def test_mock_tit_for_tat_mirrors_the_opponents_last_move():
-    mock = MockProvider()
+    mock = mock_provider()
     tpl = templates("tit_for_tat")
     system = render_system(tpl, PayoffMatrix(), "token")
     rnd = random.Random(3)
@@ -364,7 +365,7 @@ def test_mock_tit_for_tat_mirrors_the_opponents_last_move():
 
 
 def test_llm_agent_with_mock_tit_for_tat_plays_tft():
-    provider = MockProvider()
+    provider = mock_provider()
     cfg = config(persona="tit_for_tat", history_window=10)
     agent = LLMAgent(cfg, provider, templates("tit_for_tat"), PayoffMatrix())
     agent.reset(17)
@@ -375,7 +376,7 @@ def test_llm_agent_with_mock_tit_for_tat_plays_tft():
         obs = t.observation(
             0, history_window=cfg.history_window, include_totals=True, horizon_type="fixed"
         )
-        decision = asyncio.run(agent.adecide(obs))
+        decision = asyncio.run(agent.decide(obs))
         assert decision.parse_failure is False
         mine.append(decision.action.value)
         t.record(decision.action, Action(theirs))
@@ -385,20 +386,20 @@ def test_llm_agent_with_mock_tit_for_tat_plays_tft():
 
 @pytest.mark.parametrize("fmt", ["token", "json"])
 def test_mock_invalid_rate_one_is_always_invalid(fmt):
-    mock = MockProvider(invalid_rate=1.0)
+    mock = mock_provider(invalid_rate=1.0)
     for i, (system, prompt) in enumerate(random_prompts("cooperative", 200, seed=4, fmt=fmt)):
         reply = mock.reply(system=system, prompt=prompt, seed=i)
         assert not parse_action(reply, fmt).ok, reply
 
 
 def test_mock_answers_json_when_asked():
-    mock = MockProvider()
+    mock = mock_provider()
     for i, (system, prompt) in enumerate(random_prompts("exploitative", 50, seed=5, fmt="json")):
         assert parse_action(mock.reply(system=system, prompt=prompt, seed=i), "json").ok
 
 
 def test_mock_cooperative_persona_cooperates_more_than_exploitative():
-    mock = MockProvider()
+    mock = mock_provider()
 
     def c_count(persona: str) -> int:
         prompts = random_prompts(persona, 400, seed=6)

@@ -112,5 +112,6 @@ def test_registered_with_descriptions() -> None:
         cls = POLICY_REGISTRY[name]
         assert cls.description and cls.__doc__
         assert make_policy(name.lower()).name == name
-    assert POLICY_REGISTRY["RANDOM"].stochastic
-    assert not POLICY_REGISTRY["TF2T"].stochastic
+        assert cls.look.emoji and cls.look.nickname and cls.look.color.startswith("#")
+    assert POLICY_REGISTRY["RANDOM"].reads == ("coop_prob",)
+    assert POLICY_REGISTRY["TF2T"].reads == ()

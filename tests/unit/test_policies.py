@@ -8,6 +8,8 @@ definitions, and against the Axelrod library's own matches.
 
 from __future__ import annotations
 
+import asyncio
+
 import itertools
 import math
 
@@ -143,7 +145,7 @@ def test_decide_wraps_the_move():
     obs = t.observation(0, history_window=None, include_totals=False, horizon_type="fixed")
     tft = TitForTat()
     tft.reset(0)
-    decision = tft.decide(obs)
+    decision = asyncio.run(tft.decide(obs))
     assert decision.action is Action.D
     assert decision.parse_failure is False
     assert decision.attempts == []

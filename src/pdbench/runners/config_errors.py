@@ -26,7 +26,9 @@ def _union_models(annotation: Any) -> list[type[BaseModel]]:
         return _union_models(typing.get_args(annotation)[0])
     if origin in (typing.Union, types.UnionType):
         return [
-            a for a in typing.get_args(annotation) if isinstance(a, type) and issubclass(a, BaseModel)
+            a
+            for a in typing.get_args(annotation)
+            if isinstance(a, type) and issubclass(a, BaseModel)
         ]
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return [annotation]
@@ -133,9 +135,7 @@ def validation_issues(
                     f"unknown agent type (valid: {', '.join(AGENT_TYPES)}) (got {short_repr(tag)})",
                 )
             )
-        elif kind in ("union_tag_not_found", "model_attributes_type") and is_agent_slot(
-            annotation
-        ):
+        elif kind in ("union_tag_not_found", "model_attributes_type") and is_agent_slot(annotation):
             issues.append(
                 resolved.issue(
                     loc,

@@ -80,10 +80,12 @@ class GamePlan:
 
 @dataclass(slots=True)
 class GameResult:
-    """A finished game: what the metrics need, and its plan."""
+    """A finished game: its plan, what the metrics need, and (round by round, when the game is
+    logged) its rounds.jsonl lines."""
 
     plan: GamePlan
     outcome: GameOutcome
+    lines: bytes = b""
 
 
 def outcome_of(
@@ -220,7 +222,11 @@ class Engine:
         async def one(plan: GamePlan) -> None:
             async with gate:
                 agents = tuple(self._agent(plan, side, pool) for side in (0, 1))
-                self.on_result(await self.play_game(plan, (agents[0], agents[1])))
+                result = await self.play_game(plan, (agents[0], agents[1]))
+                if plan.logged and self.writer is not None:
+                    self.writer.add(plan.index, result.lines)
+                    result.lines = b""
+                self.on_result(result)
 
         tasks = [asyncio.create_task(one(plan)) for plan in plans]
         try:
@@ -247,13 +253,12 @@ class Engine:
         )
 
     async def play_game(self, plan: GamePlan, agents: tuple[Agent, Agent]) -> GameResult:
-        """Play one game round by round; its records go to the writer when it is logged."""
+        """Play one game round by round (its records encoded when it is logged)."""
         seeds = (agent_seed(plan.seed, 0), agent_seed(plan.seed, 1))
         for agent, seed in zip(agents, seeds, strict=True):
             agent.reset(seed)
         views = [spec.view(plan.horizon, plan.n_rounds) for spec in plan.agents]
         key = self._key(plan)
-        logged = plan.logged and self.writer is not None
         transcript = Transcript(self.matrix)
         lines: list[bytes] = []
         failures = [0, 0]
@@ -275,7 +280,7 @@ class Engine:
             pay_a, pay_b = transcript.record(played_a, played_b)
             failures[0] += int(dec_a.parse_failure)
             failures[1] += int(dec_b.parse_failure)
-            if logged:
+            if plan.logged:
                 values = RoundValues(
                     round_index=r,
                     agent_a_action=played_a.value,
@@ -292,15 +297,14 @@ class Engine:
                 )
                 lines.append(self.encoder.round_line(key, values, (dec_a, dec_b)))
             self._tick(1)
-        if logged and self.writer is not None:
-            self.writer.add(plan.index, b"".join(lines))
         arrays = {
             "played_a": [a is Action.C for a in transcript.actions_a],
             "played_b": [b is Action.C for b in transcript.actions_b],
             "payoffs_a": transcript.payoffs_a,
             "payoffs_b": transcript.payoffs_b,
         }
-        return GameResult(plan, outcome_of(plan, arrays, (failures[0], failures[1])))
+        outcome = outcome_of(plan, arrays, (failures[0], failures[1]))
+        return GameResult(plan, outcome, b"".join(lines))
 
 
 def _maybe_flip(action: Action, seed: int, round_index: int, noise: float) -> Action:

@@ -257,7 +257,8 @@ def run_evolution(loaded: LoadedConfig, options: RunOptions | None = None) -> Ev
         pool = pair_pool(loaded, plans, outcomes) if plans else None
         result = evolve(loaded, pool, options.progress)
         write_columns(
-            run_dir / GENERATIONS_FILE, {key: [r[key] for r in result.rows] for key in result.rows[0]}
+            run_dir / GENERATIONS_FILE,
+            {key: [r[key] for r in result.rows] for key in result.rows[0]},
         )
         results.append(result)
         return {"strategies": result.strategies, **result.manifest}

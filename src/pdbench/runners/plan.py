@@ -63,7 +63,9 @@ def estimate_tokens(loaded: LoadedConfig, plans: list[GamePlan]) -> tuple[int, i
                 include_totals=agent.include_totals,
                 horizon_type="fixed",
             )
-            prompt = render_round(spec.templates.round, obs, agent.history_window, agent.output_format)
+            prompt = render_round(
+                spec.templates.round, obs, agent.history_window, agent.output_format
+            )
             tokens_in += (len(system) + len(prompt)) // 4 * plan.n_rounds
             tokens_out += agent.max_tokens * plan.n_rounds
     return tokens_in, tokens_out
@@ -108,7 +110,8 @@ def _describe_kind(loaded: LoadedConfig, plans: list[GamePlan]) -> list[str]:
     if loaded.kind == "evolution":
         section = cfg.evolution
         members = ", ".join(
-            f"{spec.name} x{m.count}" for spec, m in zip(loaded.players, section.population, strict=True)
+            f"{spec.name} x{m.count}"
+            for spec, m in zip(loaded.players, section.population, strict=True)
         )
         return [
             f"evolution: {section.process} ({section.fitness_mode()} fitness), "

@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -133,12 +133,12 @@ class RunSession:
             self._close_manifest(manifest, status, error)
         if status == "interrupted":
             raise RunInterrupted(
-                f"interrupted: finished games are kept in {self.run_dir}; "
+                f"interrupted: finished games are kept in {self.run_dir / ROUNDS_FILE}; "
                 f"continue with `pdbench resume {self.run_dir}`"
             )
         if status != "completed":
             raise RunError(
-                f"run stopped: {error}. Finished games are kept in {self.run_dir}; "
+                f"run stopped: {error}. Finished games are kept in {self.run_dir / ROUNDS_FILE}; "
                 f"continue with `pdbench resume {self.run_dir}`"
             )
         return result
@@ -173,7 +173,8 @@ class RunSession:
             )
         logged = [p for p in self.plans if p.logged]
         lines = finished_games(self.run_dir, {p.key: p.n_rounds for p in logged})
-        write_games_in_order(self.run_dir, lines, [p.key for p in logged])
+        if logged:
+            write_games_in_order(self.run_dir, lines, [p.key for p in logged])
         kept = {p.index: outcome_from_lines(p, lines[p.key]) for p in logged if p.key in lines}
         manifest.update(status="running", error=None, config=self.loaded.snapshot)
         manifest.setdefault("sessions", []).append(
@@ -256,6 +257,7 @@ def play_in_memory(
 ) -> dict[int, GameOutcome]:
     """Play plans without a run directory (no records, cache, call log or budget): for studies
     and benchmarks that only want the outcomes."""
+    plans = [replace(p, logged=False) for p in plans]
     outcomes: dict[int, GameOutcome] = {}
 
     def collect(game: GameResult) -> None:

@@ -102,9 +102,7 @@ def plan_matches(loaded: LoadedConfig) -> list[GamePlan]:
         agents = (players[i], players[j])
         logged = section.log_rounds or agents[0].is_llm or agents[1].is_llm
         label = f"{players[i].name}_vs_{players[j].name}"
-        plans.append(
-            GamePlan(index, label, rep, agents, seed, horizon, cfg.game.noise, n, logged)
-        )
+        plans.append(GamePlan(index, label, rep, agents, seed, horizon, cfg.game.noise, n, logged))
     return plans
 
 

@@ -284,21 +284,29 @@ class RoundsEncoder:
         return grid
 
 
-
 class OrderedRoundsWriter:
     """Appends games to rounds.jsonl in plan order, whatever order they finish in.
 
     `order` lists the plan indexes of the games to write. A finished game is written at once
     when it is next in order (directly into `handle` by an encoder, or as a blob), else held
-    until the games before it are written; `close` writes whatever is still held.
+    until the games before it are written; `close` writes whatever is still held. A run with no
+    game to log (a policy-only tournament without log_rounds) writes no rounds file.
     """
 
     def __init__(self, path: Path, order: list[int]) -> None:
-        self.appender = JsonlAppender(path)
+        self.path = path
+        self._appender: JsonlAppender | None = None
         self.order = order
         self.position = 0
         self.pending: dict[int, bytes] = {}
         self.out_of_order = False
+
+    @property
+    def appender(self) -> JsonlAppender:
+        """The rounds file, opened for appending on first use."""
+        if self._appender is None:
+            self._appender = JsonlAppender(self.path)
+        return self._appender
 
     @property
     def handle(self) -> BinaryIO:
@@ -331,4 +339,5 @@ class OrderedRoundsWriter:
         for index in sorted(self.pending):
             self.out_of_order = True
             self.appender.write_bytes(self.pending.pop(index))
-        self.appender.close()
+        if self.order or self._appender is not None:
+            self.appender.close()  # a run that logs games has the file, even before the first

@@ -116,7 +116,9 @@ _REGISTRY: dict[str, ProviderEntry] = {}
 _DISCOVERED: list[bool] = []
 
 
-def provider(name: str, *, sdk: str | None = None, extra: str | None = None) -> Callable[[type], type]:
+def provider(
+    name: str, *, sdk: str | None = None, extra: str | None = None
+) -> Callable[[type], type]:
     """Class decorator: register an adapter under `name`; a duplicate name is an error."""
 
     def register(cls: type) -> type:

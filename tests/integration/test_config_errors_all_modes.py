@@ -1,4 +1,6 @@
-"""Tournament and evolution configs: every problem is one `file: dotted.path: message` line."""
+"""Tournament and evolution configs (and what every kind of config shares): every problem is one
+`file: dotted.path: message` line, from the one loader; a key that would do nothing is refused
+with the reason."""
 
 from __future__ import annotations
 
@@ -11,15 +13,30 @@ import yaml
 
 from pdbench.agents.axelrod_adapter import axelrod_available
 from pdbench.errors import ConfigError
-from pdbench.runners.games_config import load_evolution, load_tournament
+from pdbench.runners.loader import load_config
+
+
+def load_tournament(path: Path) -> Any:
+    return load_config(path, "tournament")
+
+
+def load_evolution(path: Path) -> Any:
+    return load_config(path, "evolution")
+
+
+def load_experiment(path: Path) -> Any:
+    return load_config(path, "experiment")
+
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def tournament_data(players: list[Any] | None = None, **section: Any) -> dict[str, Any]:
+def tournament_data(
+    players: list[Any] | None = None, horizon: dict[str, Any] | None = None, **section: Any
+) -> dict[str, Any]:
     return {
         "run": {"run_id": "t", "seed": 1, "output_dir": "out"},
-        "horizon": {"type": "fixed", "n_rounds": 10},
+        "horizon": horizon or {"type": "fixed", "n_rounds": 10},
         "tournament": {"players": players or ["TFT", "ALLD"], **section},
     }
 
@@ -57,7 +74,7 @@ def errors(tmp_path: Path, data: dict[str, Any], loader: Any) -> list[str]:
             tournament_data(["TFT", {"type": "robot"}]),
             "tournament.players[1].type: unknown agent type (valid: policy, llm, axelrod) (got 'robot')",
         ),
-        (tournament_data(["TFT", 5]), "tournament.players[1]: a player is a policy name"),
+        (tournament_data(["TFT", 5]), "tournament.players[1]: an agent is a policy name"),
         (
             tournament_data(["TFT", {"type": "policy", "policy": "TFT", "colour": 1}]),
             "tournament.players[1].colour: unknown key (valid: type, policy, name, history_window, params)",
@@ -145,7 +162,11 @@ def test_override_errors_name_the_referencing_file(tmp_path: Path) -> None:
             evolution_data(
                 population=[
                     {
-                        "player": {"type": "policy", "policy": "TFT", "params": {"coop_prob": 7}},
+                        "player": {
+                            "type": "policy",
+                            "policy": "RANDOM",
+                            "params": {"coop_prob": 7},
+                        },
                         "count": 2,
                     },
                     {"player": "ALLD", "count": 3},
@@ -184,9 +205,99 @@ def test_example_configs_validate() -> None:
     raw = yaml.safe_load((REPO / "configs" / "evolution.yaml").read_text())
     assert evolution.names == [m["player"] for m in raw["evolution"]["population"]]
     section = evolution.config.evolution
-    assert (section.process, section.eliminate, evolution.config.horizon.n_rounds) == (
+    assert (section.process, section.n_eliminated, evolution.config.horizon.n_rounds) == (
         "eliminate_clone",
         5,
         raw["horizon"]["n_rounds"],
     )
     assert sum(m.count for m in section.population) == 25 and evolution.config.game.noise == 0.0
+
+
+def experiment_data(**extra: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "run": {"run_id": "x", "seed": 1, "output_dir": "out"},
+        "horizon": {"type": "fixed", "n_rounds": 10},
+        "experiment": {"conditions": [{"name": "c", "agent_a": "TFT", "agent_b": "ALLD"}]},
+    }
+    for key, value in extra.items():
+        data[key] = value
+    return data
+
+
+@pytest.mark.parametrize(
+    ("data", "loader", "expected"),
+    [
+        # Keys that would do nothing are refused, with the reason.
+        (
+            experiment_data(metrics={"report": ["cooperation_rate"]}),
+            load_experiment,
+            "metrics.report: removed: every metric is always computed and written to "
+            "aggregates.parquet (got ['cooperation_rate'])",
+        ),
+        (
+            experiment_data(horizon={"type": "fixed", "n_rounds": 10, "stop_prob": 0.1}),
+            load_experiment,
+            "horizon.stop_prob: only a geometric horizon uses it;",
+        ),
+        (
+            tournament_data(horizon={"type": "geometric", "stop_prob": 0.1, "n_rounds": 9}),
+            load_tournament,
+            "horizon.n_rounds: a geometric horizon does not use it",
+        ),
+        (
+            tournament_data(
+                ["ALLD", {"type": "policy", "policy": "TFT", "params": {"coop_prob": 0.3}}]
+            ),
+            load_tournament,
+            "tournament.players[1].params.coop_prob: TFT does not use it (used by: RANDOM); "
+            "set it to null (got 0.3)",
+        ),
+        (
+            evolution_data(process="moran", eliminate=2),
+            load_evolution,
+            "evolution.eliminate: only process eliminate_clone uses it",
+        ),
+        # A config of another kind names the command that runs it.
+        (
+            tournament_data(),
+            load_experiment,
+            "tournament: this is a tournament config; run it with `pdbench tournament`",
+        ),
+        (
+            {"run": {"run_id": "x", "seed": 1, "output_dir": "o"}, "horizon": {"n_rounds": 3}},
+            load_experiment,
+            "needs exactly one of the sections experiment, tournament, evolution",
+        ),
+    ],
+)
+def test_keys_that_do_nothing_and_wrong_kinds(
+    tmp_path: Path, data: dict[str, Any], loader: Any, expected: str
+) -> None:
+    lines = errors(tmp_path, data, loader)
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(expected), lines
+
+
+def test_every_mode_accepts_every_agent_form(tmp_path: Path) -> None:
+    """Shorthands and full mappings are the same agents in experiments, tournaments and
+    evolutions (one agent model, one factory)."""
+    shutil.copytree(REPO / "configs", tmp_path / "configs", dirs_exist_ok=True)
+    llm = {"ref": "agents/llm_default.yaml", "overrides": {"persona": "wsls", "name": "m"}}
+    experiment = experiment_data()
+    experiment["experiment"]["conditions"].append({"name": "d", "agent_a": llm, "agent_b": "GTFT"})
+    path = tmp_path / "configs" / "all.yaml"
+    for data, kind in (
+        (experiment, "experiment"),
+        (tournament_data(["TFT", "ALLD", llm]), "tournament"),
+        (
+            evolution_data(population=[{"player": "TFT", "count": 3}, {"player": llm, "count": 3}]),
+            "evolution",
+        ),
+    ):
+        path.write_text(yaml.safe_dump(data))
+        loaded = load_config(path)
+        assert loaded.kind == kind
+        names = [spec.name for spec in loaded.agents.values()]
+        assert "m" in names and "TFT" in names
+        llm_spec = next(spec for spec in loaded.agents.values() if spec.name == "m")
+        assert llm_spec.templates is not None and "wsls" in llm_spec.templates.persona.lower()
