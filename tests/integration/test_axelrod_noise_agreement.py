@@ -18,8 +18,8 @@ from pdbench.agents.axelrod_adapter import axelrod_available, import_axelrod
 from pdbench.agents.factory import AgentSpec
 from pdbench.core.config import PolicyAgentConfig
 from pdbench.core.payoff import PayoffMatrix
-from pdbench.runners.engine import MachineTable
 from pdbench.core.rng import derive_seed
+from pdbench.runners.engine import MachineTable
 
 if not axelrod_available():
     pytest.skip("needs the axelrod extra", allow_module_level=True)

@@ -12,11 +12,11 @@ import orjson
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from tests.support.configs import execute
 
 from pdbench.runners.evolve import simulate_evolution
 from pdbench.runners.loader import load_config
 from pdbench.runners.plan import shares_table
-from tests.support.configs import execute
 
 
 def load_evolution(path: Path, **overrides: Any) -> Any:

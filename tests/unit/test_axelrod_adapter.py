@@ -9,10 +9,10 @@ adapter must make the moves they make in Axelrod's own Match.
 
 from __future__ import annotations
 
-import asyncio
 import sys
 
 import pytest
+from tests.support.configs import play_pair
 
 from pdbench.agents.axelrod_adapter import (
     INSTALL_HINT,
@@ -25,7 +25,6 @@ from pdbench.agents.axelrod_adapter import (
 from pdbench.agents.factory import AgentSpec
 from pdbench.core.config import AxelrodAgentConfig, PolicyAgentConfig
 from pdbench.errors import RunError
-from tests.support.configs import play_pair
 
 if not axelrod_available():
     pytest.skip("needs the axelrod extra", allow_module_level=True)

@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 import orjson
 import pytest
+from tests.support.configs import experiment as experiment_data
+from tests.support.configs import load, play_round_by_round
 
 from pdbench.agents.policy import POLICY_REGISTRY, is_batchable, sided_machines
 from pdbench.core.batch import StateMachine, play_batch
@@ -21,8 +23,6 @@ from pdbench.core.payoff import PayoffMatrix
 from pdbench.runners.engine import MachineTable
 from pdbench.runners.loader import LoadedConfig
 from pdbench.runners.run_experiment import plan_games
-from tests.support.configs import experiment as experiment_data
-from tests.support.configs import load, play_round_by_round
 
 POLICIES = ["ALLC", "ALLD", "TFT", "GRIM", "GTFT", "WSLS", "RANDOM", "STFT", "TF2T", "ALTERNATOR"]
 

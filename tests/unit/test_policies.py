@@ -9,7 +9,6 @@ definitions, and against the Axelrod library's own matches.
 from __future__ import annotations
 
 import asyncio
-
 import itertools
 import math
 

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import orjson
 import pytest
+from tests.support.configs import experiment, load, play_round_by_round, policy
 
 from pdbench.core.payoff import PayoffMatrix
 from pdbench.core.types import Action, Attempt, Decision
@@ -23,7 +24,6 @@ from pdbench.runners.engine import MachineTable
 from pdbench.runners.run_experiment import plan_games
 from pdbench.storage.rounds import RoundsEncoder, game_key
 from pdbench.storage.schema import ROUND_FIELDS, SCHEMA_VERSION, RoundValues
-from tests.support.configs import experiment, load, play_round_by_round, policy
 
 STAMP = re.compile(rb'"timestamp_utc":"[^"]*"')
 PAIRS = (("GTFT", "WSLS"), ("TFT", "RANDOM"), ("ALTERNATOR", "GRIM"))
