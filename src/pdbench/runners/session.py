@@ -176,7 +176,12 @@ class RunSession:
         if logged:
             write_games_in_order(self.run_dir, lines, [p.key for p in logged])
         kept = {p.index: outcome_from_lines(p, lines[p.key]) for p in logged if p.key in lines}
-        manifest.update(status="running", error=None, config=self.loaded.snapshot)
+        manifest.update(
+            status="running",
+            error=None,
+            config=self.loaded.snapshot,
+            config_sha256=self.loaded.config_sha256,
+        )
         manifest.setdefault("sessions", []).append(
             {"started_at_utc": utc_now(), "resumed": True, "games_kept": len(kept)}
         )
