@@ -2,7 +2,7 @@
 
 Builds a temporary experiment: N conditions of one MockProvider agent (`latency_ms` per call,
 `invalid_rate: 0`, so the number of calls is exact: conditions x replicates x rounds) against a
-policy, and runs it in-process (`load_experiment` + `run_experiment`):
+policy, and runs it in-process (`load_config` + `run_experiment`):
 
   1. concurrency 1 with a fresh cache dir, which it fills;
   2. concurrency 8 and 32 without the cache (`use_cache=False`);
@@ -31,8 +31,9 @@ from typing import Any
 
 import yaml
 
-from pdbench.runners.registry import load_experiment
+from pdbench.runners.loader import load_config
 from pdbench.runners.run_experiment import run_experiment
+from pdbench.runners.session import RunOptions
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -94,10 +95,9 @@ def timed_run(
     start = time.perf_counter()
     summary = run_experiment(
         loaded,
-        output_dir=out,
-        concurrency=concurrency,
-        cache_dir=cache_dir,
-        use_cache=use_cache,
+        RunOptions(
+            output_dir=out, concurrency=concurrency, cache_dir=cache_dir, use_cache=use_cache
+        ),
     )
     wall = time.perf_counter() - start
     assert summary.manifest["status"] == "completed"
@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
             latency_ms=args.latency_ms,
             max_concurrency=args.max_concurrency,
         )
-        loaded = load_experiment(config)
+        loaded = load_config(config, "experiment")
         # Warm-up (imports, first-run costs), not timed.
         warm_cfg = write_experiment(
             root,
@@ -151,10 +151,8 @@ def main(argv: list[str] | None = None) -> int:
             run_id="warmup",
         )
         run_experiment(
-            load_experiment(warm_cfg),
-            output_dir=root / "warm",
-            cache_dir=root / "wc",
-            use_cache=False,
+            load_config(warm_cfg, "experiment"),
+            RunOptions(output_dir=root / "warm", cache_dir=root / "wc", use_cache=False),
         )
 
         print(

@@ -5,17 +5,22 @@ scaled to about one million rounds, and times, side by side:
 
   1. `pdbench run` as a fresh process, end to end (interpreter start, imports, validation,
      the vectorized engine, rounds.jsonl, metrics, aggregates.parquet, manifest);
-  2. `run_experiment` in-process (the same work without interpreter start and imports).
+  2. `run_experiment` in-process (the same work without interpreter start and imports);
+  3. with `--baseline SRC` (the `src/` folder of another pdbench checkout, e.g. a git worktree
+     of an earlier commit), that version's `pdbench run` too, interleaved with 1 so both see the
+     same machine load.
 
 It checks that rounds.jsonl has the expected number of lines and prints medians.
 
     uv run python benchmarks/run_throughput.py [--rounds-per-game 10000] [--replicates 10] [--repeat 3]
+    git worktree add /tmp/pdbench-base <commit>
+    uv run python benchmarks/run_throughput.py --baseline /tmp/pdbench-base/src
 """
 
 from __future__ import annotations
 
 import argparse
-import shutil
+import os
 import statistics
 import subprocess
 import sys
@@ -25,8 +30,9 @@ from pathlib import Path
 
 import yaml
 
-from pdbench.runners.registry import load_experiment
+from pdbench.runners.loader import load_config
 from pdbench.runners.run_experiment import run_experiment
+from pdbench.runners.session import RunOptions
 
 REPO = Path(__file__).resolve().parents[1]
 PAIRS = (
@@ -44,14 +50,15 @@ PAIRS = (
 
 
 def write_experiment(root: Path, rounds_per_game: int, replicates: int) -> Path:
-    """A copy of configs/ under root plus the benchmark experiment; returns its path."""
+    """The benchmark experiment under root (agents written inline, so that earlier pdbench
+    versions read it too); returns its path."""
     cfg_dir = root / "cfg"
-    shutil.copytree(REPO / "configs", cfg_dir)
+    cfg_dir.mkdir()
     conditions = [
         {
             "name": f"{a}_vs_{b}",
-            "agent_a": {"ref": "agents/policies.yaml", "overrides": {"policy": a}},
-            "agent_b": {"ref": "agents/policies.yaml", "overrides": {"policy": b}},
+            "agent_a": {"type": "policy", "policy": a},
+            "agent_b": {"type": "policy", "policy": b},
         }
         for a, b in PAIRS
     ]
@@ -78,6 +85,9 @@ def main() -> None:
     parser.add_argument("--rounds-per-game", type=int, default=10_000)
     parser.add_argument("--replicates", type=int, default=10)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--baseline", type=Path, default=None, help="src/ of another pdbench to time beside"
+    )
     args = parser.parse_args()
     total = len(PAIRS) * args.replicates * args.rounds_per_game
     print(
@@ -86,22 +96,20 @@ def main() -> None:
     )
     cli_times: list[float] = []
     lib_times: list[float] = []
+    base_times: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         config = write_experiment(root, args.rounds_per_game, args.replicates)
         out = root / "out"
         for _ in range(args.repeat):
-            start = time.perf_counter()
-            subprocess.run(
-                [sys.executable, "-m", "pdbench.cli", "run", str(config), "--overwrite"],
-                check=True,
-                capture_output=True,
-            )
-            cli_times.append(time.perf_counter() - start)
+            cli_times.append(run_cli(config, None))
             assert count_lines(out / "rounds.jsonl") == total
-            loaded = load_experiment(config)
+            if args.baseline is not None:
+                base_times.append(run_cli(config, args.baseline))
+                assert count_lines(out / "rounds.jsonl") == total
+            loaded = load_config(config, "experiment")
             start = time.perf_counter()
-            run_experiment(loaded, overwrite=True)
+            run_experiment(loaded, RunOptions(overwrite=True))
             lib_times.append(time.perf_counter() - start)
             assert count_lines(out / "rounds.jsonl") == total
         size = (out / "rounds.jsonl").stat().st_size
@@ -114,6 +122,28 @@ def main() -> None:
         f"run_experiment (in-process):             {lib:6.2f} s  {total / lib:>12,.0f} rounds/s  (median of {args.repeat})"
     )
     print(f"all CLI times: {', '.join(f'{t:.2f}' for t in cli_times)} s")
+    if base_times:
+        base = statistics.median(base_times)
+        print(
+            f"baseline pdbench run ({args.baseline}): {base:6.2f} s  {total / base:>12,.0f} "
+            f"rounds/s  (median of {args.repeat}; all: {', '.join(f'{t:.2f}' for t in base_times)})"
+        )
+
+
+def run_cli(config: Path, src: Path | None) -> float:
+    """Seconds taken by `pdbench run CONFIG --overwrite` in a fresh process (from `src` when
+    given, by putting it first on PYTHONPATH)."""
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = str(src)
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "pdbench.cli", "run", str(config), "--overwrite"],
+        check=True,
+        capture_output=True,
+        env=env,
+    )
+    return time.perf_counter() - start
 
 
 if __name__ == "__main__":

@@ -22,16 +22,18 @@ import argparse
 import gc
 import statistics
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from pdbench.agents.axelrod_adapter import import_axelrod
-from pdbench.core.tournament_config import EvolutionConfig, TournamentConfig
 from pdbench.errors import RunError
 from pdbench.runners.evolve import simulate_evolution
-from pdbench.runners.games_config import LoadedGames
+from pdbench.runners.loader import LoadedConfig, load_config
 from pdbench.runners.tournament import play_tournament
 
 POLICIES = ["ALLC", "ALLD", "TFT", "GRIM", "GTFT", "WSLS"]
@@ -40,11 +42,12 @@ TURNS, REPETITIONS, NOISE, MORAN_SIZE = 200, 100, 0.05, 60
 RUN = {"run_id": "bench", "seed": 1, "output_dir": "unused"}
 
 
-def loaded_games(config: Any, players: list[Any]) -> LoadedGames:
-    """A LoadedGames built in memory (no YAML)."""
-    return LoadedGames(
-        config, Path("benchmark"), Path("."), config.model_dump(mode="json"), players
-    )
+def loaded_config(data: dict[str, Any]) -> LoadedConfig:
+    """A config loaded through the library's loader from a temporary YAML file."""
+    with tempfile.TemporaryDirectory(prefix="pdbench-bench-") as tmp:
+        path = Path(tmp) / "config.yaml"
+        path.write_text(yaml.safe_dump(data), encoding="utf-8")
+        return load_config(path)
 
 
 def timed(fn: Any) -> tuple[float, Any]:
@@ -79,7 +82,7 @@ def interleaved(
 
 
 def pdbench_tournament() -> Any:
-    config = TournamentConfig.model_validate(
+    loaded = loaded_config(
         {
             "run": RUN,
             "game": {"noise": NOISE},
@@ -87,12 +90,11 @@ def pdbench_tournament() -> Any:
             "tournament": {"players": POLICIES, "repetitions": REPETITIONS, "self_play": True},
         }
     )
-    loaded = loaded_games(config, list(config.tournament.players))
     return lambda: play_tournament(loaded)
 
 
 def pdbench_moran(generations: int, fitness: str) -> Any:
-    config = EvolutionConfig.model_validate(
+    loaded = loaded_config(
         {
             "run": RUN,
             "game": {"noise": NOISE},
@@ -106,7 +108,6 @@ def pdbench_moran(generations: int, fitness: str) -> Any:
             },
         }
     )
-    loaded = loaded_games(config, [m.player for m in config.evolution.population])
     return lambda: simulate_evolution(loaded)
 
 

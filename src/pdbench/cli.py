@@ -9,9 +9,11 @@ per problem and exit with code 2, without a traceback; `--debug` shows the trace
 
 from __future__ import annotations
 
+import inspect
 import shlex
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -206,109 +208,136 @@ def validate(config: ConfigArg) -> None:
     typer.echo(describe_plan(loaded))
 
 
-@app.command(epilog="Example: pdbench run configs/experiment.yaml --replicates 2 --overwrite")
-def run(
-    config: ConfigArg,
-    replicates: Annotated[
-        int | None,
-        typer.Option("--replicates", "-r", min=1, help="Replicates per condition (overrides it)."),
-    ] = None,
-    seed: SeedOpt = None,
-    noise: NoiseOpt = None,
-    dry_run: DryRunOpt = False,
-    output_dir: OutputOpt = None,
-    overwrite: OverwriteOpt = False,
-    resume: ResumeOpt = False,
-    concurrency: ConcurrencyOpt = 16,
-    no_cache: NoCacheOpt = False,
-    cache_dir: CacheDirOpt = None,
-) -> None:
+# The options every run command shares, with the same meaning everywhere.
+RUN_OPTIONS: list[tuple[str, Any, Any]] = [
+    ("seed", SeedOpt, None),
+    ("noise", NoiseOpt, None),
+    ("dry_run", DryRunOpt, False),
+    ("output_dir", OutputOpt, None),
+    ("overwrite", OverwriteOpt, False),
+    ("resume", ResumeOpt, False),
+    ("concurrency", ConcurrencyOpt, 16),
+    ("no_cache", NoCacheOpt, False),
+    ("cache_dir", CacheDirOpt, None),
+]
+# Option name -> the config value it overrides (None when set to None or False).
+OVERRIDES = {
+    "replicates": "experiment.replicates",
+    "repetitions": "tournament.repetitions",
+    "log_rounds": "tournament.log_rounds",
+    "generations": "evolution.generations",
+    "seed": "run.seed",
+    "noise": "game.noise",
+}
+
+
+def run_command(
+    name: str, kind: str, example: str, own: list[tuple[str, Any, Any]]
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Register a run command: `CONFIG`, the command's `own` options, then RUN_OPTIONS.
+
+    The decorated function only documents the command (its docstring is the help text); every
+    run command loads its kind of config with the overrides and starts it the same way.
+    """
+
+    def register(doc: Callable[..., None]) -> Callable[..., None]:
+        def command(config: Path, **options: Any) -> None:
+            overrides = {
+                OVERRIDES[k]: v
+                for k, v in options.items()
+                if k in OVERRIDES and v not in (None, False)
+            }
+            flags = {k: v for k, v in options.items() if k not in OVERRIDES}
+            _start(_load(config, kind, overrides), **flags)
+
+        keyword = inspect.Parameter.KEYWORD_ONLY
+        params = [
+            inspect.Parameter(
+                "config", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=ConfigArg
+            )
+        ]
+        params += [
+            inspect.Parameter(n, keyword, default=d, annotation=t) for n, t, d in own + RUN_OPTIONS
+        ]
+        command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        command.__doc__ = doc.__doc__
+        command.__name__ = doc.__name__
+        app.command(name, epilog=f"Example: {example}")(command)
+        return doc
+
+    return register
+
+
+@run_command(
+    "run",
+    "experiment",
+    "pdbench run configs/experiment.yaml --replicates 2 --overwrite",
+    [
+        (
+            "replicates",
+            Annotated[
+                int | None,
+                typer.Option(
+                    "--replicates", "-r", min=1, help="Replicates per condition (overrides it)."
+                ),
+            ],
+            None,
+        )
+    ],
+)
+def run() -> None:
     """Run an experiment: every condition x replicate; writes rounds.jsonl, run_manifest.json,
     aggregates.parquet (and llm_calls.jsonl with LLM agents)."""
-    overrides = {"experiment.replicates": replicates, "run.seed": seed, "game.noise": noise}
-    _start(
-        _load(config, "experiment", overrides),
-        dry_run=dry_run,
-        output_dir=output_dir,
-        overwrite=overwrite,
-        resume=resume,
-        concurrency=concurrency,
-        no_cache=no_cache,
-        cache_dir=cache_dir,
-    )
 
 
-@app.command(epilog="Example: pdbench tournament configs/tournament.yaml --repetitions 5 -o out")
-def tournament(
-    config: ConfigArg,
-    repetitions: Annotated[
-        int | None,
-        typer.Option("--repetitions", "-r", min=1, help="Matches per pair (overrides it)."),
-    ] = None,
-    log_rounds: Annotated[
-        bool,
-        typer.Option("--log-rounds", help="Write every round of every match to rounds.jsonl."),
-    ] = False,
-    seed: SeedOpt = None,
-    noise: NoiseOpt = None,
-    dry_run: DryRunOpt = False,
-    output_dir: OutputOpt = None,
-    overwrite: OverwriteOpt = False,
-    resume: ResumeOpt = False,
-    concurrency: ConcurrencyOpt = 16,
-    no_cache: NoCacheOpt = False,
-    cache_dir: CacheDirOpt = None,
-) -> None:
+@run_command(
+    "tournament",
+    "tournament",
+    "pdbench tournament configs/tournament.yaml --repetitions 5 -o data/tournaments/t5",
+    [
+        (
+            "repetitions",
+            Annotated[
+                int | None,
+                typer.Option("--repetitions", "-r", min=1, help="Matches per pair (overrides it)."),
+            ],
+            None,
+        ),
+        (
+            "log_rounds",
+            Annotated[
+                bool,
+                typer.Option(
+                    "--log-rounds", help="Write every round of every match to rounds.jsonl."
+                ),
+            ],
+            False,
+        ),
+    ],
+)
+def tournament() -> None:
     """Play a round-robin tournament; writes matches, leaderboard and payoff matrix (Parquet)
     and prints the leaderboard."""
-    overrides = {
-        "tournament.repetitions": repetitions,
-        "tournament.log_rounds": True if log_rounds else None,
-        "run.seed": seed,
-        "game.noise": noise,
-    }
-    _start(
-        _load(config, "tournament", overrides),
-        dry_run=dry_run,
-        output_dir=output_dir,
-        overwrite=overwrite,
-        resume=resume,
-        concurrency=concurrency,
-        no_cache=no_cache,
-        cache_dir=cache_dir,
-    )
 
 
-@app.command(epilog="Example: pdbench evolve configs/evolution.yaml --noise 0.05 --overwrite")
-def evolve(
-    config: ConfigArg,
-    generations: Annotated[
-        int | None,
-        typer.Option("--generations", "-g", min=0, help="Generations (overrides it)."),
-    ] = None,
-    seed: SeedOpt = None,
-    noise: NoiseOpt = None,
-    dry_run: DryRunOpt = False,
-    output_dir: OutputOpt = None,
-    overwrite: OverwriteOpt = False,
-    resume: ResumeOpt = False,
-    concurrency: ConcurrencyOpt = 16,
-    no_cache: NoCacheOpt = False,
-    cache_dir: CacheDirOpt = None,
-) -> None:
+@run_command(
+    "evolve",
+    "evolution",
+    "pdbench evolve configs/evolution.yaml --noise 0.05 --overwrite",
+    [
+        (
+            "generations",
+            Annotated[
+                int | None,
+                typer.Option("--generations", "-g", min=0, help="Generations (overrides it)."),
+            ],
+            None,
+        )
+    ],
+)
+def evolve() -> None:
     """Evolve a population of strategies; writes generations.parquet and prints the initial
     and final shares."""
-    overrides = {"evolution.generations": generations, "run.seed": seed, "game.noise": noise}
-    _start(
-        _load(config, "evolution", overrides),
-        dry_run=dry_run,
-        output_dir=output_dir,
-        overwrite=overwrite,
-        resume=resume,
-        concurrency=concurrency,
-        no_cache=no_cache,
-        cache_dir=cache_dir,
-    )
 
 
 @app.command("resume", epilog="Example: pdbench resume data/runs/phase1_smoke_v1")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 from pdbench.agents.base import Agent
 from pdbench.agents.llm import LLMAgent, PromptTemplates
@@ -31,24 +32,28 @@ class View:
     stop_prob: float | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class AgentSpec:
-    """One configured agent: its config and, for an LLM agent, its prompt texts (read once)."""
+    """One configured agent: its config and, for an LLM agent, its prompt texts (read once).
+
+    A spec is shared by every game its agent plays, so what the engine asks of it per game is
+    computed once.
+    """
 
     config: AnyAgentConfig
     templates: PromptTemplates | None = None
 
-    @property
+    @cached_property
     def name(self) -> str:
         """The display name used in artifacts."""
         return self.config.display_name()
 
-    @property
+    @cached_property
     def is_llm(self) -> bool:
         """Whether the agent calls a provider."""
         return isinstance(self.config, LLMAgentConfig)
 
-    @property
+    @cached_property
     def batchable(self) -> bool:
         """Whether the vectorized engine can play it (see `pdbench.agents.policy.is_batchable`)."""
         return is_batchable(self.config)

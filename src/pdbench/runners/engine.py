@@ -147,8 +147,9 @@ class MachineTable:
 class Engine:
     """Plays plans for one run; see the module docstring.
 
-    `writer` receives the records of logged games (None: nothing is logged); `on_result` gets
-    every finished game; `progress(done, total)` counts rounds.
+    `writer` receives the records of logged games (None: nothing is written; `encode` False:
+    nothing is even encoded); `on_result` gets every finished game; `progress(done, total)`
+    counts rounds.
     """
 
     run_id: str
@@ -159,6 +160,7 @@ class Engine:
     on_result: Callable[[GameResult], None]
     concurrency: int = 16
     progress: ProgressFn | None = None
+    encode: bool = True
     _done: int = field(default=0, init=False)
     _total: int = field(default=0, init=False)
 
@@ -280,7 +282,7 @@ class Engine:
             pay_a, pay_b = transcript.record(played_a, played_b)
             failures[0] += int(dec_a.parse_failure)
             failures[1] += int(dec_b.parse_failure)
-            if plan.logged:
+            if plan.logged and self.encode:
                 values = RoundValues(
                     round_index=r,
                     agent_a_action=played_a.value,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -262,7 +262,6 @@ def play_in_memory(
 ) -> dict[int, GameOutcome]:
     """Play plans without a run directory (no records, cache, call log or budget): for studies
     and benchmarks that only want the outcomes."""
-    plans = [replace(p, logged=False) for p in plans]
     outcomes: dict[int, GameOutcome] = {}
 
     def collect(game: GameResult) -> None:
@@ -277,6 +276,7 @@ def play_in_memory(
         on_result=collect,
         concurrency=concurrency,
         progress=progress,
+        encode=False,
     )
     engine.play(plans)
     return outcomes

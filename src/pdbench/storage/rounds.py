@@ -30,7 +30,6 @@ from pdbench.storage.schema import SCHEMA_VERSION, GameKey, RoundValues
 
 _POW10 = np.array([10**k for k in range(1, 19)], dtype=np.int64)
 _CHUNK_BYTES = 1 << 26
-_MOVE_BYTES = np.array([68, 67], dtype=np.uint8)  # D, C
 _BOOL_WORD = {True: b"true", False: b"false"}
 
 
@@ -262,7 +261,7 @@ class RoundsEncoder:
                     block = grid[:, a:b]
                     value = columns[name][1]
                     if kind == "move":
-                        block[:, 0] = _MOVE_BYTES[value[start:stop].astype(np.int64)]
+                        block[:, 0] = np.where(value[start:stop], 67, 68)  # "C" / "D"
                     elif kind == "pay":
                         block[:] = pay_table[value][pair[start:stop]]
                     else:
