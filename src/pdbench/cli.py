@@ -101,15 +101,15 @@ def _load(config: Path, kind: str | None, overrides: dict[str, Any] | None = Non
 def _start(
     loaded: LoadedConfig,
     *,
-    dry_run: bool,
-    output_dir: Path | None,
-    overwrite: bool,
-    resume: bool,
-    concurrency: int,
-    no_cache: bool,
-    cache_dir: Path | None,
+    dry_run: bool = False,
+    output_dir: Path | None = None,
+    overwrite: bool = False,
+    resume: bool = False,
+    concurrency: int = 16,
+    no_cache: bool = False,
+    cache_dir: Path | None = None,
 ) -> None:
-    """Print the plan (dry run) or run the loaded config of any kind and print its summary."""
+    """Print the plan (dry run) or run the loaded config of any kind and print its report."""
     from pdbench.runners.plan import describe_plan
 
     if dry_run:
@@ -118,83 +118,17 @@ def _start(
         return
     if resume and overwrite:
         raise RunError("--resume and --overwrite exclude each other")
+    from pdbench.runners.modes import report, run_loaded
     from pdbench.runners.progress import terminal_progress
     from pdbench.runners.session import RunOptions
 
     label = "Generations" if loaded.kind == "evolution" else "Playing rounds"
     with terminal_progress(label) as progress:
-        options = RunOptions(
-            output_dir=output_dir,
-            overwrite=overwrite,
-            resume=resume,
-            cache_dir=cache_dir,
-            use_cache=not no_cache,
-            concurrency=concurrency,
-            progress=progress,
-        )
-        _REPORTS[loaded.kind](loaded, options)
-
-
-def _report_experiment(loaded: LoadedConfig, options: Any) -> None:
-    from pdbench.runners.plan import summary_table
-    from pdbench.runners.run_experiment import run_experiment
-
-    summary = run_experiment(loaded, options)
-    kept = f" ({summary.games_resumed} kept from before)" if options.resume else ""
-    typer.echo(
-        f"run {summary.run_id}: {summary.n_games} games{kept}, {summary.n_rounds} rounds "
-        f"-> {summary.run_dir}"
-    )
-    _usage_line(summary.manifest)
-    typer.echo(summary_table(summary.rows))
-
-
-def _report_tournament(loaded: LoadedConfig, options: Any) -> None:
-    from pdbench.runners.plan import leaderboard_table
-    from pdbench.runners.tournament import run_tournament
-
-    result = run_tournament(loaded, options)
-    totals = result.manifest["totals"]
-    typer.echo(
-        f"tournament {loaded.config.run.run_id}: {len(result.players)} players, "
-        f"{totals['matches']} matches, {totals['rounds']} rounds -> {result.output_dir}"
-    )
-    _usage_line(result.manifest)
-    typer.echo(leaderboard_table(result.leaderboard))
-
-
-def _report_evolution(loaded: LoadedConfig, options: Any) -> None:
-    from pdbench.runners.evolve import run_evolution
-    from pdbench.runners.plan import shares_table
-
-    result = run_evolution(loaded, options)
-    manifest = result.manifest
-    typer.echo(
-        f"evolution {loaded.config.run.run_id}: {manifest['process']} "
-        f"(fitness {manifest['fitness']}, noise {manifest['noise']:g}) -> {result.output_dir}"
-    )
-    _usage_line(manifest)
-    typer.echo(shares_table(result.rows, result.strategies, result.final_counts))
-    status = f"fixated on {result.fixated}" if result.fixated else "no fixation"
-    typer.echo(f"{result.generations_run} generations; {status}")
-
-
-_REPORTS = {
-    "experiment": _report_experiment,
-    "tournament": _report_tournament,
-    "evolution": _report_evolution,
-}
-
-
-def _usage_line(manifest: dict[str, Any]) -> None:
-    usage = (manifest.get("usage") or {}).get("total") or {}
-    if usage:
-        typer.echo(
-            f"LLM calls: {usage.get('llm_calls', 0)} to providers, "
-            f"{usage.get('cached_calls', 0)} from cache; tokens in/out: "
-            f"{usage.get('input_tokens', 0)}/{usage.get('output_tokens', 0)}; "
-            f"cost: ${usage.get('cost_usd', 0):.4f}"
-        )
+        options = RunOptions(output_dir, overwrite, resume, cache_dir, not no_cache, concurrency)
+        options.progress = progress
+        result = run_loaded(loaded, options)
+    for line in report(loaded, result, resumed=resume):
+        typer.echo(line)
 
 
 @app.command(epilog="Example: pdbench validate configs/experiment.yaml")
@@ -356,16 +290,8 @@ def resume_run(
     kind = run_kind(run_dir)
     manifest = read_manifest(run_dir, kind)
     loaded = _load(Path(manifest.get("config_path", "")), kind, manifest.get("overrides") or {})
-    _start(
-        loaded,
-        dry_run=False,
-        output_dir=run_dir,
-        overwrite=False,
-        resume=True,
-        concurrency=concurrency,
-        no_cache=no_cache,
-        cache_dir=cache_dir,
-    )
+    cache = {"no_cache": no_cache, "cache_dir": cache_dir}
+    _start(loaded, output_dir=run_dir, resume=True, concurrency=concurrency, **cache)
 
 
 cache_app = typer.Typer(help="Inspect or clear the response cache.", no_args_is_help=True)
@@ -381,9 +307,8 @@ def _open_cache(cache_dir: Path | None) -> Any:
 @cache_app.command("stats", epilog="Example: pdbench cache stats --cache-dir .pdbench_cache")
 def cache_stats(cache_dir: CacheDirOpt = None) -> None:
     """Entries, tokens and size of the response cache."""
-    cache = _open_cache(cache_dir)
-    stats = cache.stats()
-    cache.close()
+    with _open_cache(cache_dir) as cache:
+        stats = cache.stats()
     typer.echo(f"{stats['path']}: {stats['entries']} entries, {stats['bytes']} bytes")
     for row in stats["by_model"]:
         typer.echo(
@@ -395,10 +320,8 @@ def cache_stats(cache_dir: CacheDirOpt = None) -> None:
 @cache_app.command("clear", epilog="Example: pdbench cache clear")
 def cache_clear(cache_dir: CacheDirOpt = None) -> None:
     """Delete every cached response."""
-    cache = _open_cache(cache_dir)
-    removed = cache.clear()
-    cache.close()
-    typer.echo(f"{cache.path}: removed {removed} entries")
+    with _open_cache(cache_dir) as cache:
+        typer.echo(f"{cache.path}: removed {cache.clear()} entries")
 
 
 @app.command(epilog="Example: pdbench aggregate data/runs/phase1_smoke_v1")

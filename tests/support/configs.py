@@ -148,16 +148,9 @@ def execute(path: Path, **kwargs: Any) -> Any:
     overrides (replicates, repetitions, log_rounds, generations, seed, noise) set config values,
     the rest are RunOptions (output_dir, overwrite, resume, cache_dir, use_cache, concurrency,
     progress). Returns the mode's result (RunSummary, TournamentResult, EvolutionResult)."""
-    from pdbench.runners.evolve import run_evolution
-    from pdbench.runners.run_experiment import run_experiment
+    from pdbench.runners.modes import run_loaded
     from pdbench.runners.session import RunOptions
-    from pdbench.runners.tournament import run_tournament
 
     overrides = {OVERRIDE_OPTIONS[k]: kwargs.pop(k) for k in list(kwargs) if k in OVERRIDE_OPTIONS}
     loaded = load_config(path, overrides={k: v for k, v in overrides.items() if v is not None})
-    runner = {
-        "experiment": run_experiment,
-        "tournament": run_tournament,
-        "evolution": run_evolution,
-    }[loaded.kind]
-    return runner(loaded, RunOptions(**kwargs))
+    return run_loaded(loaded, RunOptions(**kwargs))

@@ -278,18 +278,28 @@ class MetricsConfig(Strict):
         return CollapseParams(self.collapse.k, self.collapse.threshold)
 
 
-class ExperimentConfig(Strict):
-    """The whole experiment, refs expanded."""
+class ModeConfig(Strict):
+    """What every kind of config has: run metadata, the stage game and the horizon."""
 
-    kind: ClassVar[str] = "experiment"
+    kind: ClassVar[str] = ""
     run: RunConfig
     game: GameConfig = Field(default_factory=GameConfig)
     horizon: HorizonConfig
+
+    def agent_locations(self) -> list[tuple[Loc, AnyAgentConfig]]:
+        """Every agent of the config with its location."""
+        raise NotImplementedError
+
+
+class ExperimentConfig(ModeConfig):
+    """The whole experiment, refs expanded."""
+
+    kind: ClassVar[str] = "experiment"
     experiment: ExperimentSection
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
 
     def agent_locations(self) -> list[tuple[Loc, AnyAgentConfig]]:
-        """Every agent of the config with its location."""
+        """Both agents of every condition, in order."""
         return [
             (("experiment", "conditions", i, key), getattr(cond, key))
             for i, cond in enumerate(self.experiment.conditions)
@@ -315,13 +325,10 @@ class TournamentSection(Strict):
     log_rounds: bool = False
 
 
-class TournamentConfig(Strict):
+class TournamentConfig(ModeConfig):
     """A whole tournament config, refs expanded."""
 
     kind: ClassVar[str] = "tournament"
-    run: RunConfig
-    game: GameConfig = Field(default_factory=GameConfig)
-    horizon: HorizonConfig
     tournament: TournamentSection
 
     def agent_locations(self) -> list[tuple[Loc, AnyAgentConfig]]:
@@ -390,13 +397,10 @@ class EvolutionSection(Strict):
         return problems
 
 
-class EvolutionConfig(Strict):
+class EvolutionConfig(ModeConfig):
     """A whole evolution config, refs expanded."""
 
     kind: ClassVar[str] = "evolution"
-    run: RunConfig
-    game: GameConfig = Field(default_factory=GameConfig)
-    horizon: HorizonConfig
     evolution: EvolutionSection
 
     def agent_locations(self) -> list[tuple[Loc, AnyAgentConfig]]:
@@ -407,8 +411,7 @@ class EvolutionConfig(Strict):
         ]
 
 
-AnyConfig = ExperimentConfig | TournamentConfig | EvolutionConfig
-CONFIG_MODELS: dict[str, type[ExperimentConfig | TournamentConfig | EvolutionConfig]] = {
+CONFIG_MODELS: dict[str, type[ModeConfig]] = {
     "experiment": ExperimentConfig,
     "tournament": TournamentConfig,
     "evolution": EvolutionConfig,

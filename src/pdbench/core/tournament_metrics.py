@@ -18,6 +18,7 @@ Definitions (matches are given as arrays: players' indices, rounds, total scores
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -39,52 +40,49 @@ LEADERBOARD_COLUMNS = (
 PAIRWISE_COLUMNS = ("player", "opponent", "mean_score_per_round", "matches")
 
 
-def _arrays(*values: Any) -> list[np.ndarray]:
-    return [np.asarray(v) for v in values]
+@dataclass(frozen=True)
+class MatchTable:
+    """Every match of a tournament as arrays: the two players' indices, the rounds played, each
+    side's total score and number of C moves."""
+
+    player_a: np.ndarray
+    player_b: np.ndarray
+    rounds: np.ndarray
+    score_a: np.ndarray
+    score_b: np.ndarray
+    coop_a: np.ndarray
+    coop_b: np.ndarray
+
+    @classmethod
+    def of(cls, **columns: Sequence[float] | np.ndarray) -> MatchTable:
+        """From sequences; `rounds` becomes float so per-round scores divide exactly."""
+        arrays = {k: np.asarray(v) for k, v in columns.items()}
+        arrays["rounds"] = arrays["rounds"].astype(np.float64)
+        return cls(**arrays)
+
+    def player_samples(self, player: int) -> np.ndarray:
+        """The player's per-match per-round scores (self-play: the mean of both sides)."""
+        per_a = self.score_a / self.rounds
+        per_b = self.score_b / self.rounds
+        self_play = (self.player_a == player) & (self.player_b == player)
+        as_a = (self.player_a == player) & ~self_play
+        as_b = (self.player_b == player) & ~self_play
+        return np.concatenate([per_a[as_a], per_b[as_b], (per_a[self_play] + per_b[self_play]) / 2])
 
 
-def player_samples(
-    player: int,
-    player_a: np.ndarray,
-    player_b: np.ndarray,
-    rounds: np.ndarray,
-    score_a: np.ndarray,
-    score_b: np.ndarray,
-) -> np.ndarray:
-    """The player's per-match per-round scores (self-play: the mean of both sides)."""
-    per_a = score_a / rounds
-    per_b = score_b / rounds
-    self_play = (player_a == player) & (player_b == player)
-    as_a = (player_a == player) & ~self_play
-    as_b = (player_b == player) & ~self_play
-    return np.concatenate([per_a[as_a], per_b[as_b], (per_a[self_play] + per_b[self_play]) / 2])
-
-
-def leaderboard(
-    names: Sequence[str],
-    player_a: Sequence[int] | np.ndarray,
-    player_b: Sequence[int] | np.ndarray,
-    rounds: Sequence[int] | np.ndarray,
-    score_a: Sequence[float] | np.ndarray,
-    score_b: Sequence[float] | np.ndarray,
-    coop_a: Sequence[int] | np.ndarray,
-    coop_b: Sequence[int] | np.ndarray,
-) -> list[dict[str, Any]]:
+def leaderboard(names: Sequence[str], table: MatchTable) -> list[dict[str, Any]]:
     """One row per player (columns LEADERBOARD_COLUMNS), best first; see the module docstring."""
-    pa, pb, n, sa, sb, ca, cb = _arrays(
-        player_a, player_b, rounds, score_a, score_b, coop_a, coop_b
-    )
-    n = n.astype(np.float64)
+    t = table
     rows = []
     for index, name in enumerate(names):
-        samples = player_samples(index, pa, pb, n, sa, sb)
+        samples = t.player_samples(index)
         mean, low, high = mean_and_ci95(samples.tolist())
-        others_a = (pa == index) & (pb != index)
-        others_b = (pb == index) & (pa != index)
-        mine = np.concatenate([sa[others_a], sb[others_b]])
-        theirs = np.concatenate([sb[others_a], sa[others_b]])
-        moves = n[pa == index].sum() + n[pb == index].sum()
-        coops = ca[pa == index].sum() + cb[pb == index].sum()
+        others_a = (t.player_a == index) & (t.player_b != index)
+        others_b = (t.player_b == index) & (t.player_a != index)
+        mine = np.concatenate([t.score_a[others_a], t.score_b[others_b]])
+        theirs = np.concatenate([t.score_b[others_a], t.score_a[others_b]])
+        moves = t.rounds[t.player_a == index].sum() + t.rounds[t.player_b == index].sum()
+        coops = t.coop_a[t.player_a == index].sum() + t.coop_b[t.player_b == index].sum()
         rows.append(
             {
                 "player": name,
@@ -106,31 +104,22 @@ def leaderboard(
             i,
         ),
     )
-    ranked = []
-    for rank, i in enumerate(order, start=1):
-        ranked.append(
-            {column: ({**rows[i], "rank": rank})[column] for column in LEADERBOARD_COLUMNS}
-        )
-    return ranked
+    return [
+        {column: ({**rows[i], "rank": rank})[column] for column in LEADERBOARD_COLUMNS}
+        for rank, i in enumerate(order, start=1)
+    ]
 
 
-def pairwise_payoffs(
-    names: Sequence[str],
-    player_a: Sequence[int] | np.ndarray,
-    player_b: Sequence[int] | np.ndarray,
-    rounds: Sequence[int] | np.ndarray,
-    score_a: Sequence[float] | np.ndarray,
-    score_b: Sequence[float] | np.ndarray,
-) -> list[dict[str, Any]]:
+def pairwise_payoffs(names: Sequence[str], table: MatchTable) -> list[dict[str, Any]]:
     """Long-form mean pairwise payoff matrix (columns PAIRWISE_COLUMNS), row-major by player."""
-    pa, pb, n, sa, sb = _arrays(player_a, player_b, rounds, score_a, score_b)
+    t = table
     k = len(names)
     sums = np.zeros((k, k))
     counts = np.zeros((k, k), dtype=np.int64)
-    np.add.at(sums, (pa, pb), sa / n)
-    np.add.at(counts, (pa, pb), 1)
-    np.add.at(sums, (pb, pa), sb / n)
-    np.add.at(counts, (pb, pa), 1)
+    np.add.at(sums, (t.player_a, t.player_b), t.score_a / t.rounds)
+    np.add.at(counts, (t.player_a, t.player_b), 1)
+    np.add.at(sums, (t.player_b, t.player_a), t.score_b / t.rounds)
+    np.add.at(counts, (t.player_b, t.player_a), 1)
     rows = []
     for i in range(k):
         for j in range(k):

@@ -13,21 +13,6 @@ from pdbench.runners.engine import GamePlan
 from pdbench.runners.loader import LoadedConfig
 
 
-def plans_for(loaded: LoadedConfig) -> list[GamePlan]:
-    """The games a run of this config plays (an evolution: its pool of matches)."""
-    if loaded.kind == "tournament":
-        from pdbench.runners.tournament import plan_matches
-
-        return plan_matches(loaded)
-    if loaded.kind == "evolution":
-        from pdbench.runners.evolve import plan_pool
-
-        return plan_pool(loaded)
-    from pdbench.runners.run_experiment import plan_games
-
-    return plan_games(loaded)
-
-
 def expected_llm_calls(plans: list[GamePlan]) -> tuple[int, int]:
     """(minimum, maximum) provider calls: one per LLM agent per round, up to 1 + max_retries each."""
     low = high = 0
@@ -73,6 +58,8 @@ def estimate_tokens(loaded: LoadedConfig, plans: list[GamePlan]) -> tuple[int, i
 
 def describe_plan(loaded: LoadedConfig) -> str:
     """The config's plan: what it plays, games, rounds, expected LLM calls and tokens."""
+    from pdbench.runners.modes import plans_for
+
     cfg = loaded.config
     plans = plans_for(loaded)
     lines = [f"run_id: {cfg.run.run_id}   seed: {cfg.run.seed}   output_dir: {cfg.run.output_dir}"]

@@ -33,7 +33,12 @@ import numpy as np
 from pdbench.core.config import TournamentConfig
 from pdbench.core.metrics import GameOutcome
 from pdbench.core.rng import derive_seed
-from pdbench.core.tournament_metrics import leaderboard, pairwise_payoffs, payoff_table
+from pdbench.core.tournament_metrics import (
+    MatchTable,
+    leaderboard,
+    pairwise_payoffs,
+    payoff_table,
+)
 from pdbench.runners.engine import GamePlan
 from pdbench.runners.loader import LoadedConfig
 from pdbench.runners.session import RunOptions, RunSession, play_in_memory
@@ -132,8 +137,17 @@ def tournament_tables(
         "coop_rate_a": coop_a / lengths,
         "coop_rate_b": coop_b / lengths,
     }
-    board = leaderboard(names, player_a, player_b, lengths, score_a, score_b, coop_a, coop_b)
-    pairwise = pairwise_payoffs(names, player_a, player_b, lengths, score_a, score_b)
+    table = MatchTable.of(
+        player_a=player_a,
+        player_b=player_b,
+        rounds=lengths,
+        score_a=score_a,
+        score_b=score_b,
+        coop_a=coop_a,
+        coop_b=coop_b,
+    )
+    board = leaderboard(names, table)
+    pairwise = pairwise_payoffs(names, table)
     return TournamentResult(names, matches, board, pairwise)
 
 

@@ -104,3 +104,9 @@ class ResponseCache:
     def close(self) -> None:
         """Close the database."""
         self._db.close()
+
+    def __enter__(self) -> ResponseCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -58,6 +58,25 @@ class Completion:
     cost_usd: float | None = None
 
 
+def chat_completion(response: Any, cost_usd: float | None = None) -> Completion:
+    """A Completion from an OpenAI-shaped chat response (the openai SDK's, litellm's)."""
+    usage = getattr(response, "usage", None)
+    return Completion(
+        text=response.choices[0].message.content or "",
+        input_tokens=getattr(usage, "prompt_tokens", None),
+        output_tokens=getattr(usage, "completion_tokens", None),
+        cost_usd=cost_usd,
+    )
+
+
+def chat_messages(request: CompletionRequest) -> list[dict[str, str]]:
+    """The request as chat messages: the system prompt, then the round prompt as the user's."""
+    return [
+        {"role": "system", "content": request.system},
+        {"role": "user", "content": request.prompt},
+    ]
+
+
 @runtime_checkable
 class Provider(Protocol):
     """What the runtime calls on every provider (and on the broker's per-game clients)."""

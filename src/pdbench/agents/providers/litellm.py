@@ -14,6 +14,8 @@ from pdbench.agents.providers.base import (
     Completion,
     CompletionRequest,
     ProviderBase,
+    chat_completion,
+    chat_messages,
     import_optional,
     provider,
 )
@@ -50,10 +52,7 @@ class LiteLLMProvider(ProviderBase):
         """One completion; errors become ProviderErrors (retryable or fatal)."""
         kwargs: dict[str, Any] = {
             "model": self.model,
-            "messages": [
-                {"role": "system", "content": request.system},
-                {"role": "user", "content": request.prompt},
-            ],
+            "messages": chat_messages(request),
             "temperature": request.temperature,
             "max_tokens": request.max_tokens,
             "timeout": self._timeout,
@@ -68,16 +67,9 @@ class LiteLLMProvider(ProviderBase):
             kwargs["api_base"] = self._base_url
         try:
             response = await self._litellm.acompletion(**kwargs)
-            text = response.choices[0].message.content or ""
-            usage = getattr(response, "usage", None)
+            return chat_completion(response, self._cost(response))
         except Exception as exc:  # noqa: BLE001 - every SDK error is classified
             raise classify(exc, self.api_key) from None
-        return Completion(
-            text=text,
-            input_tokens=getattr(usage, "prompt_tokens", None),
-            output_tokens=getattr(usage, "completion_tokens", None),
-            cost_usd=self._cost(response),
-        )
 
     def _cost(self, response: Any) -> float | None:
         try:

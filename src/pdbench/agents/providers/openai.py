@@ -7,6 +7,8 @@ from pdbench.agents.providers.base import (
     Completion,
     CompletionRequest,
     ProviderBase,
+    chat_completion,
+    chat_messages,
     import_optional,
     provider,
 )
@@ -36,22 +38,13 @@ class OpenAIProvider(ProviderBase):
         try:
             response = await self._client.chat.completions.create(
                 model=self.model,
-                messages=[
-                    {"role": "system", "content": request.system},
-                    {"role": "user", "content": request.prompt},
-                ],
+                messages=chat_messages(request),
                 temperature=request.temperature,
                 max_tokens=request.max_tokens,
             )
-            text = response.choices[0].message.content or ""
-            usage = getattr(response, "usage", None)
+            return chat_completion(response)
         except Exception as exc:  # noqa: BLE001 - every SDK error is classified
             raise classify(exc, self.api_key) from None
-        return Completion(
-            text=text,
-            input_tokens=getattr(usage, "prompt_tokens", None),
-            output_tokens=getattr(usage, "completion_tokens", None),
-        )
 
     async def aclose(self) -> None:
         """Close the HTTP client."""

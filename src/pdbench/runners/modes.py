@@ -1,0 +1,71 @@
+"""The three kinds of run behind one entry point: the games a config of any kind plays, running
+it, and the lines that report the outcome (what the CLI prints after a run)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pdbench.runners.engine import GamePlan
+from pdbench.runners.evolve import plan_pool, run_evolution
+from pdbench.runners.loader import LoadedConfig
+from pdbench.runners.plan import leaderboard_table, shares_table, summary_table
+from pdbench.runners.run_experiment import plan_games, run_experiment
+from pdbench.runners.session import RunOptions
+from pdbench.runners.tournament import plan_matches, run_tournament
+
+PLANNERS = {"experiment": plan_games, "tournament": plan_matches, "evolution": plan_pool}
+RUNNERS = {"experiment": run_experiment, "tournament": run_tournament, "evolution": run_evolution}
+
+
+def plans_for(loaded: LoadedConfig) -> list[GamePlan]:
+    """The games a run of this config plays (an evolution: its pool of matches)."""
+    return PLANNERS[loaded.kind](loaded)
+
+
+def run_loaded(loaded: LoadedConfig, options: RunOptions | None = None) -> Any:
+    """Run (or resume) a loaded config of any kind into its output dir; the mode's result."""
+    return RUNNERS[loaded.kind](loaded, options or RunOptions())
+
+
+def report(loaded: LoadedConfig, result: Any, resumed: bool = False) -> list[str]:
+    """What a finished run prints: where it went, what it spent, its table."""
+    run_id = loaded.config.run.run_id
+    manifest = result.manifest
+    if loaded.kind == "experiment":
+        kept = f" ({result.games_resumed} kept from before)" if resumed else ""
+        head = (
+            f"run {run_id}: {result.n_games} games{kept}, {result.n_rounds} rounds "
+            f"-> {result.run_dir}"
+        )
+        tail = [summary_table(result.rows)]
+    elif loaded.kind == "tournament":
+        totals = manifest["totals"]
+        head = (
+            f"tournament {run_id}: {len(result.players)} players, {totals['matches']} matches, "
+            f"{totals['rounds']} rounds -> {result.output_dir}"
+        )
+        tail = [leaderboard_table(result.leaderboard)]
+    else:
+        head = (
+            f"evolution {run_id}: {manifest['process']} (fitness {manifest['fitness']}, "
+            f"noise {manifest['noise']:g}) -> {result.output_dir}"
+        )
+        status = f"fixated on {result.fixated}" if result.fixated else "no fixation"
+        tail = [
+            shares_table(result.rows, result.strategies, result.final_counts),
+            f"{result.generations_run} generations; {status}",
+        ]
+    return [head, *usage_lines(manifest), *tail]
+
+
+def usage_lines(manifest: dict[str, Any]) -> list[str]:
+    """The LLM spending of a run, when it made any calls."""
+    usage = (manifest.get("usage") or {}).get("total") or {}
+    if not usage:
+        return []
+    return [
+        f"LLM calls: {usage.get('llm_calls', 0)} to providers, "
+        f"{usage.get('cached_calls', 0)} from cache; tokens in/out: "
+        f"{usage.get('input_tokens', 0)}/{usage.get('output_tokens', 0)}; "
+        f"cost: ${usage.get('cost_usd', 0):.4f}"
+    ]
