@@ -122,7 +122,11 @@ def _start(
     from pdbench.runners.progress import terminal_progress
     from pdbench.runners.session import RunOptions
 
-    label = "Generations" if loaded.kind == "evolution" else "Playing rounds"
+    label = (
+        "Evolving (pool rounds, then generations)"
+        if loaded.kind == "evolution"
+        else "Playing rounds"
+    )
     with terminal_progress(label) as progress:
         options = RunOptions(output_dir, overwrite, resume, cache_dir, not no_cache, concurrency)
         options.progress = progress
