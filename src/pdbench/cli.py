@@ -293,7 +293,10 @@ def resume_run(
 
     kind = run_kind(run_dir)
     manifest = read_manifest(run_dir, kind)
-    loaded = _load(Path(manifest.get("config_path", "")), kind, manifest.get("overrides") or {})
+    overrides = manifest.get("overrides")
+    if overrides is None and kind == "experiment":  # a run from before overrides were recorded
+        overrides = {"experiment.replicates": manifest.get("replicates")}
+    loaded = _load(Path(manifest.get("config_path", "")), kind, overrides or {})
     cache = {"no_cache": no_cache, "cache_dir": cache_dir}
     _start(loaded, output_dir=run_dir, resume=True, concurrency=concurrency, **cache)
 
