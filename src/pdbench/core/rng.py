@@ -27,8 +27,6 @@ class Purpose(IntEnum):
     POLICY = 2
     NOISE = 3
     PROVIDER = 4
-    MUTATION = 5
-    SELECTION = 6
 
 
 def mix64(x: int) -> int:

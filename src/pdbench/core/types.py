@@ -21,16 +21,6 @@ class Action(StrEnum):
         """The other move."""
         return Action.D if self is Action.C else Action.C
 
-    @classmethod
-    def coerce(cls, value: str | Action) -> Action:
-        """Turn "C"/"D" (any case, surrounding space ignored) into an Action; ValueError otherwise."""
-        text = value.value if isinstance(value, Action) else str(value).strip().upper()
-        if text == "C":
-            return cls.C
-        if text == "D":
-            return cls.D
-        raise ValueError(f"not an action: {value!r} (expected C or D)")
-
 
 class HistoryEntry(NamedTuple):
     """One past round as seen by one agent."""

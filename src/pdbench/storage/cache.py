@@ -38,8 +38,6 @@ class ResponseCache:
             " key TEXT PRIMARY KEY, provider TEXT, model TEXT, text TEXT,"
             " input_tokens INTEGER, output_tokens INTEGER, cost_usd REAL, created_utc TEXT)"
         )
-        self.hits = 0
-        self.misses = 0
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The stored reply for `key`, or None."""
@@ -48,9 +46,7 @@ class ResponseCache:
             (key,),
         ).fetchone()
         if row is None:
-            self.misses += 1
             return None
-        self.hits += 1
         return {"text": row[0], "input_tokens": row[1], "output_tokens": row[2], "cost_usd": row[3]}
 
     def put(

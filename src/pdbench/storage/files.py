@@ -79,10 +79,6 @@ class JsonlAppender:
         """Flush buffered bytes to the OS."""
         self._fh.flush()
 
-    def sync(self) -> None:
-        """fsync the file."""
-        os.fsync(self._fh.fileno())
-
     def close(self) -> None:
         """fsync and close."""
         if not self._fh.closed:
