@@ -1,12 +1,16 @@
-"""The look of the app, after Nicky Case's "The Evolution of Trust": an emoji, nickname and color
-per strategy, green C and red D, gradient agent cards, move cards and timelines as HTML.
+"""The look of the app, after Nicky Case's "The Evolution of Trust": green C and red D, gradient
+agent cards, move cards, timelines, podium and population charts as HTML.
+
+A policy's emoji, nickname, chart colour, card gradient and description come from its class in
+`pdbench.agents.policy` (`POLICY_REGISTRY[key].look`), so a new policy needs nothing here; LLM
+agents, personas and unknown players have their own looks below.
 
 Everything here returns strings (HTML/CSS) or plain values; pages decide where they go.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
 from typing import Any
@@ -41,19 +45,6 @@ class Profile:
         return f"{self.emoji} {self.title}"
 
 
-# Strategy key -> (emoji, nickname, card gradient). Nicknames follow The Evolution of Trust.
-STRATEGY_STYLE: dict[str, tuple[str, str, tuple[str, str]]] = {
-    "ALLC": ("🕊️", "Always Cooperate", ("#e3f9e9", "#a9e4bd")),
-    "ALLD": ("😈", "Always Cheat", ("#ffe1e1", "#f4a3a3")),
-    "TFT": ("🪞", "Copycat", ("#e2eefe", "#a9c9f6")),
-    "GRIM": ("💀", "Grudger", ("#ececec", "#bdbdbd")),
-    "GTFT": ("😇", "Generous Copycat", ("#fff7d6", "#ffe08a")),
-    "WSLS": ("🔄", "Simpleton", ("#f0e6fd", "#cdb3f2")),
-    "TF2T": ("🐱", "Copykitten", ("#e6f4ff", "#b3dcf7")),
-    "STFT": ("🤨", "Suspicious Copycat", ("#fdebd8", "#f4c08e")),
-    "RANDOM": ("🎲", "Random", ("#f5f5dc", "#dcd6a8")),
-    "ALTERNATOR": ("🔀", "Alternator", ("#e8f8f5", "#a9dfd3")),
-}
 LLM_GRADIENT = ("#e0f7fa", "#95d8e4")
 UNKNOWN_STYLE = ("❔", ("#f2f2f2", "#d2d2d2"))
 
@@ -68,13 +59,15 @@ PERSONA_TEXT: dict[str, str] = {
 
 
 def policy_profile(key: str, display_name: str | None = None) -> Profile:
-    """The profile of a registered (or unknown) scripted policy."""
+    """The profile of a registered (or unknown) scripted policy: its look and description come
+    from the policy's class in `pdbench.agents.policy`."""
     key = key.upper()
-    emoji, title, gradient = STRATEGY_STYLE.get(key, (UNKNOWN_STYLE[0], key, UNKNOWN_STYLE[1]))
-    cls = POLICY_REGISTRY.get(key)
-    description = cls.description if cls is not None else "A scripted policy."
     subtitle = key if not display_name or display_name.upper() == key else f"{key} · {display_name}"
-    return Profile(emoji, title, subtitle, description, gradient)
+    cls = POLICY_REGISTRY.get(key)
+    if cls is None:
+        return Profile(UNKNOWN_STYLE[0], key, subtitle, "A scripted policy.", UNKNOWN_STYLE[1])
+    look = cls.look
+    return Profile(look.emoji, look.nickname or key, subtitle, cls.description, look.card)
 
 
 def persona_profile(persona: str | None, model: str = "", provider: str = "") -> Profile:
@@ -95,7 +88,7 @@ def agent_profile(config: Mapping[str, Any] | None, name: str = "") -> Profile:
         return persona_profile(
             config.get("persona"), str(config.get("model", "")), str(config.get("provider", ""))
         )
-    if name.upper() in STRATEGY_STYLE:
+    if name.upper() in POLICY_REGISTRY:
         return policy_profile(name)
     if name.endswith("]") and "[" in name:
         model, persona = name[:-1].split("[", 1)
@@ -183,20 +176,27 @@ def move_html(played: str, intended: str, payoff: float, parse_failure: bool) ->
     )
 
 
-def _cell(
-    action: str, intended: str, failure: bool, round_no: int, who: str, payoff: float, now: bool
+def _mark(
+    classes: list[str], tip: str, played: str, intended: str, failed: bool, now: bool, text: str
 ) -> str:
-    classes = ["pdb-cell", action.lower()]
-    tip = f"Round {round_no}: {who} played {action} ({ACTION_WORD.get(action, '?')}), {payoff:+g}"
-    if action != intended:
+    """A timeline cell or trail dot: a noise flip, a parse fallback and the current round are
+    added to its classes and explained in its tooltip."""
+    if played != intended:
         classes.append("flip")
         tip += f"; meant {intended}, flipped by noise"
-    if failure:
+    if failed:
         classes.append("fail")
         tip += "; fallback after invalid LLM replies"
     if now:
         classes.append("now")
-    return f'<span class="{" ".join(classes)}" title="{escape(tip)}">{escape(action)}</span>'
+    return f'<span class="{" ".join(classes)}" title="{escape(tip)}">{text}</span>'
+
+
+def _cell(
+    action: str, intended: str, failure: bool, round_no: int, who: str, payoff: float, now: bool
+) -> str:
+    tip = f"Round {round_no}: {who} played {action} ({ACTION_WORD.get(action, '?')}), {payoff:+g}"
+    return _mark(["pdb-cell", action.lower()], tip, action, intended, failure, now, escape(action))
 
 
 def timeline_html(
@@ -275,19 +275,16 @@ def trail_html(table: pd.DataFrame, labels: Sequence[str], current: int) -> str:
             table[f"agent_{side}_parse_failure"],
             strict=True,
         ):
-            classes = ["pdb-t"]
-            tip = f"Round {rnd}: {played}"
-            if played != intended:
-                classes.append("flip")
-                tip += f" (meant {intended}, noise flip)"
-            if failed:
-                classes.append("fail")
-                tip += " (fallback after invalid replies)"
-            if rnd == current:
-                classes.append("now")
             cells.append(
-                f'<span class="{" ".join(classes)}" title="{escape(tip)}">'
-                f"{TRAIL_EMOJI.get(played, '⚪')}</span>"
+                _mark(
+                    ["pdb-t"],
+                    f"Round {rnd}: {played}",
+                    played,
+                    intended,
+                    bool(failed),
+                    rnd == current,
+                    TRAIL_EMOJI.get(played, "⚪"),
+                )
             )
         rows.append(
             f'<div class="pdb-row"><span class="pdb-who">{escape(label)}</span>{"".join(cells)}</div>'
@@ -300,20 +297,9 @@ def trail_html(table: pd.DataFrame, labels: Sequence[str], current: int) -> str:
 # --------------------------------------------------------------------------------------------
 # Tournaments and evolving populations
 
-# Chart color per strategy: a saturated shade of the card gradient's hue, so a strategy looks the
-# same on its card, in the leaderboard, the heatmap labels and the population charts.
-STRATEGY_COLORS: dict[str, str] = {
-    "ALLC": "#3fb866",
-    "ALLD": "#d64545",
-    "TFT": "#3b78d8",
-    "GRIM": "#6b7280",
-    "GTFT": "#f2b705",
-    "WSLS": "#9b6bd6",
-    "TF2T": "#4fc3f7",
-    "STFT": "#e8853b",
-    "RANDOM": "#a89a3c",
-    "ALTERNATOR": "#2bb3a0",
-}
+# Chart colors: a policy's own (`Look.color`, a saturated shade of its card gradient, so a
+# strategy looks the same on its card, in the leaderboard and in the population charts), then
+# these spares for LLMs and second variants of a policy.
 EXTRA_COLORS = ("#e377c2", "#8c564b", "#17becf", "#bcbd22", "#7f7f7f", "#ff9896", "#c5b0d5")
 MEDALS = {1: "🥇", 2: "🥈", 3: "🥉"}
 
@@ -327,7 +313,7 @@ def player_key(config: Mapping[str, Any] | None, name: str = "") -> str | None:
     """The policy key (e.g. 'TFT') of a scripted player, None for LLMs and unknown players."""
     if config and config.get("type") == "policy":
         return str(config.get("policy", "")).upper() or None
-    if not config and name.upper() in STRATEGY_STYLE:
+    if not config and name.upper() in POLICY_REGISTRY:
         return name.upper()
     return None
 
@@ -339,12 +325,40 @@ def player_colors(players: Sequence[tuple[str, str | None]]) -> dict[str, str]:
     spare = iter(EXTRA_COLORS * (1 + len(players) // len(EXTRA_COLORS)))
     out: dict[str, str] = {}
     for name, key in players:
-        color = STRATEGY_COLORS.get(key or "")
+        cls = POLICY_REGISTRY.get(key or "")
+        color = cls.look.color if cls is not None else None
         if color is None or color in used:
             color = next(spare)
         used.add(color)
         out[name] = color
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class Player:
+    """A tournament player or an evolving strategy: its name in the artifacts and its look."""
+
+    name: str
+    config: dict[str, Any] | None
+    profile: Profile
+    color: str
+    label: str  # unique, e.g. '🪞 Copycat · TFT'
+
+
+def make_players(entries: Iterable[tuple[str, dict[str, Any] | None]]) -> list[Player]:
+    """Players from (artifact name, resolved config or None): profile, color and unique label."""
+    entries = list(entries)
+    colors = player_colors([(name, player_key(cfg, name)) for name, cfg in entries])
+    players: list[Player] = []
+    seen: set[str] = set()
+    for name, cfg in entries:
+        profile = agent_profile(cfg, name)
+        label = f"{profile.short} · {name}" if player_key(cfg, name) else profile.short
+        if label in seen:
+            label = f"{label} ({name})"
+        seen.add(label)
+        players.append(Player(name, cfg, profile, colors[name], label))
+    return players
 
 
 def podium_html(entries: Sequence[tuple[int, Profile, str, str]]) -> str:
