@@ -1,22 +1,22 @@
-"""The experiment runs the app reads: run lists, manifests, rounds, aggregates, one round's prompts
-(tournaments and evolutions are loaded by `pdbench.ui.games_data`, with the same cache keys and
-error classes).
+"""Everything the app reads from disk, for every kind of run (experiment, tournament, evolution):
+lists of saved runs, manifests, rounds, aggregates, one round's prompts, tournament and evolution
+tables. Nothing here writes.
 
-Loaders are cached with `st.cache_data`, keyed by the file's path, mtime and size, so re-running an
-experiment into the same directory refreshes what is shown. Nothing here writes to a run directory.
+Loaders are cached with `st.cache_data`, keyed by each file's path, mtime and size, so re-running
+into a directory refreshes what is shown. File names and the rounds record's fields and types
+come from `pdbench.storage.schema`. Numbers are the library's artifacts (or, for a run that
+failed before writing aggregates.parquet, `pdbench.core.metrics` applied to its rounds).
+rounds.jsonl is read by pyarrow with an explicit schema of the scalar fields (100,000 rounds
+open in seconds); one round's prompts and replies are read lazily through an index of lines.
 
-rounds.jsonl is read with pyarrow's JSON reader and an explicit schema of the scalar columns
-(prompts and raw replies are skipped), so runs of 100,000 rounds open in seconds. The prompts and
-raw replies of a single round are read lazily: a cached index of line offsets finds the line, and
-only that line is parsed.
-
-Problems raise `RunLoadError` subclasses whose message is one line meant for the user.
+Problems raise `RunLoadError` subclasses with a one-line message for the user, including an
+artifact written by a newer pdbench (its schema_version).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,9 +27,38 @@ import pandas as pd
 import streamlit as st
 
 from pdbench.core.metrics import CollapseParams, aggregate_rows
-from pdbench.storage.schema import AGGREGATES_FILE, MANIFEST_FILE, ROUNDS_FILE
+from pdbench.core.tournament_metrics import LEADERBOARD_COLUMNS, PAIRWISE_COLUMNS
+from pdbench.storage.parquet import read_frame
+from pdbench.storage.schema import (
+    AGGREGATES_FILE,
+    GENERATIONS_FILE,
+    LEADERBOARD_FILE,
+    MANIFEST_FILES,
+    MATCHES_FILE,
+    PAYOFF_MATRIX_FILE,
+    ROUND_FIELDS,
+    ROUNDS_FILE,
+    SchemaVersionError,
+    check_version,
+    rounds_arrow_schema,
+)
+from pdbench.ui.style import make_players
+from pdbench.ui.tables import Evolution, Tournament
 
 RUNS_ROOT = Path("data/runs")
+TOURNAMENTS_ROOT = Path("data/tournaments")
+EVOLUTIONS_ROOT = Path("data/evolutions")
+KIND_NAMES = {"experiment": "run", "tournament": "tournament", "evolution": "evolution"}
+# rounds.jsonl fields the viewer reads (prompts, raw replies and these are skipped).
+UNUSED_ROUND_FIELDS = ("seed", "horizon_type", "fixed_n", "stop_prob", "timestamp_utc")
+ROUND_COLUMNS = tuple(f for f in ROUND_FIELDS if f not in UNUSED_ROUND_FIELDS)
+REQUIRED_ROUND_COLUMNS = ("condition", "replicate", "round_index") + tuple(
+    f"agent_{side}_{field}" for field in ("action", "payoff", "cum_payoff") for side in "ab"
+)
+GENERATION_COLUMNS = ("generation", "strategy", "count", "share", "mean_fitness")
+MATCH_COLUMNS = ("player_a", "player_b", "rounds", "score_a", "score_b")
+LINE_COLUMN = "_line"
+_RECORD_KEY = ("condition", "replicate", "round_index")
 
 
 class RunLoadError(Exception):
@@ -43,7 +72,7 @@ class RunDirMissing(RunLoadError):
 
 
 class NotARun(RunLoadError):
-    """The directory has no readable run_manifest.json."""
+    """The directory has no readable manifest of the expected kind."""
 
 
 class RunInProgress(RunLoadError):
@@ -52,66 +81,26 @@ class RunInProgress(RunLoadError):
     level = "warning"
 
 
+class RunNotFinished(RunLoadError):
+    """A tournament or evolution that stopped before writing its tables."""
+
+
+class NewerSchema(RunLoadError):
+    """An artifact written by a newer pdbench (a higher schema_version)."""
+
+
 class RoundsFileError(RunLoadError):
     """rounds.jsonl is missing, empty or not valid JSON Lines."""
 
 
-class AggregatesError(RunLoadError):
-    """aggregates.parquet exists but cannot be read."""
+class ArtifactError(RunLoadError):
+    """A Parquet artifact is missing, unreadable or lacks columns."""
 
 
-@dataclass(frozen=True, slots=True)
-class RunInfo:
-    """One line of the run list: what a run is, from its manifest."""
-
-    path: str
-    run_id: str
-    status: str
-    started: str
-    n_conditions: int
-    n_rounds: int
-
-    def label(self) -> str:
-        """A compact one-line description for select boxes."""
-        started = self.started[:16].replace("T", " ") if self.started else "?"
-        return (
-            f"{self.run_id} · {self.status} · {started} · "
-            f"{self.n_conditions} condition{'s' if self.n_conditions != 1 else ''} · "
-            f"{self.n_rounds:,} rounds"
-        )
-
-
-# Scalar columns of rounds.jsonl read for the viewer (prompts and raw replies are skipped).
-ROUND_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("run_id", "string"),
-    ("condition", "string"),
-    ("replicate", "int64"),
-    ("round_index", "int64"),
-    ("agent_a_name", "string"),
-    ("agent_b_name", "string"),
-    ("agent_a_action", "string"),
-    ("agent_b_action", "string"),
-    ("agent_a_intended_action", "string"),
-    ("agent_b_intended_action", "string"),
-    ("agent_a_payoff", "float64"),
-    ("agent_b_payoff", "float64"),
-    ("agent_a_cum_payoff", "float64"),
-    ("agent_b_cum_payoff", "float64"),
-    ("agent_a_parse_failure", "bool"),
-    ("agent_b_parse_failure", "bool"),
-)
-REQUIRED_ROUND_COLUMNS: tuple[str, ...] = (
-    "condition",
-    "replicate",
-    "round_index",
-    "agent_a_action",
-    "agent_b_action",
-    "agent_a_payoff",
-    "agent_b_payoff",
-    "agent_a_cum_payoff",
-    "agent_b_cum_payoff",
-)
-LINE_COLUMN = "_line"
+def first_line(exc: BaseException) -> str:
+    """An exception's message cut to its first line (its type name when it has none)."""
+    text = str(exc)
+    return text.splitlines()[0] if text.strip() else type(exc).__name__
 
 
 def _stat_key(path: Path) -> tuple[str, int, int]:
@@ -120,12 +109,19 @@ def _stat_key(path: Path) -> tuple[str, int, int]:
     return str(path.resolve()), stat.st_mtime_ns, stat.st_size
 
 
+def _check_version(where: str, version: Any) -> None:
+    try:
+        check_version(where, version)
+    except SchemaVersionError as exc:
+        raise NewerSchema(first_line(exc)) from None
+
+
 # --------------------------------------------------------------------------------------------
-# Manifests and the run list
+# Cached readers
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
-def _read_manifest(path: str, mtime_ns: int, size: int) -> dict[str, Any]:
+def _read_json(path: str, mtime_ns: int, size: int) -> dict[str, Any]:
     del mtime_ns, size  # cache key only
     data = orjson.loads(Path(path).read_bytes())
     if not isinstance(data, dict):
@@ -133,67 +129,150 @@ def _read_manifest(path: str, mtime_ns: int, size: int) -> dict[str, Any]:
     return data
 
 
-def load_manifest(run_dir: str | Path) -> dict[str, Any]:
-    """The run's manifest; RunDirMissing or NotARun when there is none (status is not checked)."""
-    run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        raise RunDirMissing(f"{run_dir}: directory not found")
-    path = run_dir / MANIFEST_FILE
+@st.cache_data(show_spinner=False, max_entries=64)
+def _read_parquet(path: str, mtime_ns: int, size: int) -> pd.DataFrame:
+    del mtime_ns, size  # cache key only
+    return read_frame(Path(path))  # checks the schema version in the file's metadata
+
+
+def _table(directory: str | Path, name: str, columns: Sequence[str]) -> pd.DataFrame:
+    """A Parquet artifact with at least `columns` and one row; ArtifactError otherwise."""
+    path = Path(directory) / name
     if not path.is_file():
-        raise NotARun(f"{run_dir}: not a pdbench run (no {MANIFEST_FILE})")
+        raise ArtifactError(f"{path}: file not found")
     try:
-        return _read_manifest(*_stat_key(path))
+        table = _read_parquet(*_stat_key(path))
+    except SchemaVersionError as exc:
+        raise NewerSchema(first_line(exc)) from None
+    except Exception as exc:  # pyarrow raises several unrelated types for broken files
+        raise ArtifactError(f"{path}: unreadable ({first_line(exc)})") from None
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise ArtifactError(f"{path}: missing columns: {', '.join(missing)}")
+    if table.empty:
+        raise ArtifactError(f"{path}: no rows")
+    return table
+
+
+# --------------------------------------------------------------------------------------------
+# Manifests and the lists of saved runs
+
+
+def load_manifest(directory: str | Path, kind: str = "experiment") -> dict[str, Any]:
+    """The manifest of a run of this kind; RunDirMissing, NotARun or NewerSchema when it cannot
+    be read (its status is not checked)."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise RunDirMissing(f"{directory}: directory not found")
+    name = MANIFEST_FILES[kind]
+    path = directory / name
+    if not path.is_file():
+        raise NotARun(f"{directory}: not a pdbench {KIND_NAMES[kind]} (no {name})")
+    try:
+        manifest = _read_json(*_stat_key(path))
     except (ValueError, OSError) as exc:
-        raise NotARun(f"{path}: unreadable manifest ({str(exc).splitlines()[0]})") from None
+        raise NotARun(f"{path}: unreadable manifest ({first_line(exc)})") from None
+    _check_version(str(path), manifest.get("schema_version"))
+    return manifest
 
 
-def check_run(run_dir: str | Path) -> dict[str, Any]:
+def check_run(directory: str | Path, kind: str = "experiment") -> dict[str, Any]:
     """The manifest of a run that can be shown; RunInProgress while it is still being written."""
-    manifest = load_manifest(run_dir)
+    manifest = load_manifest(directory, kind)
     if manifest.get("status") == "running":
-        rounds_path = Path(run_dir) / ROUNDS_FILE
-        written = rounds_path.stat().st_size if rounds_path.is_file() else 0
+        rounds = Path(directory) / ROUNDS_FILE
+        written = (
+            f", {rounds.stat().st_size / 1e6:.1f} MB of rounds so far" if rounds.is_file() else ""
+        )
         raise RunInProgress(
-            f"run {manifest.get('run_id', Path(run_dir).name)} is still in progress "
-            f"(manifest status 'running', {written / 1e6:.1f} MB of rounds so far); "
-            "open it again when it has finished"
+            f"{KIND_NAMES[kind]} {manifest.get('run_id', Path(directory).name)} is still in "
+            f"progress (manifest status 'running'{written}); open it again when it has finished"
         )
     return manifest
 
 
-def run_info(run_dir: str | Path) -> RunInfo:
-    """The run-list entry of a directory (status 'missing' or 'not a run' when broken)."""
-    path = str(Path(run_dir).resolve())
-    try:
-        manifest = load_manifest(run_dir)
-    except RunDirMissing:
-        return RunInfo(path, Path(run_dir).name, "missing", "", 0, 0)
-    except NotARun:
-        return RunInfo(path, Path(run_dir).name, "not a run", "", 0, 0)
-    totals = manifest.get("totals") or {}
-    return RunInfo(
-        path=path,
-        run_id=str(manifest.get("run_id") or Path(run_dir).name),
-        status=str(manifest.get("status") or "unknown"),
-        started=str(manifest.get("started_at_utc") or ""),
-        n_conditions=len(manifest.get("conditions") or []),
-        n_rounds=int(totals.get("rounds_written", totals.get("rounds", 0)) or 0),
+def run_kind(directory: str | Path) -> str | None:
+    """experiment, tournament or evolution: which manifest the directory holds (None: none)."""
+    found = [k for k, name in MANIFEST_FILES.items() if (Path(directory) / name).is_file()]
+    return found[0] if found else None
+
+
+@dataclass(frozen=True, slots=True)
+class SavedRun:
+    """One entry of a list of saved runs, from its manifest."""
+
+    path: str
+    kind: str
+    run_id: str
+    status: str
+    started: str
+    summary: str
+
+    def label(self) -> str:
+        """A one-line description for select boxes (the status only when not completed)."""
+        started = self.started[:16].replace("T", " ") if self.started else "?"
+        parts = [self.run_id, "" if self.status == "completed" else self.status, started]
+        return " · ".join(p for p in [*parts, self.summary] if p)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def _summary(kind: str, m: Mapping[str, Any]) -> str:
+    totals = m.get("totals") or {}
+    if kind == "experiment":
+        return (
+            f"{_plural(len(m.get('conditions') or []), 'condition')} · "
+            f"{int(totals.get('rounds', 0) or 0):,} rounds"
+        )
+    if kind == "tournament":
+        return (
+            f"{len(m.get('players') or [])} players · {int(totals.get('matches', 0)):,} matches · "
+            f"noise {m.get('noise', 0):g}"
+        )
+    fixated = m.get("fixated")
+    return (
+        f"{str(m.get('process', '?')).replace('_', '-')} · noise {m.get('noise', 0):g} · "
+        f"{m.get('generations_run', '?')} generations"
+        + (f" · fixated on {fixated}" if fixated else "")
     )
 
 
-def list_runs(root: str | Path = RUNS_ROOT, extra: str | Path | None = None) -> list[RunInfo]:
-    """Runs under `root` (directories with a manifest), newest first, plus `extra` on top."""
-    root = Path(root)
-    found: list[RunInfo] = []
-    if root.is_dir():
-        for child in root.iterdir():
-            if child.is_dir() and (child / MANIFEST_FILE).is_file():
-                found.append(run_info(child))
-    found.sort(key=lambda r: (r.started, r.run_id), reverse=True)
-    if extra is not None:
-        first = run_info(extra)
-        found = [first] + [r for r in found if r.path != first.path]
-    return found
+def saved_run(directory: str | Path, kind: str) -> SavedRun:
+    """The list entry of a directory (status 'missing' or 'not readable' when broken)."""
+    path, name = str(Path(directory).resolve()), Path(directory).name
+    try:
+        m = load_manifest(directory, kind)
+    except RunDirMissing:
+        return SavedRun(path, kind, name, "missing", "", "")
+    except RunLoadError:
+        return SavedRun(path, kind, name, f"not a readable {KIND_NAMES[kind]}", "", "")
+    return SavedRun(
+        path,
+        kind,
+        str(m.get("run_id") or name),
+        str(m.get("status") or "unknown"),
+        str(m.get("started_at_utc") or ""),
+        _summary(kind, m),
+    )
+
+
+def list_saved(
+    kind: str, roots: Iterable[str | Path], extra: Iterable[str | Path] = ()
+) -> list[SavedRun]:
+    """Runs of this kind (directories holding its manifest) under `roots`, newest first, with
+    the `extra` directories on top."""
+    found: dict[str, SavedRun] = {}
+    for root in map(Path, roots):
+        if root.is_dir():
+            for child in root.iterdir():
+                if child.is_dir() and (child / MANIFEST_FILES[kind]).is_file():
+                    entry = saved_run(child, kind)
+                    found[entry.path] = entry
+    listed = sorted(found.values(), key=lambda r: (r.started, r.run_id), reverse=True)
+    extras = list({e.path: e for e in (saved_run(p, kind) for p in extra)}.values())
+    return extras + [r for r in listed if r.path not in {e.path for e in extras}]
 
 
 def condition_configs(manifest: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -214,7 +293,7 @@ def collapse_params(manifest: Mapping[str, Any]) -> CollapseParams:
 
 
 # --------------------------------------------------------------------------------------------
-# rounds.jsonl
+# rounds.jsonl and aggregates.parquet
 
 
 def _complete_lines(data: bytes) -> bytes:
@@ -228,12 +307,13 @@ def _complete_lines(data: bytes) -> bytes:
 def _read_rounds(path: str, mtime_ns: int, size: int) -> pd.DataFrame:
     del mtime_ns, size  # cache key only
     import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.json as pj
 
     data = _complete_lines(Path(path).read_bytes())
     if not data.strip():
         raise RoundsFileError(f"{path}: no rounds recorded (empty file)")
-    schema = pa.schema([(name, pa.type_for_alias(kind)) for name, kind in ROUND_COLUMNS])
+    schema = rounds_arrow_schema(ROUND_COLUMNS)
     options = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
     try:
         table = pj.read_json(
@@ -242,10 +322,10 @@ def _read_rounds(path: str, mtime_ns: int, size: int) -> pd.DataFrame:
             read_options=pj.ReadOptions(block_size=1 << 24),
         )
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        first = str(exc).splitlines()[0]
-        raise RoundsFileError(f"{path}: not valid rounds JSON Lines ({first})") from None
+        raise RoundsFileError(f"{path}: not valid rounds JSON Lines ({first_line(exc)})") from None
     if table.num_rows == 0:
         raise RoundsFileError(f"{path}: no rounds recorded")
+    _check_version(path, pc.max(table.column("schema_version")).as_py())
     missing = [n for n in REQUIRED_ROUND_COLUMNS if table.column(n).null_count == table.num_rows]
     if missing:
         raise RoundsFileError(f"{path}: records lack required fields: {', '.join(missing)}")
@@ -263,45 +343,11 @@ def _read_rounds(path: str, mtime_ns: int, size: int) -> pd.DataFrame:
 
 
 def load_rounds(run_dir: str | Path) -> pd.DataFrame:
-    """All rounds of a run (scalar columns only), in file order, with a `_line` column."""
+    """All rounds of a run (scalar fields only), in file order, with a `_line` column."""
     path = Path(run_dir) / ROUNDS_FILE
     if not path.is_file():
         raise RoundsFileError(f"{path}: rounds file not found")
     return _read_rounds(*_stat_key(path))
-
-
-def games(rounds: pd.DataFrame, order: list[str] | None = None) -> dict[str, list[int]]:
-    """The replicates present for each condition, conditions in config order."""
-    pairs = rounds[["condition", "replicate"]].drop_duplicates()
-    out: dict[str, list[int]] = {}
-    present = [str(c) for c in pairs["condition"].unique()]
-    ordered = [c for c in (order or []) if c in present] + sorted(set(present) - set(order or []))
-    for condition in ordered:
-        reps = pairs.loc[pairs["condition"] == condition, "replicate"]
-        out[condition] = sorted(int(r) for r in reps)
-    return out
-
-
-def game_rounds(rounds: pd.DataFrame, condition: str, replicate: int) -> pd.DataFrame:
-    """The rounds of one game, sorted by round, with a 1-based `round` column."""
-    mask = (rounds["condition"] == condition) & (rounds["replicate"] == replicate)
-    game = rounds.loc[mask].sort_values("round_index").reset_index(drop=True)
-    game["round"] = game["round_index"] + 1
-    return game
-
-
-# --------------------------------------------------------------------------------------------
-# aggregates.parquet
-
-
-@st.cache_data(show_spinner=False, max_entries=16)
-def _read_aggregates(path: str, mtime_ns: int, size: int) -> pd.DataFrame:
-    del mtime_ns, size  # cache key only
-    try:
-        return pd.read_parquet(path)
-    except Exception as exc:  # pyarrow raises several unrelated types for broken files
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise AggregatesError(f"{path}: unreadable aggregates ({first})") from None
 
 
 @st.cache_data(show_spinner="Computing metrics…", max_entries=8)
@@ -312,10 +358,9 @@ def _aggregates_from_rounds(
     from pdbench.storage.aggregate import outcomes_from_table, read_rounds_table
 
     manifest = json.loads(manifest_json)
-    table = read_rounds_table(Path(path))
     rows = aggregate_rows(
         str(manifest.get("run_id", "")),
-        outcomes_from_table(table),
+        outcomes_from_table(read_rounds_table(Path(path))),
         condition_order(manifest),
         collapse_params(manifest),
     )
@@ -325,45 +370,21 @@ def _aggregates_from_rounds(
 def load_aggregates(run_dir: str | Path, manifest: Mapping[str, Any]) -> tuple[pd.DataFrame, str]:
     """(aggregate rows, source): from aggregates.parquet, or computed in memory from rounds.jsonl
     with the library's metric functions when the file is absent (e.g. a failed run). Never writes."""
-    path = Path(run_dir) / AGGREGATES_FILE
-    if path.is_file():
-        return _read_aggregates(*_stat_key(path)), AGGREGATES_FILE
+    if (Path(run_dir) / AGGREGATES_FILE).is_file():
+        return _table(
+            run_dir, AGGREGATES_FILE, ("scope", "condition", "replicate")
+        ), AGGREGATES_FILE
     rounds_path = Path(run_dir) / ROUNDS_FILE
     if not rounds_path.is_file():
         raise RoundsFileError(f"{rounds_path}: rounds file not found")
     small = {k: manifest.get(k) for k in ("run_id", "conditions", "collapse")}
     try:
         df = _aggregates_from_rounds(*_stat_key(rounds_path), json.dumps(small, default=str))
+    except SchemaVersionError as exc:
+        raise NewerSchema(first_line(exc)) from None
     except Exception as exc:  # the library's RunDirError or a pyarrow error
-        raise RoundsFileError(str(exc).splitlines()[0]) from None
+        raise RoundsFileError(first_line(exc)) from None
     return df, f"{ROUNDS_FILE} (computed in memory; {AGGREGATES_FILE} is missing)"
-
-
-def replicate_row(aggregates: pd.DataFrame, condition: str, replicate: int) -> pd.Series | None:
-    """The aggregate row of one game, or None."""
-    rows = aggregates[
-        (aggregates["scope"] == "replicate")
-        & (aggregates["condition"] == condition)
-        & (aggregates["replicate"] == replicate)
-    ]
-    return rows.iloc[0] if len(rows) else None
-
-
-def condition_row(aggregates: pd.DataFrame, condition: str) -> pd.Series | None:
-    """The condition-mean aggregate row, or None."""
-    rows = aggregates[(aggregates["scope"] == "condition") & (aggregates["condition"] == condition)]
-    return rows.iloc[0] if len(rows) else None
-
-
-def series_from_json(value: Any) -> list[float]:
-    """A JSON list stored in an aggregate cell (e.g. cooperation_rate_over_time); [] if absent."""
-    if not isinstance(value, str) or not value:
-        return []
-    try:
-        data = json.loads(value)
-    except ValueError:
-        return []
-    return [float(v) for v in data] if isinstance(data, list) else []
 
 
 # --------------------------------------------------------------------------------------------
@@ -373,26 +394,27 @@ def series_from_json(value: Any) -> list[float]:
 @st.cache_data(show_spinner="Indexing rounds…", max_entries=8)
 def _line_offsets(path: str, mtime_ns: int, size: int) -> np.ndarray:
     """(start, end) byte offsets of every non-empty complete line, in file order."""
-    del mtime_ns  # cache key only
+    del mtime_ns, size  # cache key only
     newlines: list[np.ndarray] = []
-    chunk = 1 << 24
     with open(path, "rb") as fh:
         offset = 0
-        while block := fh.read(chunk):
+        while block := fh.read(1 << 24):
             found = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10)
             newlines.append(found.astype(np.int64) + offset)
             offset += len(block)
     ends = np.concatenate(newlines) if newlines else np.empty(0, dtype=np.int64)
     starts = np.concatenate(([0], ends[:-1] + 1)) if ends.size else ends
     keep = ends > starts
-    del size
     return np.stack([starts[keep], ends[keep]], axis=1)
 
 
-def _read_line(path: Path, start: int, end: int) -> dict[str, Any]:
+def _read_line(path: Path, start: int, end: int) -> dict[str, Any] | None:
     with open(path, "rb") as fh:
         fh.seek(start)
-        return orjson.loads(fh.read(end - start))
+        try:
+            return orjson.loads(fh.read(end - start))
+        except orjson.JSONDecodeError:
+            return None
 
 
 def load_round_record(
@@ -410,23 +432,76 @@ def load_round_record(
     line = int(hit[LINE_COLUMN].iloc[0])
     offsets = _line_offsets(*_stat_key(path))
     want = (condition, replicate, round_index)
-    if line < len(offsets):
-        try:
-            record = _read_line(path, int(offsets[line][0]), int(offsets[line][1]))
-            if (
-                record.get("condition"),
-                record.get("replicate"),
-                record.get("round_index"),
-            ) == want:
-                return record
-        except orjson.JSONDecodeError:
-            pass
-    # The file changed shape (blank or broken lines): fall back to a scan of the lines.
-    for start, end in offsets:
-        try:
-            record = _read_line(path, int(start), int(end))
-        except orjson.JSONDecodeError:
-            continue
-        if (record.get("condition"), record.get("replicate"), record.get("round_index")) == want:
+    # The line the rounds table points at; if the file changed shape (blank or broken lines),
+    # a scan of every line.
+    for i in [line] * (line < len(offsets)) + list(range(len(offsets))):
+        record = _read_line(path, int(offsets[i][0]), int(offsets[i][1]))
+        if record is not None and tuple(record.get(k) for k in _RECORD_KEY) == want:
             return record
     raise RoundsFileError(f"{path}: round {round_index + 1} of {condition} not found")
+
+
+# --------------------------------------------------------------------------------------------
+# Tournaments and evolutions
+
+
+def _finished_manifest(directory: str | Path, kind: str) -> dict[str, Any]:
+    """The manifest of a tournament or evolution that wrote its tables."""
+    manifest = check_run(directory, kind)
+    status = manifest.get("status")
+    if status not in (None, "completed"):
+        raise RunNotFinished(
+            f"{KIND_NAMES[kind]} {manifest.get('run_id', Path(directory).name)} {status}: "
+            + str(manifest.get("error") or "no error recorded").splitlines()[0]
+        )
+    return manifest
+
+
+def _entries(names: list[str], configs: Sequence[Any]) -> list[tuple[str, dict[str, Any] | None]]:
+    """(name, config) pairs: the i-th config for the i-th name when it is a mapping."""
+    return [
+        (name, configs[i] if i < len(configs) and isinstance(configs[i], dict) else None)
+        for i, name in enumerate(names)
+    ]
+
+
+def load_tournament(directory: str | Path) -> Tournament:
+    """A tournament's manifest and tables; RunLoadError subclasses with one-line messages."""
+    manifest = _finished_manifest(directory, "tournament")
+    board = _table(directory, LEADERBOARD_FILE, LEADERBOARD_COLUMNS)
+    pairwise = _table(directory, PAYOFF_MATRIX_FILE, PAIRWISE_COLUMNS)
+    matches = _table(directory, MATCHES_FILE, MATCH_COLUMNS)
+    names = [str(p.get("name")) for p in manifest.get("players") or [] if isinstance(p, dict)]
+    names = names or [str(n) for n in board["player"]]
+    named = [*board["player"], *pairwise["player"], *pairwise["opponent"]]
+    strays = sorted({str(n) for n in named} - set(names))
+    if strays:
+        raise ArtifactError(f"{directory}: players missing from the manifest: {', '.join(strays)}")
+    configs = ((manifest.get("config") or {}).get("tournament") or {}).get("players") or []
+    return Tournament(
+        str(Path(directory).resolve()),
+        manifest,
+        board.sort_values("rank").reset_index(drop=True),
+        pairwise,
+        matches,
+        make_players(_entries(names, configs)),
+    )
+
+
+def load_evolution(directory: str | Path) -> Evolution:
+    """An evolution's manifest and generations table; RunLoadError subclasses on problems."""
+    manifest = _finished_manifest(directory, "evolution")
+    generations = _table(directory, GENERATIONS_FILE, GENERATION_COLUMNS)
+    names = [str(s) for s in manifest.get("strategies") or []]
+    present = list(dict.fromkeys(str(s) for s in generations["strategy"]))
+    if not names or set(present) - set(names):
+        names = present
+    members = ((manifest.get("config") or {}).get("evolution") or {}).get("population") or []
+    configs = [m.get("player") if isinstance(m, dict) else None for m in members]
+    generations = generations.sort_values("generation", kind="stable").reset_index(drop=True)
+    return Evolution(
+        str(Path(directory).resolve()),
+        manifest,
+        generations,
+        make_players(_entries(names, configs)),
+    )

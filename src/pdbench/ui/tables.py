@@ -1,18 +1,83 @@
-"""Tables of metrics for the pages. Values come from aggregates.parquet (computed by
-`pdbench.core.metrics`); only the spread over replicates (min, max, std) is computed here.
-Tournament and evolution tables reshape leaderboard.parquet and generations.parquet for display."""
+"""Pure pandas reshaping of what `pdbench.ui.data` loaded, for the pages: one game's rounds, the
+aggregate rows of a game or condition, metric tables (values from aggregates.parquet, computed by
+`pdbench.core.metrics`; only the spread over replicates, min, max and std, is computed here), and
+the loaded tournament and evolution with their display tables (leaderboard.parquet and
+generations.parquet reshaped). Nothing here reads files."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from pdbench.ui.data import condition_row, replicate_row
-from pdbench.ui.games_data import Player
-from pdbench.ui.style import medal
+from pdbench.core.payoff import PayoffMatrix
+from pdbench.ui.style import Player, medal
+
+# --------------------------------------------------------------------------------------------
+# Experiments: games and aggregate rows
+
+
+def games(rounds: pd.DataFrame, order: list[str] | None = None) -> dict[str, list[int]]:
+    """The replicates present for each condition, conditions in config order."""
+    pairs = rounds[["condition", "replicate"]].drop_duplicates()
+    out: dict[str, list[int]] = {}
+    present = [str(c) for c in pairs["condition"].unique()]
+    ordered = [c for c in (order or []) if c in present] + sorted(set(present) - set(order or []))
+    for condition in ordered:
+        reps = pairs.loc[pairs["condition"] == condition, "replicate"]
+        out[condition] = sorted(int(r) for r in reps)
+    return out
+
+
+def game_rounds(rounds: pd.DataFrame, condition: str, replicate: int) -> pd.DataFrame:
+    """The rounds of one game, sorted by round, with a 1-based `round` column."""
+    mask = (rounds["condition"] == condition) & (rounds["replicate"] == replicate)
+    game = rounds.loc[mask].sort_values("round_index").reset_index(drop=True)
+    game["round"] = game["round_index"] + 1
+    return game
+
+
+def flips_and_fallbacks(game: pd.DataFrame) -> tuple[int, int]:
+    """(moves flipped by noise, fallback moves after invalid replies) of one game, both agents."""
+    flips = sum(
+        int((game[f"agent_{s}_action"] != game[f"agent_{s}_intended_action"]).sum()) for s in "ab"
+    )
+    return flips, sum(int(game[f"agent_{s}_parse_failure"].sum()) for s in "ab")
+
+
+def replicate_row(aggregates: pd.DataFrame, condition: str, replicate: int) -> pd.Series | None:
+    """The aggregate row of one game, or None."""
+    rows = aggregates[
+        (aggregates["scope"] == "replicate")
+        & (aggregates["condition"] == condition)
+        & (aggregates["replicate"] == replicate)
+    ]
+    return rows.iloc[0] if len(rows) else None
+
+
+def condition_row(aggregates: pd.DataFrame, condition: str) -> pd.Series | None:
+    """The condition-mean aggregate row, or None."""
+    rows = aggregates[(aggregates["scope"] == "condition") & (aggregates["condition"] == condition)]
+    return rows.iloc[0] if len(rows) else None
+
+
+def series_from_json(value: Any) -> list[float]:
+    """A JSON list stored in an aggregate cell (e.g. cooperation_rate_over_time); [] if absent."""
+    if not isinstance(value, str) or not value:
+        return []
+    try:
+        data = json.loads(value)
+    except ValueError:
+        return []
+    return [float(v) for v in data] if isinstance(data, list) else []
+
+
+# --------------------------------------------------------------------------------------------
+# Metric tables
 
 # Aggregate column -> (label, kind); kind picks the number format.
 METRICS: dict[str, tuple[str, str]] = {
@@ -74,6 +139,26 @@ def metric_summary(aggregates: pd.DataFrame, condition: str, replicate: int) -> 
     return pd.DataFrame.from_records(records)
 
 
+def metric_text_table(summary: pd.DataFrame, replicate: int) -> pd.DataFrame:
+    """`metric_summary` as text: per metric its label, this replicate's value, the condition
+    mean, min, max and std, and the aggregate column it comes from."""
+
+    def text(column: str) -> list[str]:
+        return [format_value(v, k) for v, k in zip(summary[column], summary["kind"], strict=True)]
+
+    return pd.DataFrame(
+        {
+            "metric": summary["label"],
+            f"replicate {replicate}": text("replicate"),
+            "condition mean": text("condition_mean"),
+            "min": text("min"),
+            "max": text("max"),
+            "std": text("std"),
+            "column": summary["metric"],
+        }
+    )
+
+
 def conditions_table(aggregates: pd.DataFrame) -> pd.DataFrame:
     """One row per condition (its mean over replicates), in the file's order."""
     rows = aggregates[aggregates["scope"] == "condition"]
@@ -81,6 +166,61 @@ def conditions_table(aggregates: pd.DataFrame) -> pd.DataFrame:
         c for c in METRICS if c in rows.columns
     ]
     return rows[columns].reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Tournaments and evolutions
+
+
+@dataclass(frozen=True)
+class Tournament:
+    """A finished tournament directory."""
+
+    path: str
+    manifest: dict[str, Any]
+    leaderboard: pd.DataFrame  # leaderboard.parquet, best first
+    pairwise: pd.DataFrame  # payoff_matrix.parquet (long form)
+    matches: pd.DataFrame  # matches.parquet
+    players: list[Player]  # config order
+
+    @property
+    def by_name(self) -> dict[str, Player]:
+        """Players by artifact name."""
+        return {p.name: p for p in self.players}
+
+    def matrix(self) -> PayoffMatrix:
+        """The stage game's payoff matrix (the default one when the snapshot lacks it)."""
+        nested = ((self.manifest.get("config") or {}).get("game") or {}).get("payoff_matrix")
+        try:
+            return PayoffMatrix.from_nested(nested) if nested else PayoffMatrix()
+        except Exception:  # a hand-edited manifest: fall back to the default game
+            return PayoffMatrix()
+
+
+@dataclass(frozen=True)
+class Evolution:
+    """A finished evolution directory."""
+
+    path: str
+    manifest: dict[str, Any]
+    generations: pd.DataFrame  # generations.parquet
+    players: list[Player]  # strategy order
+
+    @property
+    def by_name(self) -> dict[str, Player]:
+        """Strategies by artifact name."""
+        return {p.name: p for p in self.players}
+
+    @property
+    def last_generation(self) -> int:
+        """The last generation recorded."""
+        return int(self.generations["generation"].max())
+
+    def at(self, generation: int) -> pd.DataFrame:
+        """The rows (one per strategy, in strategy order) of one generation."""
+        rows = self.generations[self.generations["generation"] == generation]
+        order = {p.name: i for i, p in enumerate(self.players)}
+        return rows.sort_values("strategy", key=lambda s: s.map(order)).reset_index(drop=True)
 
 
 def leaderboard_table(board: pd.DataFrame, players: Sequence[Player]) -> pd.DataFrame:
@@ -109,7 +249,8 @@ def final_shares_table(
     first: pd.DataFrame, last: pd.DataFrame, players: Sequence[Player]
 ) -> pd.DataFrame:
     """Per strategy (rows of generations.parquet): initial and final count, final share and mean
-    fitness, largest final share first."""
+    fitness (also as text, '— (extinct)' for a strategy that died out), largest final share
+    first."""
     by_name = {p.name: p for p in players}
     start = dict(zip(first["strategy"].astype(str), first["count"], strict=True))
     table = pd.DataFrame(
@@ -119,6 +260,10 @@ def final_shares_table(
             "count": last["count"].astype(int).to_numpy(),
             "share": last["share"].to_numpy(),
             "mean_fitness": last["mean_fitness"].to_numpy(),
+            "fitness": [
+                "— (extinct)" if int(n) == 0 else f"{f:.3f}"
+                for n, f in zip(last["count"], last["mean_fitness"], strict=True)
+            ],
             "name": last["strategy"].astype(str).to_numpy(),
         }
     )
