@@ -1,10 +1,14 @@
-"""The Run Experiment tab's back end: which agents can be picked, the payoff editor's table, and
-turning a form into a one-condition experiment in a new run directory.
+"""Starting runs from the app, for every kind (experiment, tournament, evolution): which agents
+can be picked, the payoff editor's table, turning a form into a config in a new run directory,
+and running a prepared config with the library.
 
-A new run lives in `data/runs/ui_<timestamp>/`. Refs may not leave the config root, so the
-config's `agents/` and `prompts/` folders are copied into `<run>/config/` and the generated
-`experiment.yaml` is written beside them (it references the copies). Nothing is written into the
-source configs folder.
+A new run lives in `<root>/ui_<timestamp>/` (roots: `data/runs`, `data/tournaments`,
+`data/evolutions`); its config is `<run>/config/<kind>.yaml`. Refs may not leave the config root,
+so when an agent is a ref the config's `agents/` and `prompts/` folders are copied into
+`<run>/config/` first and the config references the copies. Nothing is written into the source
+configs folder.
+
+This is the only UI module that imports `pdbench.runners` (lazily, in `execute`).
 """
 
 from __future__ import annotations
@@ -21,14 +25,16 @@ from typing import Any, Literal
 import pandas as pd
 import yaml
 
-from pdbench.agents.policy import POLICY_REGISTRY, policy_names
+from pdbench.agents.policy import policy_names
 from pdbench.core.payoff import PayoffError, PayoffMatrix
+from pdbench.ui.presets import EvolutionSettings, read_yaml
 from pdbench.ui.style import PERSONA_TEXT, Profile, persona_profile, policy_profile
 
 CONFIG_DIR_ENV = "PDBENCH_CONFIG_DIR"
 PAYOFF_ROWS = ("A plays C", "A plays D")
 PAYOFF_COLS = ("B plays C", "B plays D")
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+TITLES = {"experiment": "Run", "tournament": "Tournament", "evolution": "Evolution"}
 
 
 def find_config_dir() -> Path | None:
@@ -42,6 +48,10 @@ def find_config_dir() -> Path | None:
         if candidate and (Path(candidate) / "agents").is_dir():
             return Path(candidate).resolve()
     return None
+
+
+# --------------------------------------------------------------------------------------------
+# Agents
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,14 +87,6 @@ class AgentOption:
         return Path(self.value).stem
 
 
-def _read_yaml(path: Path) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def _persona_text(path: Path) -> str:
     """The first sentence after 'Persona: name.' in a persona file."""
     text = " ".join(path.read_text(encoding="utf-8").split())
@@ -98,7 +100,7 @@ def agent_options(config_dir: Path) -> list[AgentOption]:
     options = [AgentOption("policy", key, policy_profile(key)) for key in policy_names()]
     llm_files: list[tuple[str, dict[str, Any]]] = []
     for path in sorted((config_dir / "agents").glob("*.yaml")):
-        data = _read_yaml(path)
+        data = read_yaml(path)
         if data.get("type") == "llm":
             llm_files.append((path.relative_to(config_dir).as_posix(), data))
     mock = [f for f in llm_files if f[1].get("provider") == "mock"]
@@ -127,7 +129,7 @@ def agent_options(config_dir: Path) -> list[AgentOption]:
 
 def _policies_file(config_dir: Path) -> str | None:
     path = config_dir / "agents" / "policies.yaml"
-    data = _read_yaml(path) if path.is_file() else {}
+    data = read_yaml(path) if path.is_file() else {}
     return "agents/policies.yaml" if data.get("type") == "policy" and "policy" in data else None
 
 
@@ -190,7 +192,7 @@ def parse_payoff_frame(frame: pd.DataFrame) -> PayoffMatrix:
 
 
 # --------------------------------------------------------------------------------------------
-# Building and running
+# Forms -> configs
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,18 +214,35 @@ class ExperimentRequest:
         return re.sub(r"[^A-Za-z0-9._+-]", "-", name)
 
 
+@dataclass(frozen=True, slots=True)
+class TournamentRequest:
+    """What the tournament form asks for."""
+
+    players: list[AgentOption]
+    horizon: dict[str, Any]  # a HorizonConfig mapping
+    noise: float
+    repetitions: int
+    self_play: bool
+    seed: int
+
+    @property
+    def needs_refs(self) -> bool:
+        """Whether a player is a ref to an agent file (then agents/ and prompts/ are copied)."""
+        return any(p.kind != "policy" for p in self.players)
+
+
+def _run_section(run_id: str, seed: int, output_dir: Path) -> dict[str, Any]:
+    return {"run_id": run_id, "seed": int(seed), "output_dir": str(output_dir)}
+
+
 def build_experiment(
     request: ExperimentRequest, run_id: str, output_dir: Path, config_dir: Path
 ) -> dict[str, Any]:
     """The experiment config (a YAML-ready mapping) of a one-condition run."""
+    run = _run_section(run_id, request.seed, output_dir)
+    run.update(store_prompts=True, store_raw_responses=True)
     return {
-        "run": {
-            "run_id": run_id,
-            "seed": int(request.seed),
-            "output_dir": str(output_dir),
-            "store_prompts": True,
-            "store_raw_responses": True,
-        },
+        "run": run,
         "game": {"payoff_matrix": request.matrix.as_nested(), "noise": float(request.noise)},
         "horizon": dict(request.horizon),
         "experiment": {
@@ -239,54 +258,164 @@ def build_experiment(
     }
 
 
-def new_run_dir(runs_root: Path, now: datetime | None = None) -> Path:
-    """A fresh `ui_<timestamp>` directory name under `runs_root` (not created)."""
+def build_tournament(
+    request: TournamentRequest, run_id: str, output_dir: Path, config_dir: Path
+) -> dict[str, Any]:
+    """The tournament config (a YAML-ready mapping)."""
+    players = [
+        p.value if p.kind == "policy" else agent_entry(p, config_dir) for p in request.players
+    ]
+    return {
+        "run": _run_section(run_id, request.seed, output_dir),
+        "game": {"noise": float(request.noise)},
+        "horizon": dict(request.horizon),
+        "tournament": {
+            "repetitions": int(request.repetitions),
+            "self_play": bool(request.self_play),
+            "log_rounds": False,
+            "players": players,
+        },
+    }
+
+
+def build_evolution(settings: EvolutionSettings, run_id: str, output_dir: Path) -> dict[str, Any]:
+    """The evolution config (a YAML-ready mapping); only strategies with individuals take part,
+    and `eliminate` is written only for eliminate_clone (the other processes refuse it)."""
+    section: dict[str, Any] = {"process": settings.process}
+    if settings.process == "eliminate_clone":
+        section["eliminate"] = int(settings.eliminate)
+    section.update(
+        generations=int(settings.generations),
+        mutation_rate=float(settings.mutation_rate),
+        repetitions=int(settings.repetitions),
+        population=[{"player": k, "count": n} for k, n in settings.population.items()],
+    )
+    if settings.fitness != "auto":
+        section["fitness"] = settings.fitness
+    return {
+        "run": _run_section(run_id, settings.seed, output_dir),
+        "game": {"noise": float(settings.noise)},
+        "horizon": {"type": "fixed", "n_rounds": int(settings.rounds)},
+        "evolution": section,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Preparing and running
+
+
+def new_run_dir(root: Path, now: datetime | None = None) -> Path:
+    """A fresh `ui_<timestamp>` directory name under `root` (not created)."""
     stamp = (now or datetime.now()).strftime("%Y%m%d_%H%M%S")
-    candidate = runs_root / f"ui_{stamp}"
+    candidate = root / f"ui_{stamp}"
     n = 2
     while candidate.exists():
-        candidate = runs_root / f"ui_{stamp}_{n}"
+        candidate = root / f"ui_{stamp}_{n}"
         n += 1
     return candidate
 
 
-def prepare_run(request: ExperimentRequest, config_dir: Path, runs_root: Path) -> Path:
-    """Create the run directory with a copy of the agent/prompt files and experiment.yaml;
-    returns the path of the experiment.yaml."""
-    run_dir = new_run_dir(runs_root).resolve()
+def prepare(
+    kind: str,
+    build: Callable[[str, Path], dict[str, Any]],
+    root: Path,
+    copy_from: Path | None = None,
+) -> Path:
+    """Create `root/ui_<timestamp>/config/` (with copies of `copy_from`'s agents/ and prompts/
+    when given), write `<kind>.yaml` there from `build(run_id, run_dir)`; returns its path."""
+    run_dir = new_run_dir(root).resolve()
     target = run_dir / "config"
     target.mkdir(parents=True)
-    for sub in ("agents", "prompts"):
-        if (config_dir / sub).is_dir():
-            shutil.copytree(config_dir / sub, target / sub)
-    config = build_experiment(request, run_dir.name, run_dir, config_dir)
-    path = target / "experiment.yaml"
+    if copy_from is not None:
+        for sub in ("agents", "prompts"):
+            if (copy_from / sub).is_dir():
+                shutil.copytree(copy_from / sub, target / sub)
+    path = target / f"{kind}.yaml"
     path.write_text(
-        "# Written by the pdbench UI (Run Experiment tab).\n"
-        + yaml.safe_dump(config, sort_keys=False),
+        f"# Written by the pdbench UI ({kind}).\n"
+        + yaml.safe_dump(build(run_dir.name, run_dir), sort_keys=False),
         encoding="utf-8",
     )
     return path
 
 
+def prepare_experiment(request: ExperimentRequest, config_dir: Path, root: Path) -> Path:
+    """Write a new run directory's experiment.yaml (agent files copied); returns its path."""
+    return prepare(
+        "experiment",
+        lambda run_id, out: build_experiment(request, run_id, out, config_dir),
+        root,
+        config_dir,
+    )
+
+
+def prepare_tournament(request: TournamentRequest, config_dir: Path, root: Path) -> Path:
+    """Write a new tournament directory's config; returns its path."""
+    return prepare(
+        "tournament",
+        lambda run_id, out: build_tournament(request, run_id, out, config_dir),
+        root,
+        config_dir if request.needs_refs else None,
+    )
+
+
+def prepare_evolution(settings: EvolutionSettings, root: Path) -> Path:
+    """Write a new evolution directory's config; returns its path."""
+    return prepare("evolution", lambda run_id, out: build_evolution(settings, run_id, out), root)
+
+
 def discard_run(config_path: Path) -> None:
-    """Remove a run directory made by `prepare_run` that never started (only config/ inside)."""
+    """Remove a run directory made by `prepare` that never started (only config/ inside)."""
     run_dir = config_path.parent.parent
     if run_dir.is_dir() and {p.name for p in run_dir.iterdir()} <= {"config"}:
         shutil.rmtree(run_dir)
 
 
-def execute(config_path: Path, progress: Callable[[int, int], None] | None = None) -> Any:
-    """Validate and run a prepared experiment; library errors (ConfigError, RunError) propagate."""
-    from pdbench.runners.registry import load_experiment
+@dataclass(frozen=True)
+class Finished:
+    """A run the library finished: its kind, directory and manifest."""
+
+    kind: str
+    run_dir: Path
+    manifest: dict[str, Any]
+
+    def message(self) -> str:
+        """One line for the page, e.g. 'Tournament t1 finished: 3 players, 6 matches, ...'."""
+        m = self.manifest
+        totals = m.get("totals") or {}
+        if self.kind == "experiment":
+            what = f"{totals.get('games', 0):,} games, {totals.get('rounds', 0):,} rounds"
+        elif self.kind == "tournament":
+            what = (
+                f"{len(m.get('players') or [])} players, {totals.get('matches', 0):,} matches, "
+                f"{totals.get('rounds', 0):,} rounds"
+            )
+        else:
+            fixated = m.get("fixated")
+            what = f"{m.get('generations_run', '?')} generations, " + (
+                f"fixated on {fixated}" if fixated else "no fixation"
+            )
+        return f"{TITLES[self.kind]} {m.get('run_id')} finished: {what} → {self.run_dir}"
+
+
+def execute(
+    config_path: Path, kind: str, progress: Callable[[int, int], None] | None = None
+) -> Finished:
+    """Validate a prepared config of this kind and run it into its run.output_dir (overwriting
+    what a previous attempt left); library errors (ConfigError, RunError) propagate."""
+    from pdbench.runners.evolve import run_evolution
+    from pdbench.runners.loader import load_config
     from pdbench.runners.run_experiment import run_experiment
+    from pdbench.runners.session import RunOptions
+    from pdbench.runners.tournament import run_tournament
 
-    loaded = load_experiment(config_path)
+    runners: dict[str, Callable[..., Any]] = {
+        "experiment": run_experiment,
+        "tournament": run_tournament,
+        "evolution": run_evolution,
+    }
+    loaded = load_config(config_path, kind=kind)
     run_dir = Path(loaded.config.run.output_dir)
-    return run_experiment(loaded, overwrite=True, progress=progress, output_dir=run_dir)
-
-
-def policy_description(key: str) -> str:
-    """The registered description of a policy ('' if unknown)."""
-    cls = POLICY_REGISTRY.get(key.upper())
-    return cls.description if cls else ""
+    options = RunOptions(output_dir=run_dir, overwrite=True, progress=progress)
+    result = runners[kind](loaded, options)
+    return Finished(kind, run_dir, result.manifest)
