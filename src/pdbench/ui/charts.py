@@ -17,8 +17,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from pdbench.ui.games_data import Player
-from pdbench.ui.style import AGENT_COLORS, COOP_COLOR, DEFECT_COLOR, FLIP_COLOR, medal
+from pdbench.ui.style import AGENT_COLORS, COOP_COLOR, DEFECT_COLOR, FLIP_COLOR, Player, medal
 
 MAX_CELLS = 1500  # rounds drawn one rect each; longer games are binned
 MAX_POINTS = 2000  # points per line series
@@ -228,7 +227,7 @@ def payoff_chart(game: pd.DataFrame, labels: Sequence[str]) -> alt.Chart:
 
 
 # --------------------------------------------------------------------------------------------
-# Tournaments and evolving populations (numbers from the library's artifacts, see games_data)
+# Tournaments and evolving populations (numbers from the library's artifacts, see data)
 
 
 def _color_scale(players: Sequence[Player]) -> alt.Scale:

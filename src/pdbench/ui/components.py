@@ -1,9 +1,12 @@
-"""Widgets shared by several tabs: the app context, error display, and the run / condition /
-replicate picker whose choice follows the user from tab to tab."""
+"""Widgets shared by several tabs: the app context, error display, the run / condition /
+replicate picker whose choice follows the user from tab to tab, the saved-results picker of the
+tournament and evolution tabs, running a prepared config with a progress bar, and the playback
+controls of the animated replay and evolution."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,8 +14,9 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from pdbench.ui import data
-from pdbench.ui.style import CSS, GAMES_CSS, Profile, agent_profile
+from pdbench.errors import PdbenchError
+from pdbench.ui import data, launcher, tables
+from pdbench.ui.style import CSS, GAMES_CSS, Profile, agent_profile, card_html
 
 # Session-state keys of the shared selection (plain keys, not widget keys).
 SEL_RUN, SEL_CONDITION, SEL_REPLICATE = "sel_run", "sel_condition", "sel_replicate"
@@ -31,14 +35,14 @@ class AppContext:
 class Game:
     """One selected game with everything the pages draw from."""
 
-    run: data.RunInfo
+    run: data.SavedRun
     manifest: dict[str, Any]
     rounds: pd.DataFrame
     aggregates: pd.DataFrame
     aggregates_source: str
     condition: str
     replicate: int
-    table: pd.DataFrame  # this game's rounds, see data.game_rounds
+    table: pd.DataFrame  # this game's rounds, see tables.game_rounds
     configs: tuple[dict[str, Any] | None, dict[str, Any] | None]
     profiles: tuple[Profile, Profile]
 
@@ -60,7 +64,7 @@ def inject_css() -> None:
 
 def show_error(exc: Exception) -> None:
     """One line, as st.warning or st.error depending on the error's level; never a traceback."""
-    message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    message = data.first_line(exc)
     if getattr(exc, "level", "error") == "warning":
         st.warning(message, icon="⏳")
     else:
@@ -110,7 +114,9 @@ def condition_profiles(
 
 def pick_game(prefix: str, ctx: AppContext) -> Game | None:
     """Run, condition and replicate select boxes; loads the game or shows why it cannot."""
-    runs = data.list_runs(ctx.runs_root, ctx.run_dir)
+    given = ctx.run_dir is not None and data.run_kind(ctx.run_dir) in (None, "experiment")
+    extra = [ctx.run_dir] if given else []
+    runs = data.list_saved("experiment", [ctx.runs_root], extra)
     if not runs:
         st.info(
             f"No runs yet under `{ctx.runs_root}/`. Start one in the 🧪 Run Experiment tab, or "
@@ -138,7 +144,7 @@ def pick_game(prefix: str, ctx: AppContext) -> Game | None:
             "Showing the games that were written.",
             icon="⚠️",
         )
-    index = data.games(rounds, data.condition_order(manifest))
+    index = tables.games(rounds, data.condition_order(manifest))
     profiles = {c: condition_profiles(manifest, rounds, c)[1] for c in index}
 
     def cond_label(c: str) -> str:
@@ -162,7 +168,7 @@ def pick_game(prefix: str, ctx: AppContext) -> Game | None:
         aggregates_source=source,
         condition=condition,
         replicate=int(replicate),
-        table=data.game_rounds(rounds, condition, int(replicate)),
+        table=tables.game_rounds(rounds, condition, int(replicate)),
         configs=configs,
         profiles=profs,
     )
@@ -188,6 +194,15 @@ def describe_condition(game: Game) -> str:
     )
 
 
+def matchup(game: Game) -> None:
+    """The two agents' cards face to face, and a line on the game."""
+    left, mid, right = st.columns([5, 1, 5], vertical_alignment="center")
+    left.html(card_html(game.profiles[0], "A"))
+    mid.html('<div class="pdb-vs">⚔️</div>')
+    right.html(card_html(game.profiles[1], "B"))
+    st.caption(f"**{game.condition}** · replicate {game.replicate} · {describe_condition(game)}")
+
+
 def _open_typed_path(prefix: str) -> None:
     """The 'open a directory' box's callback: remember the path and select it."""
     typed = str(st.session_state.get(f"{prefix}_path") or "").strip()
@@ -200,27 +215,30 @@ def _open_typed_path(prefix: str) -> None:
     st.session_state[f"{prefix}_path"] = ""
 
 
-def pick_saved(
-    prefix: str,
-    what: str,
-    lister: Callable[[list[str]], Sequence[Any]],
-    empty_hint: str,
-) -> str | None:
-    """A select box over saved tournaments or evolutions (`lister(extra_paths)` gives entries
-    with `path` and `label()`), and a box to open any other directory; the chosen path or None.
+def saved_results(
+    prefix: str, kind: str, roots: Iterable[Path], extra: Sequence[str], empty_hint: str
+) -> tables.Tournament | tables.Evolution | None:
+    """The results section of the tournament and evolution tabs: a select box over the saved
+    runs of `kind` under `roots` (`extra` directories on top), a box to open any other
+    directory, and the chosen run loaded (None, with the reason shown, when it cannot be).
 
     The selection lives in session state `<prefix>_dir`, so a tab can select a directory it has
-    just written before the box is drawn."""
+    just written before the box is drawn; `<prefix>_flash` is shown once above it."""
+    st.markdown("#### 📂 Results")
+    flash = st.session_state.pop(f"{prefix}_flash", None)
+    if flash:
+        st.success(flash, icon="✅")
     left, right = st.columns([3, 2], vertical_alignment="bottom")
     with right:
         st.text_input(
-            f"…or open {'an' if what[0] in 'aeiou' else 'a'} {what} directory",
+            f"…or open {'an' if kind[0] in 'aeiou' else 'a'} {kind} directory",
             key=f"{prefix}_path",
             placeholder="path/to/dir, then Enter",
             on_change=_open_typed_path,
             args=(prefix,),
         )
-    entries = list(lister(list(st.session_state.get(f"{prefix}_extra", []))))
+    typed = list(st.session_state.get(f"{prefix}_extra", []))
+    entries = data.list_saved(kind, roots, [*typed, *extra])
     if not entries:
         left.info(empty_hint, icon="🗂️")
         return None
@@ -229,9 +247,40 @@ def pick_saved(
     if st.session_state.get(key) not in by_path:
         st.session_state[key] = entries[0].path
     with left:
-        return st.selectbox(
-            f"Saved {what}s", list(by_path), key=key, format_func=lambda p: by_path[p].label()
+        path = st.selectbox(
+            f"Saved {kind}s", list(by_path), key=key, format_func=lambda p: by_path[p].label()
         )
+    try:
+        return data.load_tournament(path) if kind == "tournament" else data.load_evolution(path)
+    except data.RunLoadError as exc:
+        show_error(exc)
+        return None
+
+
+def run_prepared(config_path: Path, kind: str, unit: str) -> launcher.Finished | None:
+    """Run a prepared config (see `launcher.prepare`) under a progress bar ('<unit>: done /
+    total'); on failure, show the library's messages one line each, remove the unused run
+    directory and return None."""
+    bar = st.progress(0.0, text="Starting…")
+    last = [0.0]
+
+    def progress(done: int, total: int) -> None:
+        now = time.monotonic()
+        if done == total or now - last[0] > 0.1:
+            last[0] = now
+            bar.progress(min(1.0, done / max(1, total)), text=f"{unit}: {done:,} / {total:,}")
+
+    try:
+        finished = launcher.execute(config_path, kind, progress)
+    except (PdbenchError, OSError, ValueError) as exc:
+        bar.empty()
+        lines = exc.lines() if isinstance(exc, PdbenchError) else [f"{kind} failed: {exc}"]
+        for line in lines:
+            st.error(line.splitlines()[0] if line.strip() else f"{kind} failed", icon="🚫")
+        launcher.discard_run(config_path)
+        return None
+    bar.empty()
+    return finished
 
 
 def restore_widgets(store: str) -> None:
@@ -245,3 +294,102 @@ def restore_widgets(store: str) -> None:
 def save_widgets(store: str, keys: Sequence[str]) -> None:
     """Keep the current values of the widgets `keys` under the plain session key `store`."""
     st.session_state[store] = {k: st.session_state[k] for k in keys if k in st.session_state}
+
+
+# --------------------------------------------------------------------------------------------
+# Playback of an animated stage (the replay's rounds, the evolution's generations)
+
+
+@dataclass(frozen=True, slots=True)
+class Playback:
+    """An animated stage: frames `first`..`last`, the frame on stage in session state under
+    `position` (the scrub slider's key), widget and state keys starting with `prefix`.
+
+    Playback uses `st.fragment(run_every=...)`: while playing, only the stage fragment reruns,
+    once per tick, and advances the frame. The buttons live outside the fragment (their
+    callbacks change the state, and the full rerun re-registers the fragment with or without a
+    timer)."""
+
+    prefix: str
+    position: str
+    first: int
+    last: int
+
+    @property
+    def playing(self) -> bool:
+        """Whether the animation runs."""
+        return bool(st.session_state.get(f"{self.prefix}_playing", False))
+
+    def _set(self, frame: int | None = None, playing: bool | None = None) -> None:
+        if frame is not None:
+            st.session_state[self.position] = min(self.last, max(self.first, frame))
+        if playing is not None:
+            st.session_state[f"{self.prefix}_playing"] = playing
+
+    def frame(self) -> int:
+        """The frame on stage."""
+        return int(st.session_state.get(self.position, self.first))
+
+    def sync(self, identity: str, start: int) -> None:
+        """Put `start` on stage, paused, when what is played (`identity`) changed; otherwise keep
+        the frame within bounds."""
+        key = f"{self.prefix}_id"
+        if st.session_state.get(key) != identity:
+            st.session_state[key] = identity
+            self._set(start, playing=False)
+        self._set(int(st.session_state.get(self.position, start)))
+
+    def _toggle(self) -> None:
+        playing = not self.playing
+        if playing and self.frame() >= self.last:
+            self._set(self.first)
+        self._set(playing=playing)
+        st.session_state[f"{self.prefix}_last_tick"] = time.monotonic()
+
+    def controls(self, speed_label: str, speed_default: int, speed_max: int) -> int:
+        """Play/Pause, Restart, Back, Step and a speed slider; returns ms per frame."""
+        cols = st.columns([1.1, 1, 1, 1, 4], vertical_alignment="bottom")
+        p = self.prefix
+        cols[0].button(
+            "⏸️ Pause" if self.playing else "▶️ Play",
+            key=f"{p}_play",
+            on_click=self._toggle,
+            type="primary",
+            width="stretch",
+        )
+        restart = {"frame": self.first, "playing": False}
+        cols[1].button(
+            "⏮️ Restart", key=f"{p}_restart", on_click=self._set, kwargs=restart, width="stretch"
+        )
+        for col, label, delta in ((cols[2], "◀️ Back", -1), (cols[3], "Step ▶️", 1)):
+            col.button(
+                label,
+                key=f"{p}_{'back' if delta < 0 else 'step'}",
+                on_click=lambda d=delta: self._set(self.frame() + d, playing=False),
+                width="stretch",
+            )
+        return cols[4].slider(speed_label, 50, speed_max, speed_default, step=50, key=f"{p}_speed")
+
+    def stage(self, draw: Callable[..., None], speed_ms: int, *args: Any) -> None:
+        """Draw `draw(*args)` in a fragment that reruns every `speed_ms` while playing."""
+        st.fragment(run_every=speed_ms / 1000.0 if self.playing else None)(draw)(*args)
+
+    def advance(self, speed_ms: int, stride: int = 1) -> int:
+        """Inside the stage: while playing, move `stride` frames on per tick (reaching the last
+        frame stops playback and reruns the app, so it is drawn without a timer); returns the
+        frame on stage."""
+        if self.playing:
+            now = time.monotonic()
+            tick = f"{self.prefix}_last_tick"
+            if now - float(st.session_state.get(tick, 0.0)) >= 0.5 * speed_ms / 1000.0:
+                st.session_state[tick] = now
+                self._set(self.frame() + stride)
+                if self.frame() >= self.last:
+                    self._set(playing=False)
+                    st.rerun(scope="app")
+        return self.frame()
+
+
+def stop_playback(prefix: str) -> None:
+    """Pause an animation (called when its tab is hidden)."""
+    st.session_state[f"{prefix}_playing"] = False

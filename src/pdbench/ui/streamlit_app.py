@@ -2,8 +2,9 @@
 `streamlit run src/pdbench/ui/streamlit_app.py -- --run-dir <path>`.
 
 The run directory to open comes from (first found) session state key `pdbench_run_dir` (tests),
-the `--run-dir` argument after `--`, or the PDBENCH_RUN_DIR environment variable. Runs under
-`data/runs/` (relative to the working directory) are listed too.
+the `--run-dir` argument after `--`, or the PDBENCH_RUN_DIR environment variable; its kind
+(experiment, tournament, evolution) decides which tab comes first. Runs under `data/runs/`,
+`data/tournaments/` and `data/evolutions/` (relative to the working directory) are listed too.
 
 Tabs are lazy (`on_change="rerun"`): only the open tab's code runs on each rerun.
 """
@@ -19,7 +20,7 @@ from pathlib import Path
 import streamlit as st
 
 from pdbench.ui.components import AppContext, inject_css
-from pdbench.ui.data import RUNS_ROOT
+from pdbench.ui.data import RUNS_ROOT, run_kind
 from pdbench.ui.tabs import TABS, tab_order
 from pdbench.ui.tabs.run_experiment import PENDING_TAB
 
@@ -52,7 +53,7 @@ def main() -> None:
     inject_css()
     run_dir = resolve_run_dir()
     ctx = AppContext(run_dir=run_dir, runs_root=RUNS_ROOT)
-    tabs = tab_order(run_dir is not None)
+    tabs = tab_order(run_kind(run_dir) if run_dir else None, run_dir is not None)
     st.markdown("### 🤝 pdbench · iterated Prisoner's Dilemma")
     st.caption(
         "🟢 C = cooperate · 🔴 D = defect · look and feel after Nicky Case's "

@@ -36,9 +36,12 @@ TABS: dict[str, Tab] = {
 }
 
 
-def tab_order(has_run_dir: bool) -> list[Tab]:
-    """View Results first when a run directory was given at launch, else Run Experiment first;
-    the tournament and evolution tabs always come last."""
-    if has_run_dir:
-        return [VIEW, REPLAY, RUN, TOURNAMENT, EVOLUTION]
-    return [RUN, VIEW, REPLAY, TOURNAMENT, EVOLUTION]
+def tab_order(run_kind: str | None, has_run_dir: bool) -> list[Tab]:
+    """The tab for the run directory given at launch first: View Results for an experiment (or
+    a directory that is no run, so its problem shows), the Tournament or Evolution tab for those
+    kinds; without one, Run Experiment first. The others keep their usual order."""
+    usual = [VIEW, REPLAY, RUN, TOURNAMENT, EVOLUTION]
+    if not has_run_dir:
+        return [RUN, VIEW, REPLAY, TOURNAMENT, EVOLUTION]
+    first = {"tournament": TOURNAMENT, "evolution": EVOLUTION}.get(run_kind or "", VIEW)
+    return [first, *(t for t in usual if t is not first)]

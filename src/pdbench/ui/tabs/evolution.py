@@ -1,30 +1,34 @@
 """🧬 Evolution: the sandbox of Nicky Case's "The Evolution of Trust". Set the initial population,
 miscommunication, match length and dynamics, run, then watch the population change.
 
-A run is written to a new `data/evolutions/ui_<timestamp>/` (see `pdbench.ui.games_launcher`) and
-shown from its generations.parquet: the population over time (stacked area), an animated bar chart
-with play / pause / scrub (a fragment with a timer, like the replay tab) and the final shares.
+A run is written to a new `data/evolutions/ui_<timestamp>/` (see `pdbench.ui.launcher`) and shown
+from its generations.parquet: the population over time (stacked area), an animated bar chart with
+play / pause / scrub (`components.Playback`, like the replay tab) and the final shares.
 """
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import streamlit as st
 
-from pdbench.errors import PdbenchError
-from pdbench.ui import charts, games_data, games_launcher, launcher, tables
-from pdbench.ui.components import AppContext, pick_saved, restore_widgets, save_widgets, show_error
-from pdbench.ui.games_launcher import PRESETS, PROCESSES, EvolutionSettings
+from pdbench.ui import charts, data, launcher, presets, tables
+from pdbench.ui.components import (
+    AppContext,
+    Playback,
+    restore_widgets,
+    run_prepared,
+    save_widgets,
+    saved_results,
+    stop_playback,
+)
+from pdbench.ui.presets import PRESETS, PROCESSES, EvolutionSettings
 from pdbench.ui.style import policy_profile, population_bars_html, population_strip_html
 
 LABEL = "🧬 Evolution"
-SELECTED = "ev_dir"
-FLASH = "ev_flash"
+PREFIX = "ev"  # results picker (ev_dir, ev_flash, ...) and playback (ev_play, ...) keys
 STORE = "ev_form"  # saved widget values (see components.restore_widgets)
 GEN = "ev_gen"  # the scrub slider's key: the generation on stage
-PLAYING, LAST_TICK, EV_ID, SPEED = "ev_playing", "ev_last_tick", "ev_id", "ev_speed"
 MAX_FRAMES = 200  # long runs skip generations so a full playback has at most this many frames
 LESSON = (
     "**The lesson** (after [The Evolution of Trust](https://ncase.me/trust/)). Each generation "
@@ -38,7 +42,7 @@ LESSON = (
 
 
 def _keys() -> list[str]:
-    strategies = [f"ev_n_{k}" for k in games_launcher.evolution_strategies()]
+    strategies = [f"ev_n_{k}" for k in presets.evolution_strategies()]
     return strategies + [
         "ev_rounds",
         "ev_noise",
@@ -54,7 +58,7 @@ def _keys() -> list[str]:
 
 def _apply(settings: EvolutionSettings) -> None:
     """Set every form widget to `settings` (preset buttons, first visit)."""
-    for key in games_launcher.evolution_strategies():
+    for key in presets.evolution_strategies():
         st.session_state[f"ev_n_{key}"] = int(settings.counts.get(key, 0))
     st.session_state.update(
         ev_rounds=int(settings.rounds),
@@ -64,7 +68,7 @@ def _apply(settings: EvolutionSettings) -> None:
         ev_mutation=int(round(settings.mutation_rate * 100)),
         ev_generations=int(settings.generations),
         ev_seed=int(settings.seed),
-        ev_fitness=settings.fitness if settings.fitness in games_launcher.FITNESS_MODES else "auto",
+        ev_fitness=settings.fitness if settings.fitness in presets.FITNESS_MODES else "auto",
         ev_reps=int(settings.repetitions),
     )
 
@@ -72,7 +76,7 @@ def _apply(settings: EvolutionSettings) -> None:
 def _current() -> EvolutionSettings:
     s = st.session_state
     return EvolutionSettings(
-        counts={k: int(s[f"ev_n_{k}"]) for k in games_launcher.evolution_strategies()},
+        counts={k: int(s[f"ev_n_{k}"]) for k in presets.evolution_strategies()},
         rounds=int(s["ev_rounds"]),
         noise=int(s["ev_noise"]) / 100,
         process=str(s["ev_process"]),
@@ -87,58 +91,49 @@ def _current() -> EvolutionSettings:
 
 def stop() -> None:
     """Pause playback (also called when the tab is hidden)."""
-    st.session_state[PLAYING] = False
+    stop_playback(PREFIX)
 
 
 def render(ctx: AppContext) -> None:
     """Draw the tab."""
-    del ctx  # evolutions live under data/evolutions/ (and data/evolution/)
     st.caption(LESSON)
     settings = _form()
     if settings is not None:
         _run(settings)
-    st.markdown("#### 📂 Results")
-    flash = st.session_state.pop(FLASH, None)
-    if flash:
-        st.success(flash, icon="✅")
-    roots = games_data.EVOLUTIONS_ROOTS
-    path = pick_saved(
-        "ev",
+    extra = [str(ctx.run_dir)] if ctx.run_dir and data.run_kind(ctx.run_dir) == "evolution" else []
+    root = data.EVOLUTIONS_ROOT
+    result = saved_results(
+        PREFIX,
         "evolution",
-        lambda typed: games_data.list_evolutions(roots, typed),
-        f"No evolutions yet under `{roots[0]}/`: run one above, or "
+        [root],
+        extra,
+        f"No evolutions yet under `{root}/`: run one above, or "
         "`uv run pdbench evolve configs/evolution.yaml`.",
     )
-    if path is None:
-        return
-    try:
-        evolution = games_data.load_evolution(path)
-    except games_data.RunLoadError as exc:
-        show_error(exc)
-        return
-    _show(evolution)
+    if isinstance(result, tables.Evolution):
+        _show(result)
 
 
 def _form() -> EvolutionSettings | None:
     """The sandbox; returns the settings when Run was clicked with valid ones."""
     restore_widgets(STORE)
     if "ev_rounds" not in st.session_state:
-        _apply(games_launcher.evolution_defaults(launcher.find_config_dir()))
+        _apply(presets.evolution_defaults(launcher.find_config_dir()))
     with st.container(border=True):
         st.markdown("#### 🎛️ Sandbox")
-        presets = st.columns([1, 1, 1, 1.6])
-        for col, (key, (name, preset)) in zip(presets, PRESETS.items(), strict=False):
+        buttons = st.columns([1, 1, 1, 1.6])
+        for col, (key, (name, preset)) in zip(buttons, PRESETS.items(), strict=False):
             col.button(
                 name, key=f"ev_preset_{key}", on_click=_apply, args=(preset,), width="stretch"
             )
-        presets[2].button(
+        buttons[2].button(
             "↺ Example config",
             key="ev_preset_config",
-            on_click=lambda: _apply(games_launcher.evolution_defaults(launcher.find_config_dir())),
+            on_click=lambda: _apply(presets.evolution_defaults(launcher.find_config_dir())),
             width="stretch",
         )
         st.markdown("**Initial population** (individuals per strategy)")
-        keys = games_launcher.evolution_strategies()
+        keys = presets.evolution_strategies()
         for start in range(0, len(keys), 5):
             cols = st.columns(5)
             for col, key in zip(cols, keys[start : start + 5], strict=False):
@@ -190,9 +185,9 @@ def _form() -> EvolutionSettings | None:
         with c8.expander("Advanced"):
             st.selectbox(
                 "Fitness",
-                list(games_launcher.FITNESS_MODES),
+                list(presets.FITNESS_MODES),
                 key="ev_fitness",
-                format_func=games_launcher.FITNESS_MODES.get,
+                format_func=presets.FITNESS_MODES.get,
             )
             st.slider("Matches per pair (expected fitness)", 1, 50, key="ev_reps")
         settings = _current()
@@ -207,36 +202,14 @@ def _form() -> EvolutionSettings | None:
 
 
 def _run(settings: EvolutionSettings) -> None:
-    root = games_data.EVOLUTIONS_ROOTS[0]
-    config_path = games_launcher.prepare_evolution(settings, root)
-    bar = st.progress(0.0, text="Starting…")
-    last = [0.0]
-
-    def progress(done: int, total: int) -> None:
-        now = time.monotonic()
-        if done == total or now - last[0] > 0.1:
-            last[0] = now
-            bar.progress(min(1.0, done / max(1, total)), text=f"Generation {done:,} / {total:,}")
-
-    try:
-        result = games_launcher.execute_evolution(config_path, progress)
-    except (PdbenchError, OSError, ValueError) as exc:
-        bar.empty()
-        lines = exc.lines() if isinstance(exc, PdbenchError) else [f"evolution failed: {exc}"]
-        for line in lines:
-            st.error(line.splitlines()[0] if line else "evolution failed", icon="🚫")
-        launcher.discard_run(config_path)
-        return
-    bar.empty()
-    st.session_state[SELECTED] = str(Path(result.output_dir).resolve())
-    status = f"fixated on {result.fixated}" if result.fixated else "no fixation"
-    st.session_state[FLASH] = (
-        f"Evolution {result.manifest.get('run_id')} finished: {result.generations_run} "
-        f"generations, {status} → {result.output_dir}"
-    )
+    config_path = launcher.prepare_evolution(settings, data.EVOLUTIONS_ROOT)
+    finished = run_prepared(config_path, "evolution", "Progress")
+    if finished is not None:
+        st.session_state[f"{PREFIX}_dir"] = str(finished.run_dir.resolve())
+        st.session_state[f"{PREFIX}_flash"] = finished.message()
 
 
-def _describe(ev: games_data.Evolution) -> str:
+def _describe(ev: tables.Evolution) -> str:
     m = ev.manifest
     cfg = m.get("config") or {}
     rounds = (cfg.get("horizon") or {}).get("n_rounds", "?")
@@ -251,7 +224,7 @@ def _describe(ev: games_data.Evolution) -> str:
     )
 
 
-def _show(ev: games_data.Evolution) -> None:
+def _show(ev: tables.Evolution) -> None:
     st.caption(_describe(ev))
     last = ev.last_generation
     final = ev.at(last)
@@ -290,17 +263,11 @@ def _show(ev: games_data.Evolution) -> None:
             delta_color="normal" if change else "off",
             border=True,
         )
-    shown_table = table.assign(
-        mean_fitness=[
-            "— (extinct)" if n == 0 else f"{f:.3f}"
-            for n, f in zip(table["count"], table["mean_fitness"], strict=True)
-        ]
-    )
     st.dataframe(
-        shown_table,
+        table,
         hide_index=True,
         width="stretch",
-        column_order=["strategy", "start", "count", "share", "mean_fitness"],
+        column_order=["strategy", "start", "count", "share", "fitness"],
         column_config={
             "strategy": st.column_config.TextColumn("strategy", width="medium"),
             "start": st.column_config.NumberColumn("initial count", format="%d"),
@@ -308,7 +275,7 @@ def _show(ev: games_data.Evolution) -> None:
             "share": st.column_config.ProgressColumn(
                 "final share", min_value=0.0, max_value=1.0, format="percent"
             ),
-            "mean_fitness": st.column_config.TextColumn("mean fitness (last generation)"),
+            "fitness": st.column_config.TextColumn("mean fitness (last generation)"),
         },
     )
     with st.expander("📉 Mean fitness per strategy over time"):
@@ -320,62 +287,20 @@ def _show(ev: games_data.Evolution) -> None:
 # The animated population chart
 
 
-def _toggle(last: int) -> None:
-    playing = not st.session_state.get(PLAYING, False)
-    if playing and int(st.session_state.get(GEN, 0)) >= last:
-        st.session_state[GEN] = 0
-    st.session_state[PLAYING] = playing
-    st.session_state[LAST_TICK] = time.monotonic()
-
-
-def _step(delta: int, last: int) -> None:
-    st.session_state[PLAYING] = False
-    st.session_state[GEN] = min(last, max(0, int(st.session_state.get(GEN, 0)) + delta))
-
-
-def _restart() -> None:
-    st.session_state[PLAYING] = False
-    st.session_state[GEN] = 0
-
-
-def _player(ev: games_data.Evolution) -> None:
+def _player(ev: tables.Evolution) -> None:
     last = ev.last_generation
-    ev_id = f"{ev.path}|{last}|{len(ev.generations)}"
-    if st.session_state.get(EV_ID) != ev_id:
-        st.session_state[EV_ID] = ev_id
-        st.session_state[GEN] = last  # the outcome first; Play starts again from generation 0
-        st.session_state[PLAYING] = False
-    st.session_state[GEN] = min(last, max(0, int(st.session_state.get(GEN, last))))
-    playing = bool(st.session_state.get(PLAYING, False))
-    controls = st.columns([1.1, 1, 1, 1, 4], vertical_alignment="bottom")
-    controls[0].button(
-        "⏸️ Pause" if playing else "▶️ Play",
-        key="ev_play",
-        on_click=_toggle,
-        args=(last,),
-        type="primary",
-        width="stretch",
-    )
-    controls[1].button("⏮️ Restart", key="ev_restart", on_click=_restart, width="stretch")
-    controls[2].button("◀️ Back", key="ev_back", on_click=_step, args=(-1, last), width="stretch")
-    controls[3].button("Step ▶️", key="ev_step", on_click=_step, args=(1, last), width="stretch")
-    speed = controls[4].slider("Speed (ms per frame)", 50, 1500, 250, step=50, key=SPEED)
-    st.fragment(run_every=speed / 1000.0 if playing else None)(_frame)(ev, speed)
+    playback = Playback(PREFIX, GEN, 0, last)
+    # The outcome first; Play starts again from generation 0.
+    playback.sync(f"{ev.path}|{last}|{len(ev.generations)}", start=last)
+    speed = playback.controls("Speed (ms per frame)", 250, 1500)
+    playback.stage(_frame, speed, ev, playback, speed)
 
 
-def _frame(ev: games_data.Evolution, speed_ms: int) -> None:
+def _frame(ev: tables.Evolution, playback: Playback, speed_ms: int) -> None:
     """The generation on stage: a bar per strategy, the population as emoji, the scrub slider."""
     last = ev.last_generation
-    if st.session_state.get(PLAYING):
-        now = time.monotonic()
-        if now - float(st.session_state.get(LAST_TICK, 0.0)) >= 0.5 * speed_ms / 1000.0:
-            st.session_state[LAST_TICK] = now
-            stride = max(1, -(-last // MAX_FRAMES))
-            st.session_state[GEN] = min(last, int(st.session_state[GEN]) + stride)
-            if st.session_state[GEN] >= last:
-                st.session_state[PLAYING] = False
-                st.rerun(scope="app")  # the last frame is drawn without a timer
-    generation = int(st.session_state[GEN])
+    # Long runs skip generations so a full playback has at most MAX_FRAMES frames.
+    generation = playback.advance(speed_ms, stride=max(1, -(-last // MAX_FRAMES)))
     rows = ev.at(generation)
     total = int(rows["count"].sum())
     by_name = ev.by_name

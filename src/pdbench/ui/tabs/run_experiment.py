@@ -6,12 +6,10 @@ finishes, the View Results tab opens on it.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import streamlit as st
 
-from pdbench.errors import PdbenchError
 from pdbench.ui import launcher
 from pdbench.ui.components import (
     FLASH,
@@ -19,6 +17,7 @@ from pdbench.ui.components import (
     SEL_REPLICATE,
     SEL_RUN,
     AppContext,
+    run_prepared,
 )
 from pdbench.ui.style import card_html
 
@@ -138,38 +137,13 @@ def render(ctx: AppContext) -> None:
 
 
 def _run(ctx: AppContext, request: launcher.ExperimentRequest, config_dir: Path) -> None:
-    config_path = launcher.prepare_run(request, config_dir, ctx.runs_root)
-    bar = st.progress(0.0, text="Starting…")
-    last = [0.0]
-
-    def progress(done: int, total: int) -> None:
-        now = time.monotonic()
-        if done == total or now - last[0] > 0.1:
-            last[0] = now
-            bar.progress(
-                min(1.0, done / max(1, total)), text=f"Playing rounds: {done:,} / {total:,}"
-            )
-
-    try:
-        summary = launcher.execute(config_path, progress)
-    except PdbenchError as exc:
-        bar.empty()
-        for line in exc.lines():
-            st.error(line, icon="🚫")
-        launcher.discard_run(config_path)
+    config_path = launcher.prepare_experiment(request, config_dir, ctx.runs_root)
+    finished = run_prepared(config_path, "experiment", "Playing rounds")
+    if finished is None:
         return
-    except OSError as exc:
-        bar.empty()
-        st.error(f"run failed: {exc}", icon="🚫")
-        launcher.discard_run(config_path)
-        return
-    bar.progress(1.0, text="Done")
-    st.session_state[SEL_RUN] = str(summary.run_dir.resolve())
+    st.session_state[SEL_RUN] = str(finished.run_dir.resolve())
     st.session_state[SEL_CONDITION] = request.condition_name
     st.session_state[SEL_REPLICATE] = 0
-    st.session_state[FLASH] = (
-        f"Run {summary.run_id} finished: {summary.n_games} games, {summary.n_rounds:,} rounds "
-        f"→ {summary.run_dir}"
-    )
+    st.session_state[FLASH] = finished.message()
     st.session_state[PENDING_TAB] = "view"
     st.rerun()

@@ -1,33 +1,30 @@
 """🏆 Tournament: a round robin between strategies (and mock LLM personas), run from the page,
 then the medal leaderboard and who scores against whom.
 
-A run is written to a new `data/tournaments/ui_<timestamp>/` (see `pdbench.ui.games_launcher`)
-and shown from its files; tournaments already on disk (or any directory typed in) open the same
+A run is written to a new `data/tournaments/ui_<timestamp>/` (see `pdbench.ui.launcher`) and
+shown from its files; tournaments already on disk (or any directory typed in) open the same
 way. Every number comes from the library's leaderboard.parquet and payoff_matrix.parquet.
 """
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
-from pdbench.errors import PdbenchError
-from pdbench.ui import charts, games_data, games_launcher, launcher, tables
+from pdbench.ui import charts, data, launcher, presets, tables
 from pdbench.ui.components import (
     AppContext,
-    pick_saved,
     restore_widgets,
+    run_prepared,
     save_widgets,
-    show_error,
+    saved_results,
 )
 from pdbench.ui.style import podium_html
 
 LABEL = "🏆 Tournament"
-SELECTED = "tn_dir"
-FLASH = "tn_flash"
+PREFIX = "tn"  # the results picker's keys: tn_dir (selected), tn_flash, tn_path, tn_extra
 FORM = "tn_form"  # saved widget values (see components.restore_widgets)
 FORM_KEYS = (
     "tn_players",
@@ -54,34 +51,22 @@ def render(ctx: AppContext) -> None:
         st.error("No configs folder with agents/ found: cannot list the strategies.", icon="🚫")
     else:
         _form(config_dir)
-    st.markdown("#### 📂 Results")
-    flash = st.session_state.pop(FLASH, None)
-    if flash:
-        st.success(flash, icon="✅")
-    extra = [str(ctx.run_dir)] if ctx.run_dir and _is_tournament(ctx.run_dir) else []
-    path = pick_saved(
-        "tn",
+    extra = [str(ctx.run_dir)] if ctx.run_dir and data.run_kind(ctx.run_dir) == "tournament" else []
+    root = data.TOURNAMENTS_ROOT
+    result = saved_results(
+        PREFIX,
         "tournament",
-        lambda typed: games_data.list_tournaments(games_data.TOURNAMENTS_ROOT, [*typed, *extra]),
-        f"No tournaments yet under `{games_data.TOURNAMENTS_ROOT}/`: run one above, or "
+        [root],
+        extra,
+        f"No tournaments yet under `{root}/`: run one above, or "
         "`uv run pdbench tournament configs/tournament.yaml`.",
     )
-    if path is None:
-        return
-    try:
-        result = games_data.load_tournament(path)
-    except games_data.RunLoadError as exc:
-        show_error(exc)
-        return
-    _show(result)
-
-
-def _is_tournament(path: Path) -> bool:
-    return (path / "tournament_manifest.json").is_file()
+    if isinstance(result, tables.Tournament):
+        _show(result)
 
 
 def _form(config_dir: Path) -> None:
-    defaults = games_launcher.tournament_defaults(config_dir)
+    defaults = presets.tournament_defaults(config_dir)
     options = {
         o.key: o for o in launcher.agent_options(config_dir) if o.kind in ("policy", "persona")
     }
@@ -145,46 +130,21 @@ def _form(config_dir: Path) -> None:
         if len(players) < 2:
             st.caption("Pick at least two strategies to run a tournament.")
     if run:
-        request = games_launcher.TournamentRequest(
+        request = launcher.TournamentRequest(
             players, horizon, float(noise), int(reps), bool(self_play), int(seed)
         )
         _run(request, config_dir)
 
 
-def _run(request: games_launcher.TournamentRequest, config_dir: Path) -> None:
-    root = games_data.TOURNAMENTS_ROOT
-    config_path = games_launcher.prepare_tournament(request, config_dir, root)
-    bar = st.progress(0.0, text="Starting…")
-    last = [0.0]
-
-    def progress(done: int, total: int) -> None:
-        now = time.monotonic()
-        if done == total or now - last[0] > 0.1:
-            last[0] = now
-            bar.progress(
-                min(1.0, done / max(1, total)), text=f"Playing rounds: {done:,} / {total:,}"
-            )
-
-    try:
-        result = games_launcher.execute_tournament(config_path, progress)
-    except (PdbenchError, OSError, ValueError) as exc:
-        bar.empty()
-        lines = exc.lines() if isinstance(exc, PdbenchError) else [f"tournament failed: {exc}"]
-        for line in lines:
-            st.error(line.splitlines()[0] if line else "tournament failed", icon="🚫")
-        launcher.discard_run(config_path)
-        return
-    bar.empty()
-    totals = result.manifest.get("totals", {})
-    st.session_state[SELECTED] = str(Path(result.output_dir).resolve())
-    st.session_state[FLASH] = (
-        f"Tournament {result.manifest.get('run_id')} finished: {len(result.players)} players, "
-        f"{totals.get('matches', 0):,} matches, {totals.get('rounds', 0):,} rounds "
-        f"→ {result.output_dir}"
-    )
+def _run(request: launcher.TournamentRequest, config_dir: Path) -> None:
+    config_path = launcher.prepare_tournament(request, config_dir, data.TOURNAMENTS_ROOT)
+    finished = run_prepared(config_path, "tournament", "Playing rounds")
+    if finished is not None:
+        st.session_state[f"{PREFIX}_dir"] = str(finished.run_dir.resolve())
+        st.session_state[f"{PREFIX}_flash"] = finished.message()
 
 
-def _describe(t: games_data.Tournament) -> str:
+def _describe(t: tables.Tournament) -> str:
     m = t.manifest
     horizon = m.get("horizon") or {}
     if horizon.get("type") == "geometric":
@@ -200,7 +160,7 @@ def _describe(t: games_data.Tournament) -> str:
     )
 
 
-def _show(t: games_data.Tournament) -> None:
+def _show(t: tables.Tournament) -> None:
     st.caption(_describe(t))
     board = t.leaderboard
     by_name = t.by_name

@@ -11,8 +11,8 @@ import pandas as pd
 import streamlit as st
 
 from pdbench.ui import charts, data, tables
-from pdbench.ui.components import FLASH, AppContext, Game, describe_condition, pick_game, show_error
-from pdbench.ui.style import LEGEND, agent_profile, card_html, timeline_html
+from pdbench.ui.components import FLASH, AppContext, Game, matchup, pick_game, show_error
+from pdbench.ui.style import LEGEND, agent_profile, timeline_html
 
 LABEL = "📊 View Results"
 HTML_TIMELINE_MAX = 200  # longer games get the compact Altair heatmap
@@ -26,7 +26,7 @@ def render(ctx: AppContext) -> None:
     game = pick_game("vr", ctx)
     if game is None:
         return
-    _matchup(game)
+    matchup(game)
     _headline(game)
     _timeline(game)
     _charts(game)
@@ -34,14 +34,6 @@ def render(ctx: AppContext) -> None:
     _conditions(game)
     if game.has_llm:
         _llm_inspector(game)
-
-
-def _matchup(game: Game) -> None:
-    left, mid, right = st.columns([5, 1, 5], vertical_alignment="center")
-    left.html(card_html(game.profiles[0], "A"))
-    mid.html('<div class="pdb-vs">⚔️</div>')
-    right.html(card_html(game.profiles[1], "B"))
-    st.caption(f"**{game.condition}** · replicate {game.replicate} · {describe_condition(game)}")
 
 
 def _spread(row: pd.Series, shift: float = 0.0) -> str:
@@ -113,11 +105,7 @@ def _headline(game: Game) -> None:
 def _timeline(game: Game) -> None:
     st.subheader("🎮 Game timeline")
     table = game.table
-    flips = int(
-        (table["agent_a_action"] != table["agent_a_intended_action"]).sum()
-        + (table["agent_b_action"] != table["agent_b_intended_action"]).sum()
-    )
-    fails = int(table["agent_a_parse_failure"].sum() + table["agent_b_parse_failure"].sum())
+    flips, fails = tables.flips_and_fallbacks(table)
     if len(table) <= HTML_TIMELINE_MAX:
         st.html(timeline_html(table, game.labels))
         st.html(LEGEND)
@@ -137,10 +125,10 @@ def _charts(game: Game) -> None:
         value=10,
         key="vr_window",
     )
-    mine = data.replicate_row(game.aggregates, game.condition, game.replicate)
-    mean = data.condition_row(game.aggregates, game.condition)
-    joint = data.series_from_json(None if mine is None else mine["cooperation_rate_over_time"])
-    cond = data.series_from_json(None if mean is None else mean["cooperation_rate_over_time"])
+    mine = tables.replicate_row(game.aggregates, game.condition, game.replicate)
+    mean = tables.condition_row(game.aggregates, game.condition)
+    joint = tables.series_from_json(None if mine is None else mine["cooperation_rate_over_time"])
+    cond = tables.series_from_json(None if mean is None else mean["cooperation_rate_over_time"])
     left, right = st.columns(2)
     with left:
         st.markdown("**🤝 Cooperation over time**")
@@ -155,32 +143,7 @@ def _charts(game: Game) -> None:
 
 def _metrics_table(game: Game) -> None:
     summary = tables.metric_summary(game.aggregates, game.condition, game.replicate)
-    shown = pd.DataFrame(
-        {
-            "metric": summary["label"],
-            f"replicate {game.replicate}": [
-                tables.format_value(v, k)
-                for v, k in zip(summary["replicate"], summary["kind"], strict=True)
-            ],
-            "condition mean": [
-                tables.format_value(v, k)
-                for v, k in zip(summary["condition_mean"], summary["kind"], strict=True)
-            ],
-            "min": [
-                tables.format_value(v, k)
-                for v, k in zip(summary["min"], summary["kind"], strict=True)
-            ],
-            "max": [
-                tables.format_value(v, k)
-                for v, k in zip(summary["max"], summary["kind"], strict=True)
-            ],
-            "std": [
-                tables.format_value(v, k)
-                for v, k in zip(summary["std"], summary["kind"], strict=True)
-            ],
-            "column": summary["metric"],
-        }
-    )
+    shown = tables.metric_text_table(summary, game.replicate)
     with st.expander("📋 All metrics of this game and condition", expanded=False):
         st.dataframe(shown, hide_index=True, width="stretch")
 
