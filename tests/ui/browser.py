@@ -126,3 +126,10 @@ def select_option(page: Any, widget_label: str, option_text: str) -> None:
     page.get_by_role("combobox", name=widget_label, exact=True).click()
     page.get_by_role("option").filter(has_text=option_text).first.click()
     wait_idle(page)
+
+
+def run_from_ui(page: Any, button: str) -> None:
+    """Click a tab's run button and wait until the page says the run finished."""
+    page.get_by_role("button", name=button).click()
+    page.get_by_text("finished:", exact=False).wait_for(timeout=30_000)
+    wait_idle(page)

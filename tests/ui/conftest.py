@@ -1,4 +1,6 @@
-"""Fixtures of the UI tests: one small sample run, made once with the library."""
+"""Fixtures of the UI tests: one small sample run, made once with the library, and an empty
+working directory for every test (so data/runs/, data/tournaments/ and data/evolutions/ are the
+test's own)."""
 
 from __future__ import annotations
 
@@ -22,3 +24,11 @@ def run_copy(sample_run: Path, tmp_path: Path) -> Path:
     target = tmp_path / "copy" / sample_run.name
     shutil.copytree(sample_run, target)
     return target
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run every test in an empty working directory, without the app's environment variables."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PDBENCH_RUN_DIR", raising=False)
+    monkeypatch.delenv("PDBENCH_CONFIG_DIR", raising=False)

@@ -85,6 +85,28 @@ def write_config(
     return path
 
 
+def load_config(path: Path, kind: str) -> Any:
+    """The library's loaded config of this kind."""
+    from pdbench.runners.loader import load_config as load
+
+    return load(path, kind=kind)
+
+
+def _options(output_dir: Path) -> Any:
+    """Run options of a sample: into `output_dir`, overwriting, without the response cache."""
+    from pdbench.runners.session import RunOptions
+
+    return RunOptions(output_dir=output_dir, overwrite=True, use_cache=False)
+
+
+def _write(directory: Path, config: dict[str, Any], kind: str) -> Any:
+    """Write `config` beside `directory` (as `<directory>.yaml`) and load it."""
+    path = directory.parent / f"{directory.name}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return load_config(path, kind)
+
+
 def make_run(
     base: Path,
     conditions: list[dict[str, Any]] | None = None,
@@ -93,7 +115,6 @@ def make_run(
     run_id: str = "ui_sample",
 ) -> Path:
     """Run a sample experiment into `base/data/runs/<run_id>` with the library; returns the run dir."""
-    from pdbench.runners.registry import load_experiment
     from pdbench.runners.run_experiment import run_experiment
 
     run_dir = base / "data" / "runs" / run_id
@@ -105,7 +126,7 @@ def make_run(
         replicates=replicates,
         run_id=run_id,
     )
-    run_experiment(load_experiment(config), overwrite=True, output_dir=run_dir, use_cache=False)
+    run_experiment(load_config(config, kind="experiment"), _options(run_dir))
     return run_dir
 
 
@@ -126,10 +147,7 @@ def make_tournament(
         "horizon": {"type": "fixed", "n_rounds": n_rounds},
         "tournament": {"repetitions": repetitions, "players": players or ["TFT", "ALLD", "ALLC"]},
     }
-    path = directory.parent / f"{directory.name}.yaml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(config), encoding="utf-8")
-    run_tournament(path, output_dir=directory, overwrite=True)
+    run_tournament(_write(directory, config, "tournament"), _options(directory))
     return directory
 
 
@@ -155,8 +173,5 @@ def make_evolution(
             "population": [{"player": k, "count": n} for k, n in members.items()],
         },
     }
-    path = directory.parent / f"{directory.name}.yaml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(config), encoding="utf-8")
-    run_evolution(path, output_dir=directory, overwrite=True)
+    run_evolution(_write(directory, config, "evolution"), _options(directory))
     return directory

@@ -14,7 +14,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from tests.ui.browser import chromium_page, open_tab, select_option, streamlit_server, wait_idle
+from tests.ui.browser import (
+    chromium_page,
+    open_tab,
+    run_from_ui,
+    select_option,
+    streamlit_server,
+    wait_idle,
+)
 from tests.ui.sample import REPO, SHOWCASE_CONDITIONS, make_run
 
 DEFAULT_OUT = REPO / "docs" / "screenshots"
@@ -77,9 +84,7 @@ def tournament_shot(page: Any, out_dir: Path) -> Path:
     page.keyboard.press("Home")
     wait_idle(page)
     assert slider.input_value() == "0", slider.input_value()
-    page.get_by_role("button", name="🏆 Run Tournament").click()
-    page.get_by_text("finished:", exact=False).wait_for(timeout=30_000)
-    wait_idle(page)
+    run_from_ui(page, "🏆 Run Tournament")
     page.wait_for_timeout(1500)  # let Vega draw
     path = out_dir / "tournament.png"
     full_page_screenshot(page, path)
@@ -91,9 +96,7 @@ def evolution_shot(page: Any, out_dir: Path, generation: int = 2) -> Path:
     open_tab(page, "🧬 Evolution")
     page.get_by_role("button", name="🤝 Trust wins (no noise)").click()
     wait_idle(page)
-    page.get_by_role("button", name="🧬 Run Evolution").click()
-    page.get_by_text("finished:", exact=False).wait_for(timeout=30_000)
-    wait_idle(page)
+    run_from_ui(page, "🧬 Run Evolution")
     page.get_by_role("button", name="⏮️ Restart").click()
     wait_idle(page)
     for _ in range(generation):

@@ -17,14 +17,6 @@ VIEW, REPLAY, RUN = "📊 View Results", "🎬 Animated Replay", "🧪 Run Exper
 TOURNAMENT, EVOLUTION = "🏆 Tournament", "🧬 Evolution"
 
 
-@pytest.fixture(autouse=True)
-def _isolated_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Run every app test in an empty working directory (so data/runs/ is the test's own)."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("PDBENCH_RUN_DIR", raising=False)
-    monkeypatch.delenv("PDBENCH_CONFIG_DIR", raising=False)
-
-
 def make_app(run_dir: Path | None = None) -> AppTest:
     """The app, opened on `run_dir` (AppTest cannot pass argv, so through session state)."""
     at = AppTest.from_file(str(APP), default_timeout=30)
@@ -199,11 +191,11 @@ def test_run_experiment_with_mock_llm_persona_and_geometric_horizon(tmp_path: Pa
     assert any("Persona: exploitative" in c.value for c in at.code)
 
 
-def _write_manifest(run_dir: Path, status: str) -> None:
+def _write_manifest(run_dir: Path, status: str, schema_version: int = 1) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "run_manifest.json").write_text(
-        json.dumps({"run_id": run_dir.name, "status": status, "conditions": [], "totals": {}})
-    )
+    manifest = {"run_id": run_dir.name, "status": status, "conditions": [], "totals": {}}
+    manifest["schema_version"] = schema_version
+    (run_dir / "run_manifest.json").write_text(json.dumps(manifest))
 
 
 def _broken(kind: str, base: Path) -> Path:
@@ -226,6 +218,8 @@ def _broken(kind: str, base: Path) -> Path:
         (run_dir / "rounds.jsonl").write_text("")
     elif kind == "no_rounds":
         _write_manifest(run_dir, "completed")
+    elif kind == "newer_schema":
+        _write_manifest(run_dir, "completed", schema_version=99)
     elif kind == "wrong_fields":
         _write_manifest(run_dir, "completed")
         (run_dir / "rounds.jsonl").write_text('{"hello": 1}\n{"hello": 2}\n')
@@ -241,6 +235,7 @@ EXPECTED = {
     "empty_rounds": ("error", "no rounds recorded"),
     "no_rounds": ("error", "rounds file not found"),
     "wrong_fields": ("error", "records lack required fields"),
+    "newer_schema": ("error", "written with schema_version 99, newer than this pdbench reads"),
 }
 
 

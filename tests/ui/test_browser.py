@@ -18,6 +18,7 @@ from tests.ui.browser import (
     CHROMIUM,
     chromium_page,
     open_tab,
+    run_from_ui,
     select_option,
     streamlit_server,
     wait_idle,
@@ -42,6 +43,21 @@ def _generation_on_stage(page: Any) -> int:
     match = re.search(r"Generation (\d+) of", text)
     assert match, text
     return int(match.group(1))
+
+
+def _play_then_pause(page: Any, on_stage: Any, at_least: int, timeout_s: float) -> None:
+    """Play until `on_stage(page)` reaches `at_least` (it must, within `timeout_s`), pause, and
+    check the frame then stays put."""
+    page.get_by_role("button", name="▶️ Play", exact=True).click()
+    deadline = time.monotonic() + timeout_s
+    while on_stage(page) < at_least and time.monotonic() < deadline:
+        page.wait_for_timeout(200)
+    assert on_stage(page) >= at_least
+    page.get_by_role("button", name="⏸️ Pause").click()
+    wait_idle(page)
+    paused_at = on_stage(page)
+    page.wait_for_timeout(1200)
+    assert on_stage(page) == paused_at
 
 
 def _wait_for_charts(page: Any, n: int) -> None:
@@ -89,25 +105,14 @@ def test_every_tab_in_chromium(sample_run: Path, tmp_path: Path) -> None:
         page.get_by_role("button", name="Step ▶️").click()
         wait_idle(page)
         assert _round_on_stage(page) == 2
-        page.get_by_role("button", name="▶️ Play").click()
-        deadline = time.monotonic() + 10
-        while _round_on_stage(page) < 5 and time.monotonic() < deadline:
-            page.wait_for_timeout(200)
-        assert _round_on_stage(page) >= 5
-        page.get_by_role("button", name="⏸️ Pause").click()
-        wait_idle(page)
-        paused_at = _round_on_stage(page)
-        page.wait_for_timeout(1200)
-        assert _round_on_stage(page) == paused_at
+        _play_then_pause(page, _round_on_stage, at_least=5, timeout_s=10)
         full_page_screenshot(page, shots / "replay.png")
 
         # Run Experiment: a small run lands in cwd/data/runs and View Results opens on it.
         open_tab(page, "🧪 Run Experiment")
         select_option(page, "Agent B", "GRIM")
         full_page_screenshot(page, shots / "run_experiment.png")
-        page.get_by_role("button", name="🚀 Run").click()
-        page.get_by_text("finished:", exact=False).wait_for(timeout=30_000)
-        wait_idle(page)
+        run_from_ui(page, "🚀 Run")
         runs = list((cwd / "data" / "runs").glob("ui_*"))
         assert len(runs) == 1
         manifest = json.loads((runs[0] / "run_manifest.json").read_text())
@@ -121,9 +126,7 @@ def test_every_tab_in_chromium(sample_run: Path, tmp_path: Path) -> None:
         # Tournament: the example config's field, run from the UI, then the medal leaderboard.
         open_tab(page, "🏆 Tournament")
         page.get_by_text("No tournaments yet", exact=False).wait_for()
-        page.get_by_role("button", name="🏆 Run Tournament").click()
-        page.get_by_text("finished:", exact=False).wait_for(timeout=30_000)
-        wait_idle(page)
+        run_from_ui(page, "🏆 Run Tournament")
         assert len(list((cwd / "data" / "tournaments").glob("ui_*/leaderboard.parquet"))) == 1
         assert page.locator(".pdb-podium-card").count() == 3
         _wait_for_charts(page, 2)  # leaderboard with CIs, payoff heatmap
@@ -133,9 +136,7 @@ def test_every_tab_in_chromium(sample_run: Path, tmp_path: Path) -> None:
         open_tab(page, "🧬 Evolution")
         page.get_by_role("button", name="🤝 Trust wins (no noise)").click()
         wait_idle(page)
-        page.get_by_role("button", name="🧬 Run Evolution").click()
-        page.get_by_text("finished:", exact=False).wait_for(timeout=30_000)
-        wait_idle(page)
+        run_from_ui(page, "🧬 Run Evolution")
         (evolution,) = (cwd / "data" / "evolutions").glob("ui_*")
         manifest = json.loads((evolution / "evolution_manifest.json").read_text())
         assert manifest["fixated"] == "TFT"
@@ -147,16 +148,7 @@ def test_every_tab_in_chromium(sample_run: Path, tmp_path: Path) -> None:
         page.get_by_role("button", name="⏮️ Restart", exact=True).click()
         wait_idle(page)
         assert _generation_on_stage(page) == 0
-        page.get_by_role("button", name="▶️ Play", exact=True).click()
-        deadline = time.monotonic() + 15
-        while _generation_on_stage(page) < 3 and time.monotonic() < deadline:
-            page.wait_for_timeout(200)
-        assert 3 <= _generation_on_stage(page)
-        page.get_by_role("button", name="⏸️ Pause").click()
-        wait_idle(page)
-        paused_at = _generation_on_stage(page)
-        page.wait_for_timeout(1000)
-        assert _generation_on_stage(page) == paused_at
+        _play_then_pause(page, _generation_on_stage, at_least=3, timeout_s=15)
         full_page_screenshot(page, shots / "evolution.png")
 
         assert page.locator('[data-testid="stException"]').count() == 0

@@ -1,5 +1,5 @@
-"""The app's loaders (pdbench.ui.data), the Run Experiment back end (pdbench.ui.launcher) and
-the HTML helpers (pdbench.ui.style), without a browser."""
+"""The app's loaders (pdbench.ui.data), its tables (pdbench.ui.tables), the launcher's experiment
+side (pdbench.ui.launcher) and the HTML helpers (pdbench.ui.style), without a browser."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from pathlib import Path
 import orjson
 import pandas as pd
 import pytest
-from tests.ui.sample import CONFIGS
+from tests.ui.sample import CONFIGS, load_config, make_evolution, make_tournament
 
-from pdbench.agents.policy import POLICY_REGISTRY
+from pdbench.agents.policy import POLICY_REGISTRY, Look, PolicyAgent
 from pdbench.core.payoff import PayoffMatrix
-from pdbench.runners.registry import load_experiment
-from pdbench.ui import data, launcher, style, tables
+from pdbench.storage.schema import SCHEMA_VERSION
+from pdbench.ui import data, launcher, presets, style, tables
 
 
 def test_load_rounds_reads_scalar_columns_in_file_order(sample_run: Path) -> None:
@@ -32,13 +32,19 @@ def test_load_rounds_reads_scalar_columns_in_file_order(sample_run: Path) -> Non
 def test_games_and_game_rounds(sample_run: Path) -> None:
     manifest = data.check_run(sample_run)
     rounds = data.load_rounds(sample_run)
-    index = data.games(rounds, data.condition_order(manifest))
+    index = tables.games(rounds, data.condition_order(manifest))
     assert index == {
         "TFT_vs_ALLD": [0, 1],
         "GTFT_vs_WSLS_noisy": [0, 1],
         "LLMcoop_vs_LLMexploit": [0, 1],
     }
-    game = data.game_rounds(rounds, "TFT_vs_ALLD", 1)
+    game = tables.game_rounds(rounds, "TFT_vs_ALLD", 1)
+    assert tables.flips_and_fallbacks(game) == (0, 0)
+    noisy = tables.game_rounds(rounds, "GTFT_vs_WSLS_noisy", 0)
+    flips = (noisy["agent_a_action"] != noisy["agent_a_intended_action"]).sum() + (
+        noisy["agent_b_action"] != noisy["agent_b_intended_action"]
+    ).sum()
+    assert tables.flips_and_fallbacks(noisy)[0] == flips > 0
     assert list(game["round"]) == list(range(1, 31))
     assert game["agent_b_cum_payoff"].iloc[-1] == 5 + 29
 
@@ -48,8 +54,8 @@ def test_metric_summary_takes_values_from_aggregates(sample_run: Path) -> None:
     aggregates, source = data.load_aggregates(sample_run, manifest)
     assert source == "aggregates.parquet"
     summary = tables.metric_summary(aggregates, "LLMcoop_vs_LLMexploit", 1).set_index("metric")
-    row = data.replicate_row(aggregates, "LLMcoop_vs_LLMexploit", 1)
-    mean = data.condition_row(aggregates, "LLMcoop_vs_LLMexploit")
+    row = tables.replicate_row(aggregates, "LLMcoop_vs_LLMexploit", 1)
+    mean = tables.condition_row(aggregates, "LLMcoop_vs_LLMexploit")
     for column in tables.METRICS:
         got, want = summary.loc[column, "replicate"], row[column]
         assert (pd.isna(got) and pd.isna(want)) or got == want
@@ -118,15 +124,68 @@ def test_error_types(tmp_path: Path, run_copy: Path) -> None:
         data.load_rounds(run_copy)
 
 
-def test_list_runs_puts_the_given_run_first(sample_run: Path, tmp_path: Path) -> None:
+def test_list_saved_puts_the_given_run_first(sample_run: Path, tmp_path: Path) -> None:
     runs_root = sample_run.parent
     (runs_root.parent / "stray").mkdir(exist_ok=True)
-    listed = data.list_runs(runs_root)
+    listed = data.list_saved("experiment", [runs_root])
     assert [r.run_id for r in listed] == ["ui_sample"]
-    assert listed[0].status == "completed" and listed[0].n_rounds == 180
-    extra = data.list_runs(runs_root, tmp_path / "missing")
-    assert extra[0].status == "missing" and len(extra) == 2
-    assert "180 rounds" in listed[0].label()
+    assert listed[0].status == "completed"
+    assert listed[0].label().endswith("3 conditions · 180 rounds")
+    assert "completed" not in listed[0].label()  # only an unusual status is shown
+    extra = data.list_saved("experiment", [runs_root], [tmp_path / "missing"])
+    assert [e.status for e in extra] == ["missing", "completed"]
+    assert "missing" in extra[0].label()
+
+
+def test_one_listing_for_every_kind_newest_first(tmp_path: Path) -> None:
+    root = tmp_path / "saved"
+    make_tournament(root / "old", ["TFT", "ALLD"], run_id="old")
+    make_tournament(root / "new", ["GRIM", "WSLS", "ALLC"], run_id="new", noise=0.1)
+    make_evolution(root / "evo", run_id="evo")
+    (root / "junk").mkdir()
+    tournaments = data.list_saved("tournament", [root])
+    assert [t.run_id for t in tournaments] == ["new", "old"]  # newest first
+    assert tournaments[0].summary == "3 players · 6 matches · noise 0.1"
+    (evolution,) = data.list_saved("evolution", [root])
+    assert evolution.kind == "evolution" and "eliminate-clone" in evolution.summary
+    assert data.run_kind(root / "evo") == "evolution" and data.run_kind(root / "junk") is None
+    # A directory of another kind given explicitly is listed, as not readable.
+    (wrong,) = data.list_saved("experiment", [], [root / "evo"])
+    assert wrong.status == "not a readable run"
+
+
+def _bump_version(path: Path) -> None:
+    """Rewrite a JSON manifest with a schema_version newer than this pdbench reads."""
+    manifest = json.loads(path.read_text())
+    path.write_text(json.dumps({**manifest, "schema_version": SCHEMA_VERSION + 1}))
+
+
+def test_a_newer_schema_version_is_one_line(run_copy: Path, tmp_path: Path) -> None:
+    newer = f"schema_version {SCHEMA_VERSION + 1}, newer than this pdbench reads"
+    _bump_version(run_copy / "run_manifest.json")
+    with pytest.raises(data.NewerSchema, match=newer) as info:
+        data.check_run(run_copy)
+    assert "\n" not in str(info.value)
+    # The run list still shows it (as not readable) instead of failing.
+    assert data.saved_run(run_copy, "experiment").status == "not a readable run"
+    # A rounds record from a newer pdbench.
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    lines = (run_copy / "rounds.jsonl").read_bytes().splitlines()
+    record = orjson.loads(lines[0])
+    assert record["schema_version"] == SCHEMA_VERSION
+    record["schema_version"] = SCHEMA_VERSION + 1
+    (fresh / "rounds.jsonl").write_bytes(b"\n".join([orjson.dumps(record), *lines[1:]]) + b"\n")
+    with pytest.raises(data.NewerSchema, match=newer):
+        data.load_rounds(fresh)
+    # A Parquet artifact whose metadata says it is newer.
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(run_copy / "aggregates.parquet")
+    meta = {**table.schema.metadata, b"pdbench.schema_version": str(SCHEMA_VERSION + 1).encode()}
+    pq.write_table(table.replace_schema_metadata(meta), run_copy / "aggregates.parquet")
+    with pytest.raises(data.NewerSchema, match=newer):
+        data.load_aggregates(run_copy, {})
 
 
 def test_hundred_thousand_rounds_open_fast(tmp_path: Path) -> None:
@@ -197,8 +256,8 @@ def test_every_agent_option_builds_a_valid_config(tmp_path: Path) -> None:
             seed=1,
             matrix=PayoffMatrix(),
         )
-        config_path = launcher.prepare_run(request, CONFIGS, tmp_path / "runs")
-        loaded = load_experiment(config_path)
+        config_path = launcher.prepare_experiment(request, CONFIGS, tmp_path / "runs")
+        loaded = load_config(config_path, "experiment")
         assert loaded.config.experiment.conditions[0].name == request.condition_name
         assert loaded.config.game.noise == 0.05
         assert str(loaded.config.run.output_dir) == str(config_path.parent.parent)
@@ -238,7 +297,32 @@ def test_profiles() -> None:
     assert style.agent_profile(None, "mock-persona-v1[exploitative]").title == "LLM · exploitative"
     assert style.agent_profile(None, "SOMETHING").emoji == "❔"
     for key, cls in POLICY_REGISTRY.items():
-        assert style.policy_profile(key).description == cls.description
+        profile = style.policy_profile(key)
+        assert profile.description == cls.description
+        assert (profile.emoji, profile.title, profile.gradient) == (
+            cls.look.emoji,
+            cls.look.nickname,
+            cls.look.card,
+        )
+
+
+def test_a_new_policy_needs_only_its_class(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A policy registered in pdbench.agents.policy gets its look, colour and slider in the app."""
+
+    class Hermit(PolicyAgent):
+        key = "HERMIT"
+        description = "Never answers the door."
+        look = Look("🦀", "Hermit", "#123456", ("#fafafa", "#cccccc"))
+
+    monkeypatch.setitem(POLICY_REGISTRY, "HERMIT", Hermit)
+    profile = style.agent_profile({"type": "policy", "policy": "hermit"})
+    assert (profile.short, profile.gradient) == ("🦀 Hermit", ("#fafafa", "#cccccc"))
+    assert profile.description == "Never answers the door."
+    (player,) = style.make_players([("HERMIT", None)])
+    assert player.color == "#123456" and player.label == "🦀 Hermit · HERMIT"
+    assert "HERMIT" in presets.evolution_strategies()
+    options = {o.key: o for o in launcher.agent_options(CONFIGS)}
+    assert options["policy:HERMIT"].label == "🦀 HERMIT · Hermit"
 
 
 def test_timeline_marks_noise_flips_and_fallbacks() -> None:

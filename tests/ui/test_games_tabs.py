@@ -11,24 +11,16 @@ import pandas as pd
 import pytest
 import yaml
 from streamlit.testing.v1 import AppTest
-from tests.ui.sample import make_evolution, make_tournament
+from tests.ui.sample import load_config, make_evolution, make_tournament
 from tests.ui.test_app import APP, assert_clean, show_tab
 
+from pdbench.agents.policy import POLICY_REGISTRY
 from pdbench.runners.evolve import simulate_evolution
-from pdbench.runners.games_config import load_evolution, load_tournament
-from pdbench.ui import games_data, games_launcher, launcher, style
+from pdbench.ui import launcher, presets, style
 
 REPO = Path(__file__).resolve().parents[2]
 
 TOURNAMENT, EVOLUTION = "🏆 Tournament", "🧬 Evolution"
-
-
-@pytest.fixture(autouse=True)
-def _isolated_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every test in an empty working directory (data/tournaments/ and data/evolutions/ are its)."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("PDBENCH_RUN_DIR", raising=False)
-    monkeypatch.delenv("PDBENCH_CONFIG_DIR", raising=False)
 
 
 def open_tab(label: str) -> AppTest:
@@ -76,12 +68,15 @@ def test_run_tournament_from_the_ui(tmp_path: Path) -> None:
     (out,) = (tmp_path / "data" / "tournaments").glob("ui_*")
     manifest = json.loads((out / "tournament_manifest.json").read_text())
     assert manifest["status"] == "completed"
+    assert manifest["kind"] == "tournament" and manifest["schema_version"] >= 1
     assert manifest["totals"] == {
         "matches": 6,
         "rounds": 120,
         "batched_matches": 6,
         "per_round_matches": 0,
+        "logged_matches": 0,
     }
+    assert not (out / "rounds.jsonl").exists()  # policy matches are not logged by default
     assert not (out / "config" / "agents").exists()  # policies need no refs
     assert "- TFT" in (out / "config" / "tournament.yaml").read_text()
     assert any("finished" in s.value for s in at.success)
@@ -114,6 +109,11 @@ def test_tournament_with_a_mock_llm_persona_copies_the_agent_files(tmp_path: Pat
     assert (out / "config" / "prompts" / "personas" / "tit_for_tat.md").is_file()
     manifest = json.loads((out / "tournament_manifest.json").read_text())
     assert [p["type"] for p in manifest["players"]] == ["policy", "llm"]
+    # Matches with an LLM player are logged like experiment rounds, with their provider calls.
+    records = [json.loads(line) for line in (out / "rounds.jsonl").read_text().splitlines()]
+    assert {r["condition"] for r in records} == {"TFT_vs_mock-persona-v1[tit_for_tat]"}
+    assert {r["replicate"] for r in records} == {0, 1}
+    assert (out / "llm_calls.jsonl").is_file()
     assert manifest["horizon"]["type"] == "geometric" and manifest["horizon"]["stop_prob"] == 0.25
     assert "🤖 LLM · tit for tat" in list(at.dataframe[0].value["player"])
 
@@ -147,6 +147,25 @@ def test_open_saved_tournaments_and_switch_between_them(tmp_path: Path) -> None:
     assert set(at.dataframe[0].value["name"]) == {"TF2T", "STFT"}
 
 
+def test_opening_the_app_on_a_tournament_or_evolution_dir(tmp_path: Path) -> None:
+    """`pdbench ui <dir>`: the directory's kind picks the first tab, which shows that run."""
+    tournament = make_tournament(tmp_path / "elsewhere" / "t", ["TFT", "GRIM"], run_id="t")
+    evolution = make_evolution(tmp_path / "elsewhere" / "e", run_id="e")
+    for directory, first, key in (
+        (tournament, TOURNAMENT, "tn_dir"),
+        (evolution, EVOLUTION, "ev_dir"),
+    ):
+        at = AppTest.from_file(str(APP), default_timeout=60)
+        at.session_state["pdbench_run_dir"] = str(directory)
+        at.run()
+        assert_clean(at)
+        assert at.tabs[0].label == first
+        assert at.selectbox(key=key).value == str(directory.resolve())
+        show_tab(at, "📊 View Results")
+        assert_clean(at)  # not offered as an experiment run
+        assert any("No runs yet" in i.value for i in at.info)
+
+
 def _break_tournament(kind: str, base: Path) -> Path:
     target = base / "broken"
     if kind == "missing":
@@ -163,6 +182,14 @@ def _break_tournament(kind: str, base: Path) -> Path:
         (target / "payoff_matrix.parquet").write_bytes(b"not parquet at all")
     elif kind == "wrong_columns":
         pd.DataFrame({"x": [1]}).to_parquet(target / "leaderboard.parquet")
+    elif kind == "newer_schema":
+        manifest = json.loads((target / "tournament_manifest.json").read_text())
+        manifest["schema_version"] = 99
+        (target / "tournament_manifest.json").write_text(json.dumps(manifest))
+    elif kind == "failed":
+        manifest = json.loads((target / "tournament_manifest.json").read_text())
+        manifest.update(status="failed", error="ProviderFatalError: bad key\nmore detail")
+        (target / "tournament_manifest.json").write_text(json.dumps(manifest))
     elif kind == "unknown_player":
         pairwise = pd.read_parquet(target / "payoff_matrix.parquet")
         pairwise.loc[0, "opponent"] = "GHOST"
@@ -178,6 +205,8 @@ TOURNAMENT_ERRORS = {
     "garbage_parquet": "payoff_matrix.parquet: unreadable",
     "wrong_columns": "missing columns: rank, player",
     "unknown_player": "players missing from the manifest: GHOST",
+    "newer_schema": "written with schema_version 99, newer than this pdbench reads",
+    "failed": "tournament lib_tournament failed: ProviderFatalError: bad key",
 }
 
 
@@ -211,8 +240,8 @@ def test_evolution_tab_starts_from_the_example_config() -> None:
 def test_presets_set_the_sliders() -> None:
     at = open_tab(EVOLUTION)
     at.button(key="ev_preset_trust").click().run()
-    trust = games_launcher.TRUST_WINS
-    for key in games_launcher.evolution_strategies():
+    trust = presets.TRUST_WINS
+    for key in presets.evolution_strategies():
         assert at.slider(key=f"ev_n_{key}").value == trust.counts.get(key, 0)
     assert at.slider(key="ev_noise").value == 0
     assert at.slider(key="ev_rounds").value == trust.rounds
@@ -227,12 +256,12 @@ def test_presets_show_the_lessons_with_the_engine(tmp_path: Path) -> None:
     forgiving = {"GTFT", "TF2T", "WSLS"}
     outcomes = {}
     for name, settings in (
-        ("trust", games_launcher.TRUST_WINS),
-        ("mistakes", games_launcher.MISTAKES_HAPPEN),
+        ("trust", presets.TRUST_WINS),
+        ("mistakes", presets.MISTAKES_HAPPEN),
     ):
         path = tmp_path / f"{name}.yaml"
-        path.write_text(json.dumps(games_launcher.build_evolution(settings, name, tmp_path / name)))
-        result = simulate_evolution(load_evolution(path))
+        path.write_text(json.dumps(launcher.build_evolution(settings, name, tmp_path / name)))
+        result = simulate_evolution(load_config(path, "evolution"))
         outcomes[name] = result
     trust, mistakes = outcomes["trust"], outcomes["mistakes"]
     assert trust.fixated == "TFT"
@@ -259,7 +288,7 @@ def test_run_evolution_from_the_ui_and_play_it(tmp_path: Path) -> None:
     last = generations[generations["generation"] == 12].set_index("strategy")
     table = at.dataframe[0].value.set_index("name")
     assert table["count"].to_dict() == last["count"].astype(int).to_dict()
-    assert table.loc["TFT", "start"] == games_launcher.MISTAKES_HAPPEN.counts["TFT"]
+    assert table.loc["TFT", "start"] == presets.MISTAKES_HAPPEN.counts["TFT"]
     cards = {m.label: m.value for m in at.metric}
     assert cards["🪞 Copycat"] == f"{last.loc['TFT', 'share']:.0%}"
     spec = json.dumps(charts(at)[0])
@@ -283,7 +312,7 @@ def test_run_evolution_from_the_ui_and_play_it(tmp_path: Path) -> None:
     ("change", "message"),
     [
         ({"ev_eliminate": 15}, "replaces at most half the population"),
-        ({f"ev_n_{k}": 0 for k in games_launcher.evolution_strategies()}, "at least 2 individuals"),
+        ({f"ev_n_{k}": 0 for k in presets.evolution_strategies()}, "at least 2 individuals"),
     ],
 )
 def test_bad_evolution_settings_show_an_error(change: dict[str, int], message: str) -> None:
@@ -315,14 +344,12 @@ def test_form_settings_survive_a_tab_switch() -> None:
 
 def test_open_saved_evolutions(tmp_path: Path) -> None:
     make_evolution(tmp_path / "data" / "evolutions" / "one", run_id="one")
-    make_evolution(
-        tmp_path / "data" / "evolution" / "two", {"WSLS": 3, "GRIM": 3}, run_id="two"
-    )  # where configs/evolution.yaml writes
+    make_evolution(tmp_path / "data" / "evolutions" / "two", {"WSLS": 3, "GRIM": 3}, run_id="two")
     at = open_tab(EVOLUTION)
     assert_clean(at)
     box = at.selectbox(key="ev_dir")
     assert {o.split(" · ")[0] for o in box.options} == {"one", "two"}
-    box.select(str((tmp_path / "data" / "evolution" / "two").resolve())).run()
+    box.select(str((tmp_path / "data" / "evolutions" / "two").resolve())).run()
     assert_clean(at)
     assert set(at.dataframe[0].value["name"]) == {"WSLS", "GRIM"}
 
@@ -360,7 +387,7 @@ def test_broken_evolution_dirs_show_one_line(kind: str, tmp_path: Path) -> None:
 
 
 def test_players_keep_their_strategy_color_and_get_unique_labels() -> None:
-    players = games_data.make_players(
+    players = style.make_players(
         [
             ("TFT", {"type": "policy", "policy": "TFT"}),
             ("GTFT", {"type": "policy", "policy": "GTFT"}),
@@ -368,8 +395,8 @@ def test_players_keep_their_strategy_color_and_get_unique_labels() -> None:
             ("mock[wsls]", {"type": "llm", "persona": "wsls", "model": "mock"}),
         ]
     )
-    assert players[0].color == style.STRATEGY_COLORS["TFT"]
-    assert players[1].color == style.STRATEGY_COLORS["GTFT"]
+    assert players[0].color == POLICY_REGISTRY["TFT"].look.color
+    assert players[1].color == POLICY_REGISTRY["GTFT"].look.color
     assert len({p.color for p in players}) == 4  # a second GTFT gets a spare color
     assert [p.label for p in players] == [
         "🪞 Copycat · TFT",
@@ -383,7 +410,7 @@ def test_generated_configs_load_with_the_library(tmp_path: Path) -> None:
     config_dir = launcher.find_config_dir()
     assert config_dir is not None
     options = {o.key: o for o in launcher.agent_options(config_dir)}
-    request = games_launcher.TournamentRequest(
+    request = launcher.TournamentRequest(
         [options["policy:TFT"], options["persona:wsls"]],
         {"type": "fixed", "n_rounds": 5},
         0.0,
@@ -391,15 +418,39 @@ def test_generated_configs_load_with_the_library(tmp_path: Path) -> None:
         True,
         1,
     )
-    path = games_launcher.prepare_tournament(request, config_dir, tmp_path / "t")
-    loaded = load_tournament(path)
+    path = launcher.prepare_tournament(request, config_dir, tmp_path / "t")
+    loaded = load_config(path, "tournament")
     assert loaded.names == ["TFT", "mock-persona-v1[wsls]"]
     assert loaded.config.tournament.self_play
-    settings = games_launcher.EvolutionSettings(
-        counts={"TFT": 3, "ALLD": 2, "ALLC": 0}, eliminate=2
-    )
-    path = games_launcher.prepare_evolution(settings, tmp_path / "e")
-    loaded = load_evolution(path)
+    settings = presets.EvolutionSettings(counts={"TFT": 3, "ALLD": 2, "ALLC": 0}, eliminate=2)
+    path = launcher.prepare_evolution(settings, tmp_path / "e")
+    loaded = load_config(path, "evolution")
     assert loaded.names == ["ALLD", "TFT"]  # the sliders' order; empty strategies left out
+    assert loaded.config.evolution.n_eliminated == 2
     assert not (path.parent / "agents").exists()
-    assert games_launcher.EvolutionSettings(counts={"TFT": 3}, eliminate=2).problems()
+    assert presets.EvolutionSettings(counts={"TFT": 3}, eliminate=2).problems()
+
+
+@pytest.mark.parametrize("process", ["moran", "wright_fisher"])
+def test_other_processes_get_no_eliminate(process: str, tmp_path: Path) -> None:
+    """The library refuses `eliminate` unless the process is eliminate_clone: the form's N
+    (kept in the settings for when the user switches back) is left out of the config."""
+    settings = presets.EvolutionSettings(counts={"TFT": 3, "ALLD": 3}, process=process)
+    assert settings.eliminate == 5 and not settings.problems()
+    config = launcher.build_evolution(settings, "x", tmp_path / "x")
+    assert "eliminate" not in config["evolution"]
+    path = launcher.prepare_evolution(settings, tmp_path / "e")
+    assert load_config(path, "evolution").config.evolution.process == process
+
+
+def test_run_a_moran_evolution_from_the_ui(tmp_path: Path) -> None:
+    at = open_tab(EVOLUTION)
+    at.radio(key="ev_process").set_value("moran").run()
+    at.slider(key="ev_generations").set_value(30).run()
+    at.button(key="ev_run").click().run()
+    assert_clean(at)
+    (out,) = (tmp_path / "data" / "evolutions").glob("ui_*")
+    manifest = json.loads((out / "evolution_manifest.json").read_text())
+    assert manifest["process"] == "moran" and manifest["eliminate"] is None
+    assert manifest["fitness"] == "expected"
+    assert any("Moran" in c.value and "N =" not in c.value for c in at.caption)
