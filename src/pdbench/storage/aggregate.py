@@ -32,10 +32,17 @@ def write_aggregates(rows: list[dict[str, Any]], path: Path) -> None:
     write_rows(path, rows, aggregates_arrow_schema())
 
 
-def read_rounds_table(path: Path) -> Any:
-    """The columns of rounds.jsonl that metrics need, as a pyarrow Table (fast, multithreaded).
+def read_rounds_table(
+    path: Path,
+    fields: tuple[str, ...] = AGGREGATE_INPUT_FIELDS,
+    required: tuple[str, ...] | None = None,
+) -> Any:
+    """Record fields of rounds.jsonl as a pyarrow Table (fast, multithreaded): the columns the
+    metrics need by default. Types come from the schema; other fields are skipped.
 
-    A trailing partial line (a crash mid-write) is ignored; any other bad line is an error.
+    A trailing partial line (a crash mid-write) is ignored; any other bad line, an empty file,
+    a `required` field (default: all of `fields`) absent from every record, or a record newer
+    than this pdbench is an error (RunDirError or SchemaVersionError, one line).
     """
     import pyarrow as pa
     import pyarrow.json as pj
@@ -47,25 +54,23 @@ def read_rounds_table(path: Path) -> Any:
         data = data[: data.rfind(b"\n") + 1]
     if not data.strip():
         raise RunDirError(f"{path}: no rounds recorded")
-    schema = rounds_arrow_schema(AGGREGATE_INPUT_FIELDS)
-    options = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
+    fields = tuple(dict.fromkeys(("schema_version", *fields)))
+    options = pj.ParseOptions(
+        explicit_schema=rounds_arrow_schema(fields), unexpected_field_behavior="ignore"
+    )
     try:
         table = pj.read_json(
             pa.BufferReader(data),
             parse_options=options,
             read_options=pj.ReadOptions(block_size=1 << 24),
         )
-    except pa.ArrowInvalid as exc:
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         raise RunDirError(
             f"{path}: not valid rounds JSON Lines ({str(exc).splitlines()[0]})"
         ) from None
-    versions = table.column("schema_version")
-    check_version(str(path), pc_max(versions))
-    missing = [
-        name
-        for name in AGGREGATE_INPUT_FIELDS
-        if name != "schema_version" and table.column(name).null_count == len(table)
-    ]
+    check_version(str(path), pc_max(table.column("schema_version")))
+    wanted = fields[1:] if required is None else required
+    missing = [name for name in wanted if table.column(name).null_count == len(table)]
     if missing:
         raise RunDirError(f"{path}: records lack required fields: {', '.join(missing)}")
     return table

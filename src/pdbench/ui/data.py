@@ -40,7 +40,6 @@ from pdbench.storage.schema import (
     ROUNDS_FILE,
     SchemaVersionError,
     check_version,
-    rounds_arrow_schema,
 )
 from pdbench.ui.style import make_players
 from pdbench.ui.tables import Evolution, Tournament
@@ -296,39 +295,17 @@ def collapse_params(manifest: Mapping[str, Any]) -> CollapseParams:
 # rounds.jsonl and aggregates.parquet
 
 
-def _complete_lines(data: bytes) -> bytes:
-    """Drop a trailing partial line (a crash mid-write)."""
-    if data and not data.endswith(b"\n"):
-        return data[: data.rfind(b"\n") + 1]
-    return data
-
-
 @st.cache_data(show_spinner="Reading rounds…", max_entries=8)
 def _read_rounds(path: str, mtime_ns: int, size: int) -> pd.DataFrame:
     del mtime_ns, size  # cache key only
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.json as pj
+    from pdbench.storage.aggregate import RunDirError, read_rounds_table
 
-    data = _complete_lines(Path(path).read_bytes())
-    if not data.strip():
-        raise RoundsFileError(f"{path}: no rounds recorded (empty file)")
-    schema = rounds_arrow_schema(ROUND_COLUMNS)
-    options = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
     try:
-        table = pj.read_json(
-            pa.BufferReader(data),
-            parse_options=options,
-            read_options=pj.ReadOptions(block_size=1 << 24),
-        )
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        raise RoundsFileError(f"{path}: not valid rounds JSON Lines ({first_line(exc)})") from None
-    if table.num_rows == 0:
-        raise RoundsFileError(f"{path}: no rounds recorded")
-    _check_version(path, pc.max(table.column("schema_version")).as_py())
-    missing = [n for n in REQUIRED_ROUND_COLUMNS if table.column(n).null_count == table.num_rows]
-    if missing:
-        raise RoundsFileError(f"{path}: records lack required fields: {', '.join(missing)}")
+        table = read_rounds_table(Path(path), ROUND_COLUMNS, REQUIRED_ROUND_COLUMNS)
+    except RunDirError as exc:
+        raise RoundsFileError(str(exc)) from None
+    except SchemaVersionError as exc:
+        raise NewerSchema(str(exc)) from None
     df = table.to_pandas()
     df[LINE_COLUMN] = np.arange(len(df), dtype=np.int64)
     for side in ("a", "b"):
