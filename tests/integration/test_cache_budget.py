@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from tests.support.cli import run_in_process
 from tests.support.configs import execute
 from tests.support.openai_server import FakeOpenAIServer, Fault
 
@@ -101,21 +101,7 @@ def set_budget(cfg: Path, budget: dict[str, Any]) -> None:
     cfg.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
 
 
-def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    """`pdbench ARGS` through the console entry point, in this process."""
-    from pdbench import cli
-
-    old = sys.argv
-    sys.argv = ["pdbench", *args]
-    try:
-        cli.main()
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    finally:
-        sys.argv = old
-    out, err = capsys.readouterr()
-    return code, out, err
+run_cli = run_in_process
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:

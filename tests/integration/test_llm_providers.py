@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 import yaml
+from tests.support.cli import run_in_process
 from tests.support.configs import execute
 from tests.support.openai_server import FakeOpenAIServer, Fault
 
@@ -368,25 +369,9 @@ FATAL_CASES = {
 }
 
 
-def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    """`pdbench ARGS` in this process through the console entry point (`pdbench.cli.main`).
-
-    Returns (exit code, stdout, stderr). In-process, so litellm is imported once per session
-    instead of once per command (~10 s each in a fresh process).
-    """
-    from pdbench import cli
-
-    old_argv = sys.argv
-    sys.argv = ["pdbench", *args]
-    try:
-        cli.main()
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    finally:
-        sys.argv = old_argv
-    out, err = capsys.readouterr()
-    return code, out, err
+# In-process, so litellm is imported once per session instead of once per command (~10 s each
+# in a fresh process).
+run_cli = run_in_process
 
 
 def _check_fatal_stderr(stderr: str, provider: str, words: tuple[str, ...]) -> str:

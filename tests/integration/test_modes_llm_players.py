@@ -9,11 +9,8 @@ uninterrupted runs with a fresh cache, made once per module.
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -22,9 +19,10 @@ import orjson
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from tests.support.cli import run_process, start_process
+from tests.support.configs import execute
 
 from pdbench.errors import RunError
-from tests.support.configs import execute
 
 REPO = Path(__file__).resolve().parents[2]
 N_ROUNDS = 10
@@ -99,7 +97,9 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 def artifacts(run_dir: Path, kind: str) -> dict[str, Any]:
     """Everything a run wrote that must not depend on interruptions (timestamps aside)."""
-    out: dict[str, Any] = {name: pq.read_table(run_dir / name).to_pylist() for name in PARQUET[kind]}
+    out: dict[str, Any] = {
+        name: pq.read_table(run_dir / name).to_pylist() for name in PARQUET[kind]
+    }
     out["rounds"] = [
         {k: v for k, v in rec.items() if k != "timestamp_utc"}
         for rec in read_jsonl(run_dir / "rounds.jsonl")
@@ -168,7 +168,7 @@ def test_budget_stops_cleanly_and_a_resume_completes(tmp_path: Path, reference: 
         assert not (out / name).exists()  # nothing computed from an incomplete set of games
 
     cfg.write_text(cfg.read_text().replace("max_calls: 40", "max_calls: null"))
-    done = cli(["resume", str(out), "--cache-dir", str(cache)], tmp_path)
+    done = run_process(["resume", str(out), "--cache-dir", str(cache)], tmp_path)
     assert done.returncode == 0, done.stderr
     assert artifacts(out, kind) == artifacts(ref_out, kind)
 
@@ -178,15 +178,8 @@ def test_kill_9_then_resume_equals_an_uninterrupted_run(tmp_path: Path, referenc
     cfg = write_config(tmp_path, kind)
     out, cache = tmp_path / "out", tmp_path / "cache"
     command = "tournament" if kind == "tournament" else "evolve"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pdbench.cli", command, str(cfg), "-o", str(out)]
-        + ["--cache-dir", str(cache), "--concurrency", "2"],
-        cwd=tmp_path,
-        env=env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    args = [command, str(cfg), "-o", str(out), "--cache-dir", str(cache), "--concurrency", "2"]
+    proc = start_process(args, tmp_path)
     rounds = out / "rounds.jsonl"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
@@ -201,26 +194,9 @@ def test_kill_9_then_resume_equals_an_uninterrupted_run(tmp_path: Path, referenc
     kept = {(r["condition"], r["replicate"]) for r in read_jsonl(rounds)}
     assert 1 <= len(kept) < LOGGED[kind]
 
-    done = cli(["resume", str(out), "--cache-dir", str(cache)], tmp_path)
+    done = run_process(["resume", str(out), "--cache-dir", str(cache)], tmp_path)
     assert done.returncode == 0, done.stderr
     assert artifacts(out, kind) == artifacts(ref_out, kind)
     manifest = orjson.loads((out / MANIFEST[kind]).read_bytes())
     assert [s["resumed"] for s in manifest["sessions"]] == [False, True]
     assert manifest["status"] == "completed"
-
-
-def env() -> dict[str, str]:
-    values = dict(os.environ)
-    values["PYTHONUNBUFFERED"] = "1"
-    return values
-
-
-def cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pdbench.cli", *args],
-        cwd=cwd,
-        env=env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )

@@ -10,11 +10,9 @@ columns: calls and cost depend on what came from the cache).
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from tests.support.cli import run_process, start_process
 from tests.support.configs import execute
 
 from pdbench.errors import RunError
@@ -133,34 +132,14 @@ def complete_games(run_dir: Path) -> set[tuple[str, int]]:
     return {k for k, n in counts.items() if n == N_ROUNDS}
 
 
-def cli_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
-
-
 def pdbench(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pdbench.cli", *args],
-        cwd=cwd,
-        env=cli_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_process(args, cwd)
 
 
 def start_and_stop(cfg: Path, out: Path, cache: Path, sig: int) -> subprocess.Popen[str]:
     """Start `pdbench run` and send `sig` once at least one game is in rounds.jsonl."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pdbench.cli", "run", str(cfg), "-o", str(out)]
-        + ["--cache-dir", str(cache), "--concurrency", "2"],
-        cwd=cfg.parent,
-        env=cli_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    args = ["run", str(cfg), "-o", str(out), "--cache-dir", str(cache), "--concurrency", "2"]
+    proc = start_process(args, cfg.parent)
     rounds = out / "rounds.jsonl"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pyarrow.parquet as pq
 import pytest
+from tests.support.cli import run_in_process
+from tests.support.configs import execute, experiment, llm, policy, write_config
 
 from pdbench.storage.parquet import read_frame
 from pdbench.storage.schema import (
@@ -17,25 +18,11 @@ from pdbench.storage.schema import (
     SchemaVersionError,
     check_version,
 )
-from tests.support.configs import execute, experiment, llm, policy, write_config
 
 NEWER = SCHEMA_VERSION + 1
 
 
-def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    from pdbench import cli
-
-    argv = sys.argv
-    sys.argv = ["pdbench", *args]
-    try:
-        cli.main()
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    finally:
-        sys.argv = argv
-    out, err = capsys.readouterr()
-    return code, out, err
+run_cli = run_in_process
 
 
 @pytest.fixture

@@ -133,24 +133,15 @@ def play_round_by_round(loaded: LoadedConfig | None, plans: list[GamePlan]) -> l
     return asyncio.run(play_all())
 
 
-OVERRIDE_OPTIONS = {
-    "replicates": "experiment.replicates",
-    "repetitions": "tournament.repetitions",
-    "log_rounds": "tournament.log_rounds",
-    "generations": "evolution.generations",
-    "seed": "run.seed",
-    "noise": "game.noise",
-}
-
-
 def execute(path: Path, **kwargs: Any) -> Any:
     """Load a config file and run it as the CLI would: keyword arguments named like the CLI's
     overrides (replicates, repetitions, log_rounds, generations, seed, noise) set config values,
     the rest are RunOptions (output_dir, overwrite, resume, cache_dir, use_cache, concurrency,
     progress). Returns the mode's result (RunSummary, TournamentResult, EvolutionResult)."""
+    from pdbench.cli import OVERRIDES
     from pdbench.runners.modes import run_loaded
     from pdbench.runners.session import RunOptions
 
-    overrides = {OVERRIDE_OPTIONS[k]: kwargs.pop(k) for k in list(kwargs) if k in OVERRIDE_OPTIONS}
+    overrides = {OVERRIDES[k]: kwargs.pop(k) for k in list(kwargs) if k in OVERRIDES}
     loaded = load_config(path, overrides={k: v for k, v in overrides.items() if v is not None})
     return run_loaded(loaded, RunOptions(**kwargs))

@@ -1,0 +1,61 @@
+"""Running the `pdbench` command from tests: in this process through the console entry point
+(fast; output captured by pytest), or as a fresh process (for signals and true start-up)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def run_in_process(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """`pdbench ARGS` through `pdbench.cli.main` in this process: (exit code, stdout, stderr)."""
+    from pdbench import cli
+
+    old = sys.argv
+    sys.argv = ["pdbench", *args]
+    try:
+        cli.main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    finally:
+        sys.argv = old
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def cli_env() -> dict[str, str]:
+    """This process's environment, with unbuffered output for a child that may be killed."""
+    env = dict(os.environ)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def run_process(
+    args: list[str], cwd: Path, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """`pdbench ARGS` in a fresh process; text output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "pdbench.cli", *args],
+        cwd=cwd,
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def start_process(args: list[str], cwd: Path) -> subprocess.Popen[str]:
+    """`pdbench ARGS` started in a fresh process (to be signalled or waited for)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "pdbench.cli", *args],
+        cwd=cwd,
+        env=cli_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
