@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import shutil
 import signal
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ import orjson
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from tests.support.cli import run_process, start_process
+from tests.support.cli import run_process, signal_when_lines, start_process
 from tests.support.configs import execute
 
 from pdbench.errors import RunError
@@ -179,16 +178,8 @@ def test_kill_9_then_resume_equals_an_uninterrupted_run(tmp_path: Path, referenc
     out, cache = tmp_path / "out", tmp_path / "cache"
     command = "tournament" if kind == "tournament" else "evolve"
     args = [command, str(cfg), "-o", str(out), "--cache-dir", str(cache), "--concurrency", "2"]
-    proc = start_process(args, tmp_path)
     rounds = out / "rounds.jsonl"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and proc.poll() is None:
-        if rounds.is_file() and rounds.read_bytes().count(b"\n") >= N_ROUNDS:
-            break
-        time.sleep(0.01)
-    assert proc.poll() is None, "the run ended before it could be killed"
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=60)
+    signal_when_lines(start_process(args, tmp_path), rounds, N_ROUNDS, signal.SIGKILL)
     manifest = orjson.loads((out / MANIFEST[kind]).read_bytes())
     assert manifest["status"] == "running"  # nobody could write anything else
     kept = {(r["condition"], r["replicate"]) for r in read_jsonl(rounds)}

@@ -13,14 +13,13 @@ import json
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from tests.support.cli import run_process, start_process
+from tests.support.cli import run_process, signal_when_lines, start_process
 from tests.support.configs import execute
 
 from pdbench.errors import RunError
@@ -140,15 +139,7 @@ def start_and_stop(cfg: Path, out: Path, cache: Path, sig: int) -> subprocess.Po
     """Start `pdbench run` and send `sig` once at least one game is in rounds.jsonl."""
     args = ["run", str(cfg), "-o", str(out), "--cache-dir", str(cache), "--concurrency", "2"]
     proc = start_process(args, cfg.parent)
-    rounds = out / "rounds.jsonl"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and proc.poll() is None:
-        if rounds.is_file() and rounds.read_bytes().count(b"\n") >= N_ROUNDS:
-            break
-        time.sleep(0.01)
-    assert proc.poll() is None, "the run ended before it could be interrupted"
-    proc.send_signal(sig)
-    proc.wait(timeout=60)
+    signal_when_lines(proc, out / "rounds.jsonl", N_ROUNDS, sig)
     return proc
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -59,3 +60,18 @@ def start_process(args: list[str], cwd: Path) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def signal_when_lines(
+    proc: subprocess.Popen[str], path: Path, lines: int, sig: int, timeout: float = 60
+) -> None:
+    """Send `sig` to a running `pdbench` once `path` has at least `lines` lines, then wait for
+    it to end; fails when the process ended before (nothing could be interrupted)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        if path.is_file() and path.read_bytes().count(b"\n") >= lines:
+            break
+        time.sleep(0.01)
+    assert proc.poll() is None, "the run ended before it could be interrupted"
+    proc.send_signal(sig)
+    proc.wait(timeout=timeout)
