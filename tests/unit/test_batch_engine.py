@@ -24,7 +24,7 @@ from pdbench.runners.engine import MachineTable
 from pdbench.runners.loader import LoadedConfig
 from pdbench.runners.run_experiment import plan_games
 
-POLICIES = ["ALLC", "ALLD", "TFT", "GRIM", "GTFT", "WSLS", "RANDOM", "STFT", "TF2T", "ALTERNATOR"]
+POLICIES = sorted(POLICY_REGISTRY)  # every registered policy: a new one is checked too
 
 
 def experiment(
