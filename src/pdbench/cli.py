@@ -183,7 +183,7 @@ def run_command(
             overrides = {
                 OVERRIDES[k]: v
                 for k, v in options.items()
-                if k in OVERRIDES and v not in (None, False)
+                if k in OVERRIDES and v is not None and v is not False
             }
             flags = {k: v for k, v in options.items() if k not in OVERRIDES}
             _start(_load(config, kind, overrides), **flags)
@@ -288,7 +288,7 @@ def resume_run(
     cache_dir: CacheDirOpt = None,
 ) -> None:
     """Continue a stopped run of any kind (Ctrl-C, kill, budget, provider failure) from its
-    directory, with the config and options it was started with."""
+    directory, with the config, overrides and response cache it was started with."""
     from pdbench.storage.run_dir import read_manifest, run_kind
 
     kind = run_kind(run_dir)
@@ -296,7 +296,12 @@ def resume_run(
     overrides = manifest.get("overrides")
     if overrides is None and kind == "experiment":  # a run from before overrides were recorded
         overrides = {"experiment.replicates": manifest.get("replicates")}
-    loaded = _load(Path(manifest.get("config_path", "")), kind, overrides or {})
+    if not manifest.get("config_path"):
+        raise RunError(f"{run_dir}: the manifest names no config_path; cannot resume")
+    loaded = _load(Path(manifest["config_path"]), kind, overrides or {})
+    if cache_dir is None and not no_cache and "cache_dir" in manifest:  # the run's own cache
+        started = manifest["cache_dir"]
+        cache_dir, no_cache = (Path(started), False) if started else (None, True)
     cache = {"no_cache": no_cache, "cache_dir": cache_dir}
     _start(loaded, output_dir=run_dir, resume=True, concurrency=concurrency, **cache)
 

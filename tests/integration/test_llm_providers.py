@@ -437,12 +437,14 @@ def test_fatal_error_with_concurrent_games_is_never_retried(
     assert code == 2, err
     assert 1 <= n_requests <= 4
     calls = read_jsonl(tmp_path / "out" / "llm_calls.jsonl")
-    assert 1 <= len(calls) <= n_requests
     # The fatal reply is never retried; other games' calls in flight when the run stopped are
-    # logged as cancelled (they reached the server), not retried either.
+    # logged as cancelled (they may or may not have reached the server: a call cancelled while
+    # the SDK was still preparing it never did), not retried either. At most one call a game.
     assert all(not c["ok"] and c["transport_try"] == 0 for c in calls)
+    assert len(calls) <= 4
     fatal = [c for c in calls if not c.get("cancelled")]
-    assert fatal and all(c["retryable"] is False for c in fatal)
+    assert 1 <= len(fatal) <= n_requests
+    assert all(c["retryable"] is False for c in fatal)
     assert all(c["retryable"] is None for c in calls if c.get("cancelled"))
     assert len({(c["condition"], c["replicate"]) for c in calls}) == len(calls)
     assert read_manifest(tmp_path / "out")["status"] == "failed"

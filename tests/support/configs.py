@@ -119,11 +119,12 @@ def play_round_by_round(loaded: LoadedConfig | None, plans: list[GamePlan]) -> l
                 agents = tuple(
                     make_agent(
                         spec,
+                        side=side,
                         matrix=engine.matrix,
                         noise=plan.noise,
                         provider_for=lambda cfg: pool.get(cfg),
                     )
-                    for spec in plan.agents
+                    for side, spec in enumerate(plan.agents)
                 )
                 out.append(await engine.play_game(plan, (agents[0], agents[1])))
         finally:

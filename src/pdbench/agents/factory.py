@@ -76,15 +76,17 @@ class AgentSpec:
 
 
 def make_agent(
-    spec: AgentSpec, *, matrix: PayoffMatrix, noise: float, provider_for: ProviderFor
+    spec: AgentSpec, *, side: int, matrix: PayoffMatrix, noise: float, provider_for: ProviderFor
 ) -> Agent:
-    """A fresh agent for one game; `provider_for` gives an LLM agent its provider client."""
+    """A fresh agent for one game, playing side 0 (A) or 1 (B) of `matrix`; `provider_for`
+    gives an LLM agent its provider client. An LLM agent's prompts show the payoffs from its
+    own seat."""
     cfg = spec.config
     if isinstance(cfg, PolicyAgentConfig):
         return make_policy(cfg.policy, cfg.params, cfg.display_name())
     if isinstance(cfg, LLMAgentConfig):
         assert spec.templates is not None, "LLM agents are loaded with their prompt templates"
-        return LLMAgent(cfg, provider_for(cfg), spec.templates, matrix)
+        return LLMAgent(cfg, provider_for(cfg), spec.templates, matrix.seen_by(side))
     from pdbench.agents.axelrod_adapter import AxelrodAgent
 
     return AxelrodAgent(cfg.strategy, cfg.display_name(), noise)

@@ -68,8 +68,9 @@ class PolicyAgent(AgentBase):
         return counter_uniform(self.seed, obs.round_index, Purpose.POLICY)
 
     @classmethod
-    def machine(cls, params: PolicyParams, matrix: PayoffMatrix, side: int) -> StateMachine:
-        """The policy as a state machine playing side 0 (A) or 1 (B)."""
+    def machine(cls, params: PolicyParams, matrix: PayoffMatrix) -> StateMachine:
+        """The policy as a state machine, with the payoffs seen from its own seat (`matrix` is
+        `PayoffMatrix.seen_by(side)`: R, S, T, P are its own)."""
         raise NotImplementedError(f"{cls.key} has no state machine")
 
 
@@ -132,7 +133,7 @@ def sided_machines(cfg: PolicyAgentConfig, matrix: PayoffMatrix) -> SidedMachine
     if not is_batchable(cfg):
         raise ValueError(f"not a batchable policy config: {cfg!r}")
     cls = policy_class(cfg.policy)
-    return (cls.machine(cfg.params, matrix, 0), cls.machine(cfg.params, matrix, 1))
+    return (cls.machine(cfg.params, matrix.seen_by(0)), cls.machine(cfg.params, matrix.seen_by(1)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -152,7 +153,7 @@ class AllC(PolicyAgent):
         return C
 
     @classmethod
-    def machine(cls, params: PolicyParams, matrix: PayoffMatrix, side: int) -> StateMachine:
+    def machine(cls, params: PolicyParams, matrix: PayoffMatrix) -> StateMachine:
         return StateMachine.constant(1.0)
 
 
@@ -169,7 +170,7 @@ class AllD(PolicyAgent):
         return D
 
     @classmethod
-    def machine(cls, params: PolicyParams, matrix: PayoffMatrix, side: int) -> StateMachine:
+    def machine(cls, params: PolicyParams, matrix: PayoffMatrix) -> StateMachine:
         return StateMachine.constant(0.0)
 
 
@@ -186,7 +187,7 @@ class TitForTat(PolicyAgent):
         return obs.history[-1].opp_action if obs.history else C
 
     @classmethod
-    def machine(cls, params: PolicyParams, matrix: PayoffMatrix, side: int) -> StateMachine:
+    def machine(cls, params: PolicyParams, matrix: PayoffMatrix) -> StateMachine:
         return StateMachine.reacting_to_opponent(1.0, 1.0, 0.0)
 
 
@@ -210,7 +211,7 @@ class Grim(PolicyAgent):
         return D if self.triggered else C
 
     @classmethod
-    def machine(cls, params: PolicyParams, matrix: PayoffMatrix, side: int) -> StateMachine:
+    def machine(cls, params: PolicyParams, matrix: PayoffMatrix) -> StateMachine:
         # 0: calm (an opponent's D triggers), 1: triggered for good
         return StateMachine((1.0, 0.0), (((0, 1), (0, 1)), ((1, 1), (1, 1))))
 
@@ -242,7 +243,7 @@ class GenerousTitForTat(PolicyAgent):
         return C if self.draw(obs) < self.forgiveness(self.params, obs.payoff_matrix) else D
 
     @classmethod
-    def machine(cls, params: PolicyParams, matrix: PayoffMatrix, side: int) -> StateMachine:
+    def machine(cls, params: PolicyParams, matrix: PayoffMatrix) -> StateMachine:
         return StateMachine.reacting_to_opponent(1.0, 1.0, cls.forgiveness(params, matrix))
 
 
@@ -267,14 +268,13 @@ class WinStayLoseShift(PolicyAgent):
         return last.my_action if last.my_payoff >= threshold else last.my_action.flipped
 
     @classmethod
-    def machine(cls, params: PolicyParams, matrix: PayoffMatrix, side: int) -> StateMachine:
+    def machine(cls, params: PolicyParams, matrix: PayoffMatrix) -> StateMachine:
         # state 1 + 2 * my_D + opp_D: the last round's outcome
         threshold = matrix.reward if params.win_threshold is None else params.win_threshold
         probs = [1.0]
         for my in (0, 1):
             for opp in (0, 1):
-                cell = matrix.as_array()[my][opp] if side == 0 else matrix.as_array()[opp][my]
-                stay = cell[side] >= threshold
+                stay = matrix.as_array()[my][opp][0] >= threshold
                 probs.append(1.0 if (my == 0) == stay else 0.0)
         to_outcome = ((1, 2), (3, 4))
         return StateMachine(tuple(probs), (to_outcome,) * 5)
@@ -303,7 +303,7 @@ class RandomPolicy(PolicyAgent):
         return C if self.draw(obs) < self.probability(self.params) else D
 
     @classmethod
-    def machine(cls, params: PolicyParams, matrix: PayoffMatrix, side: int) -> StateMachine:
+    def machine(cls, params: PolicyParams, matrix: PayoffMatrix) -> StateMachine:
         return StateMachine.constant(cls.probability(params))
 
 
@@ -320,7 +320,7 @@ class SuspiciousTitForTat(PolicyAgent):
         return obs.history[-1].opp_action if obs.history else D
 
     @classmethod
-    def machine(cls, params: PolicyParams, matrix: PayoffMatrix, side: int) -> StateMachine:
+    def machine(cls, params: PolicyParams, matrix: PayoffMatrix) -> StateMachine:
         return StateMachine.reacting_to_opponent(0.0, 1.0, 0.0)
 
 
@@ -343,7 +343,7 @@ class TitForTwoTats(PolicyAgent):
         return C
 
     @classmethod
-    def machine(cls, params: PolicyParams, matrix: PayoffMatrix, side: int) -> StateMachine:
+    def machine(cls, params: PolicyParams, matrix: PayoffMatrix) -> StateMachine:
         # state = the opponent's trailing run of D, capped at 2
         return StateMachine(
             (1.0, 1.0, 0.0),
@@ -365,7 +365,7 @@ class Alternator(PolicyAgent):
         return obs.history[-1].my_action.flipped if obs.history else C
 
     @classmethod
-    def machine(cls, params: PolicyParams, matrix: PayoffMatrix, side: int) -> StateMachine:
+    def machine(cls, params: PolicyParams, matrix: PayoffMatrix) -> StateMachine:
         # state 1: own last move C (now D), 2: it was D (now C)
         by_own_move = ((1, 1), (2, 2))
         return StateMachine((1.0, 0.0, 1.0), (by_own_move,) * 3)

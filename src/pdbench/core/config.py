@@ -43,7 +43,7 @@ class RunConfig(Strict):
     """Run metadata: id, seed, where artifacts go, what gets logged, and the budget."""
 
     run_id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9._-]+$")
-    seed: int = Field(ge=0, lt=2**63)
+    seed: int = Field(ge=0, lt=2**63, strict=True)  # strict: `true` is not seed 1
     output_dir: str = Field(min_length=1)
     store_prompts: bool = True
     store_raw_responses: bool = True
@@ -388,12 +388,21 @@ class EvolutionSection(Strict):
         if total < 2:
             problems.append((("population",), f"needs at least 2 individuals (got {total})"))
         elif self.process == "eliminate_clone" and 2 * self.n_eliminated > total:
-            problems.append(
-                (
-                    ("eliminate",),
-                    f"must be at most half the population, {total // 2} (got {self.n_eliminated})",
+            if self.eliminate is None:
+                problems.append(
+                    (
+                        ("population",),
+                        f"eliminate_clone replaces 5 individuals a generation by default, so it "
+                        f"needs at least 10 (got {total}); set evolution.eliminate lower",
+                    )
                 )
-            )
+            else:
+                problems.append(
+                    (
+                        ("eliminate",),
+                        f"must be at most half the population, {total // 2} (got {self.eliminate})",
+                    )
+                )
         return problems
 
 

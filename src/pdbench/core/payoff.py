@@ -132,6 +132,18 @@ class PayoffMatrix:
             return 0.0
         return min(1.0, max(0.0, value))
 
+    def seen_by(self, side: int) -> PayoffMatrix:
+        """The game from one side's seat: side 0 (A) is this matrix; side 1 (B) has B as the row
+        player, so R, S, T, P and every `(mine, theirs)` pair are B's."""
+        if side == 0:
+            return self
+        return PayoffMatrix(
+            cc=(self.cc[1], self.cc[0]),
+            cd=(self.dc[1], self.dc[0]),
+            dc=(self.cd[1], self.cd[0]),
+            dd=(self.dd[1], self.dd[0]),
+        )
+
     def as_nested(self) -> dict[str, dict[str, list[float]]]:
         """The `{C: {C: [a, b], ...}}` form used in configs and prompts."""
         return {

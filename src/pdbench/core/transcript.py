@@ -19,6 +19,10 @@ class Transcript:
     payoffs_b: list[float] = field(default_factory=list)
     total_a: float = 0.0
     total_b: float = 0.0
+    # Each agent's view of every round, built as rounds are recorded (an observation then only
+    # slices it, so a long game with the whole history shown stays linear in its length).
+    seen_by_a: list[HistoryEntry] = field(default_factory=list)
+    seen_by_b: list[HistoryEntry] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.actions_a)
@@ -32,6 +36,8 @@ class Transcript:
         self.payoffs_b.append(pay_b)
         self.total_a += pay_a
         self.total_b += pay_b
+        self.seen_by_a.append(HistoryEntry(action_a, action_b, pay_a, pay_b))
+        self.seen_by_b.append(HistoryEntry(action_b, action_a, pay_b, pay_a))
         return pay_a, pay_b
 
     def observation(
@@ -50,29 +56,15 @@ class Transcript:
         """
         n = len(self.actions_a)
         start = 0 if history_window is None else max(0, n - history_window)
-        if agent_index == 0:
-            mine, theirs, my_pay, their_pay = (
-                self.actions_a,
-                self.actions_b,
-                self.payoffs_a,
-                self.payoffs_b,
-            )
-            my_total, their_total = self.total_a, self.total_b
-        else:
-            mine, theirs, my_pay, their_pay = (
-                self.actions_b,
-                self.actions_a,
-                self.payoffs_b,
-                self.payoffs_a,
-            )
-            my_total, their_total = self.total_b, self.total_a
-        history = tuple(
-            HistoryEntry(mine[i], theirs[i], my_pay[i], their_pay[i]) for i in range(start, n)
+        seen = self.seen_by_a if agent_index == 0 else self.seen_by_b
+        my_total, their_total = (
+            (self.total_a, self.total_b) if agent_index == 0 else (self.total_b, self.total_a)
         )
+        history = tuple(seen[start:])
         return Observation(
             round_index=n,
             history=history,
-            payoff_matrix=self.payoff_matrix,
+            payoff_matrix=self.payoff_matrix.seen_by(agent_index),
             horizon_type=horizon_type,
             total_rounds=total_rounds,
             stop_prob=stop_prob,

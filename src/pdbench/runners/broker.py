@@ -20,6 +20,7 @@ from pdbench.core.config import BudgetConfig, LLMAgentConfig
 from pdbench.errors import RunError
 from pdbench.storage.cache import ResponseCache, cache_key
 from pdbench.storage.files import JsonlAppender
+from pdbench.storage.schema import SCHEMA_VERSION
 
 
 class ProviderFatalError(RunError):
@@ -128,7 +129,11 @@ class BoundClient:
         """Nothing to do: the run's provider pool closes the shared clients."""
 
     def key_for(self, request: CompletionRequest) -> str:
-        """The cache key of a call (see the README's cache section)."""
+        """The cache key of a call (see the README's cache section).
+
+        The side and the per-call seed are part of it: both agents of a game often see the same
+        prompt (round 1, self-play), and their replies differ when the provider samples.
+        """
         cfg = self.cfg
         parts: dict[str, Any] = {
             "provider": cfg.provider,
@@ -139,6 +144,8 @@ class BoundClient:
             "temperature": cfg.temperature,
             "max_tokens": cfg.max_tokens,
             "game_seed": self.game_seed,
+            "agent": self.agent_key,
+            "seed": request.seed,
             "attempt": request.tag.attempt,
         }
         if cfg.provider == "mock":
@@ -283,6 +290,7 @@ class BoundClient:
         if self.broker.log is None:
             return
         record = {
+            "schema_version": SCHEMA_VERSION,
             "condition": self.condition,
             "replicate": self.replicate,
             "agent": self.agent_key,

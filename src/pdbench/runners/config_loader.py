@@ -46,6 +46,8 @@ class Resolved:
     data: Any
     root: Path
     origins: dict[Loc, Origin] = field(default_factory=dict)
+    # Where each `{ref, overrides}` was written (a problem with the whole node belongs there).
+    ref_sites: dict[Loc, Origin] = field(default_factory=dict)
 
     def origin_of(self, loc: Loc) -> tuple[Path, Loc]:
         """The file and in-file location of `loc` (longest known prefix, then the rest of loc)."""
@@ -66,6 +68,14 @@ class Resolved:
         """A ConfigIssue for the node at `loc` of the resolved tree."""
         file, inner = self.origin_of(loc)
         return ConfigIssue(self.display(file), dotted(inner), message)
+
+    def node_issue(self, loc: Loc, message: str) -> ConfigIssue:
+        """A ConfigIssue about the node at `loc` as a whole: placed where it was written, also
+        when it is a ref (then at the ref, not in the referenced file)."""
+        site = self.ref_sites.get(loc)
+        if site is None:
+            return self.issue(loc, message)
+        return ConfigIssue(self.display(site.file), dotted(site.loc), message)
 
 
 def read_yaml(path: Path, display: str) -> Any:
@@ -168,6 +178,7 @@ class _Resolver:
                 )
             )
             return None
+        self.result.ref_sites[out_loc] = Origin(file, in_loc)
         base = self.walk(loaded, target, (), out_loc, stack + (target,))
         overrides = node.get("overrides") or {}
         if not isinstance(overrides, dict):

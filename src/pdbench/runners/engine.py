@@ -251,7 +251,11 @@ class Engine:
             )
 
         return make_agent(
-            plan.agents[side], matrix=self.matrix, noise=plan.noise, provider_for=provider_for
+            plan.agents[side],
+            side=side,
+            matrix=self.matrix,
+            noise=plan.noise,
+            provider_for=provider_for,
         )
 
     async def play_game(self, plan: GamePlan, agents: tuple[Agent, Agent]) -> GameResult:

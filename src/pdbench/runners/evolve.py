@@ -36,7 +36,7 @@ from pdbench.core.config import EvolutionConfig, EvolutionSection
 from pdbench.core.metrics import GameOutcome
 from pdbench.core.rng import derive_seed
 from pdbench.runners.engine import GamePlan, MachineTable, ProgressFn
-from pdbench.runners.loader import LoadedConfig
+from pdbench.runners.loader import SEPARATOR, LoadedConfig
 from pdbench.runners.session import RunOptions, RunSession, play_in_memory
 from pdbench.storage.parquet import write_columns
 from pdbench.storage.schema import GENERATIONS_FILE
@@ -78,10 +78,12 @@ class PairPool:
 
 
 def needs_pool(loaded: LoadedConfig) -> bool:
-    """Whether the pairwise pool is played: expected fitness, or a present non-policy member."""
+    """Whether the pairwise pool is played: for expected fitness, or when a member that is not
+    a batchable policy can take part (present at the start, or brought in by mutation)."""
     section: EvolutionSection = loaded.config.evolution
-    present = [spec for spec, m in zip(loaded.players, section.population, strict=True) if m.count]
-    return section.fitness_mode() == "expected" or not all(s.batchable for s in present)
+    members = zip(loaded.players, section.population, strict=True)
+    possible = [spec for spec, m in members if m.count or section.mutation_rate > 0]
+    return section.fitness_mode() == "expected" or not all(s.batchable for s in possible)
 
 
 def plan_pool(loaded: LoadedConfig) -> list[GamePlan]:
@@ -101,7 +103,7 @@ def plan_pool(loaded: LoadedConfig) -> list[GamePlan]:
     plans = []
     for index, ((i, j, rep, seed), n) in enumerate(zip(keys, lengths, strict=True)):
         agents = (players[i], players[j])
-        label = f"{players[i].name}_vs_{players[j].name}"
+        label = f"{players[i].name}{SEPARATOR}{players[j].name}"
         logged = agents[0].is_llm or agents[1].is_llm
         plans.append(GamePlan(index, label, rep, agents, seed, horizon, cfg.game.noise, n, logged))
     return plans

@@ -46,6 +46,7 @@ from pdbench.runners.config_errors import validation_issues
 from pdbench.runners.config_loader import Resolved, apply_overrides, load_resolved
 
 COMMANDS = {"experiment": "run", "tournament": "tournament", "evolution": "evolve"}
+SEPARATOR = "_vs_"  # between the two players' names in a match's game label
 
 
 @dataclass
@@ -160,11 +161,20 @@ def _check_unique_name(
     resolved: Resolved,
     issues: list[ConfigIssue],
 ) -> None:
-    """Player names are unique (match seeds and artifact rows derive from them)."""
+    """Player names are unique and do not hold the separator of round records' game labels
+    (`<A>_vs_<B>`), since match seeds, records and artifact rows derive from them."""
     name = agent.display_name()
+    if SEPARATOR in name:
+        issues.append(
+            resolved.node_issue(
+                loc,
+                f"a player name may not contain {SEPARATOR!r}, which separates the two players "
+                f"in round records (got {name!r}); give it another `name`",
+            )
+        )
     if name in seen:
         issues.append(
-            resolved.issue(
+            resolved.node_issue(
                 loc,
                 f"duplicate player name {name!r} (same as entry "
                 f"{[p for p in seen[name] if isinstance(p, int)][-1]}); "

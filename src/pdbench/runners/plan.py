@@ -114,7 +114,7 @@ def _describe_kind(loaded: LoadedConfig, plans: list[GamePlan]) -> list[str]:
     for cond in cfg.experiment.conditions:
         games = [p for p in plans if p.condition == cond.name]
         noise = games[0].noise
-        kinds = "".join("L" if spec.is_llm else "P" for spec in games[0].agents)
+        kinds = "".join(spec.config.type[0].upper() for spec in games[0].agents)  # P, L, A
         lines.append(
             f"  {cond.name}: {games[0].agents[0].name} vs {games[0].agents[1].name} [{kinds}] "
             f"{_horizon_text(cond.horizon or cfg.horizon)}{f', noise {noise:g}' if noise else ''}; "

@@ -24,7 +24,8 @@ import orjson
 
 import pdbench
 from pdbench.agents.llm import ParseFailureAbort
-from pdbench.core.config import BudgetConfig
+from pdbench.agents.providers.pool import require_api_key
+from pdbench.core.config import BudgetConfig, LLMAgentConfig
 from pdbench.core.metrics import GameOutcome
 from pdbench.errors import RunError, RunInterrupted
 from pdbench.runners.broker import Budget, BudgetExhausted, CallBroker, ProviderFatalError
@@ -107,9 +108,11 @@ class RunSession:
             self.run_dir / ROUNDS_FILE, [p.index for p in todo if p.logged]
         )
         llm = any(p.has_llm for p in self.plans)
-        cache = self._cache() if llm and todo else None
-        calls_log = JsonlAppender(self.run_dir / CALLS_FILE) if llm else None
+        cache: ResponseCache | None = None
+        calls_log: JsonlAppender | None = None
         try:
+            cache = self._cache() if llm and todo else None
+            calls_log = JsonlAppender(self.run_dir / CALLS_FILE) if llm else None
             broker = self._broker(manifest, cache, calls_log)
             self._play(todo, broker, writer, result)
             writer.close()
@@ -119,6 +122,9 @@ class RunSession:
             status, error = "failed", str(exc)
         except BudgetExhausted as exc:
             status, error = "stopped", str(exc)
+        except RunError as exc:  # e.g. the cache cannot be opened, a key is not set
+            status, error = "failed", str(exc)
+            raise
         except KeyboardInterrupt:
             status, error = "interrupted", "interrupted by the user"
         except BaseException as exc:
@@ -131,15 +137,16 @@ class RunSession:
             if cache is not None:
                 cache.close()
             self._close_manifest(manifest, status, error)
+        kept_in = self.run_dir / ROUNDS_FILE if any(p.logged for p in self.plans) else None
+        where = f"finished games are kept in {kept_in}; " if kept_in else ""
         if status == "interrupted":
             raise RunInterrupted(
-                f"interrupted: finished games are kept in {self.run_dir / ROUNDS_FILE}; "
-                f"continue with `pdbench resume {self.run_dir}`"
+                f"interrupted: {where}continue with `pdbench resume {self.run_dir}`"
             )
         if status != "completed":
             raise RunError(
-                f"run stopped: {error}. Finished games are kept in {self.run_dir / ROUNDS_FILE}; "
-                f"continue with `pdbench resume {self.run_dir}`"
+                f"run stopped: {error}. {where.capitalize()}continue with "
+                f"`pdbench resume {self.run_dir}`"
             )
         return result
 
@@ -155,6 +162,7 @@ class RunSession:
             manifest, kept = base_manifest(self.loaded, utc_now()), {}
             manifest.update(self.manifest_extra)
         manifest["output_dir"] = str(self.run_dir)
+        manifest["cache_dir"] = self._cache_dir()
         write_manifest(self.run_dir, kind, manifest)
         return manifest, kept
 
@@ -187,10 +195,15 @@ class RunSession:
         )
         return manifest, kept
 
-    def _cache(self) -> ResponseCache | None:
+    def _cache_dir(self) -> str | None:
+        """The response cache's directory (absolute), None when the cache is off."""
         if not self.options.use_cache:
             return None
-        return ResponseCache(self.options.cache_dir or DEFAULT_CACHE_DIR)
+        return str(Path(self.options.cache_dir or DEFAULT_CACHE_DIR).resolve())
+
+    def _cache(self) -> ResponseCache | None:
+        where = self._cache_dir()
+        return ResponseCache(Path(where)) if where is not None else None
 
     def _broker(
         self,
@@ -210,6 +223,10 @@ class RunSession:
         writer: OrderedRoundsWriter,
         result: SessionResult,
     ) -> None:
+        for plan in todo:  # a missing key stops the run before any call is paid for
+            for spec in plan.agents:
+                if isinstance(spec.config, LLMAgentConfig):
+                    require_api_key(spec.config)
         run = self.loaded.config.run
         encoder = RoundsEncoder(
             self.loaded.matrix(),

@@ -40,7 +40,7 @@ from pdbench.core.tournament_metrics import (
     payoff_table,
 )
 from pdbench.runners.engine import GamePlan
-from pdbench.runners.loader import LoadedConfig
+from pdbench.runners.loader import SEPARATOR, LoadedConfig
 from pdbench.runners.session import RunOptions, RunSession, play_in_memory
 from pdbench.storage.parquet import write_columns
 from pdbench.storage.schema import LEADERBOARD_FILE, MATCHES_FILE, PAYOFF_MATRIX_FILE
@@ -106,7 +106,7 @@ def plan_matches(loaded: LoadedConfig) -> list[GamePlan]:
     for index, ((i, j, rep, seed), n) in enumerate(zip(seeds, lengths, strict=True)):
         agents = (players[i], players[j])
         logged = section.log_rounds or agents[0].is_llm or agents[1].is_llm
-        label = f"{players[i].name}_vs_{players[j].name}"
+        label = f"{players[i].name}{SEPARATOR}{players[j].name}"
         plans.append(GamePlan(index, label, rep, agents, seed, horizon, cfg.game.noise, n, logged))
     return plans
 

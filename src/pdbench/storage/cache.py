@@ -12,6 +12,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from pdbench.errors import RunError
+
 DEFAULT_CACHE_DIR = Path(".pdbench_cache")
 CACHE_FILE = "responses.sqlite"
 
@@ -28,16 +30,22 @@ class ResponseCache:
 
     def __init__(self, cache_dir: Path) -> None:
         self.dir = Path(cache_dir)
-        self.dir.mkdir(parents=True, exist_ok=True)
         self.path = self.dir / CACHE_FILE
-        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS responses ("
-            " key TEXT PRIMARY KEY, provider TEXT, model TEXT, text TEXT,"
-            " input_tokens INTEGER, output_tokens INTEGER, cost_usd REAL, created_utc TEXT)"
-        )
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS responses ("
+                " key TEXT PRIMARY KEY, provider TEXT, model TEXT, text TEXT,"
+                " input_tokens INTEGER, output_tokens INTEGER, cost_usd REAL, created_utc TEXT)"
+            )
+        except (OSError, sqlite3.Error) as exc:
+            raise RunError(
+                f"{self.path}: cannot open the response cache ({exc}); "
+                "pass another --cache-dir or --no-cache"
+            ) from None
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The stored reply for `key`, or None."""

@@ -109,9 +109,11 @@ class RoundsEncoder:
             if self.store_prompts:
                 prompts[side] = {"system": dec.system_prompt, "round": dec.round_prompt}
             attempts = [a.as_record() for a in dec.attempts]
-            if not self.store_raw:
+            if not self.store_raw:  # nor the excerpt of the reply that parse errors quote
                 for attempt in attempts:
                     attempt["raw"] = None
+                    if attempt["error"]:
+                        attempt["error"] = attempt["error"].split(" (got ")[0]
             replies[side] = attempts
         if prompts:
             record["prompts"] = prompts

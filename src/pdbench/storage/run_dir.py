@@ -36,7 +36,10 @@ def prepare_output_dir(path: Path, overwrite: bool, kind: str) -> None:
                 target.unlink()
         for leftover in path.glob(".*.tmp"):
             leftover.unlink()
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RunError(f"{path}: cannot create the output directory ({exc.strerror})") from None
 
 
 def run_kind(run_dir: Path) -> str:

@@ -11,6 +11,18 @@ from pdbench.core.config import LLMAgentConfig
 from pdbench.errors import RunError
 
 
+def require_api_key(cfg: LLMAgentConfig) -> str | None:
+    """The agent's API key (None when it names no variable); RunError naming the variable, never
+    a value, when the variable is not set. Runs check every agent before the first call."""
+    api_key = resolve_api_key(cfg.api_key_env)
+    if cfg.api_key_env and not api_key:
+        raise RunError(
+            f"{cfg.display_name()}: environment variable {cfg.api_key_env} is not set "
+            f"(set it, or put it in .env; see .env.example)"
+        )
+    return api_key
+
+
 class ProviderPool:
     """Provider clients keyed by provider, model, base_url, key variable, timeout and mock
     settings. Keys are read from the variable named by `api_key_env` (environment, then
@@ -32,12 +44,7 @@ class ProviderPool:
             ]
         )
         if key not in self._clients:
-            api_key = resolve_api_key(cfg.api_key_env)
-            if cfg.api_key_env and not api_key:
-                raise RunError(
-                    f"{cfg.display_name()}: environment variable {cfg.api_key_env} is not set "
-                    f"(set it, or put it in .env; see .env.example)"
-                )
+            api_key = require_api_key(cfg)
             try:
                 entry = provider_entry(cfg.provider)
                 self._clients[key] = entry.factory(cfg, api_key)
