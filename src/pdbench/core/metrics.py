@@ -202,9 +202,13 @@ def mean_and_ci95(values: Sequence[float]) -> tuple[float | None, float | None, 
     return mean, mean - half, mean + half
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class GameOutcome:
-    """What the metrics need from one played game (moves as booleans, True for C)."""
+    """What the metrics need from one played game (moves as booleans, True for C).
+
+    `totals` (payoff of A, of B) and `cooperations` (C count of A, of B) are computed from the
+    arrays when not given; the vectorized engine gives them, summed for a whole batch at once.
+    """
 
     condition: str
     replicate: int
@@ -216,6 +220,14 @@ class GameOutcome:
     b_payoffs: np.ndarray
     a_parse_failures: int = 0
     b_parse_failures: int = 0
+    totals: tuple[float, float] | None = None
+    cooperations: tuple[int, int] | None = None
+
+    def __post_init__(self) -> None:
+        if self.totals is None:
+            self.totals = (float(self.a_payoffs.sum()), float(self.b_payoffs.sum()))
+        if self.cooperations is None:
+            self.cooperations = (int(self.a_coop.sum()), int(self.b_coop.sum()))
 
 
 def aggregate_rows(

@@ -45,7 +45,7 @@ def utc_now() -> str:
     return datetime.now(UTC).isoformat()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class GamePlan:
     """One game to play: its label (condition, replicate), agents, seed, horizon and length.
 
@@ -195,17 +195,32 @@ class Engine:
             np.array([p.noise for p in plans], dtype=np.float64),
         )
         timestamp = utc_now()
+        totals = np.stack(result.totals(), axis=1).tolist()
+        coops = np.stack(result.cooperations(), axis=1).tolist()
         for i, plan in enumerate(plans):
-            arrays = result.game(i)
+            n = plan.n_rounds
             if plan.logged and self.writer is not None:
+                arrays = result.game(i)
                 key = self._key(plan)
                 if self.writer.is_next(plan.index):
                     self.encoder.write_game(self.writer.handle, key, arrays, timestamp)
                     self.writer.wrote_directly(plan.index)
                 else:
                     self.writer.add(plan.index, self.encoder.game_bytes(key, arrays, timestamp))
-            self.on_result(GameResult(plan, outcome_of(plan, arrays)))
-            self._tick(plan.n_rounds)
+            outcome = GameOutcome(
+                plan.condition,
+                plan.replicate,
+                plan.agents[0].name,
+                plan.agents[1].name,
+                result.played_a[i, :n],
+                result.played_b[i, :n],
+                result.payoffs_a[i, :n],
+                result.payoffs_b[i, :n],
+                totals=(totals[i][0], totals[i][1]),
+                cooperations=(coops[i][0], coops[i][1]),
+            )
+            self.on_result(GameResult(plan, outcome))
+            self._tick(n)
 
     def _key(self, plan: GamePlan) -> GameKey:
         names = (plan.agents[0].name, plan.agents[1].name)

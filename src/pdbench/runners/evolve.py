@@ -121,8 +121,8 @@ def pair_pool(
     for plan in plans:
         game = outcomes[plan.index]
         i, j = index[plan.agents[0].name], index[plan.agents[1].name]
-        first[i, j, plan.replicate] = game.a_payoffs.sum() / plan.n_rounds
-        second[i, j, plan.replicate] = game.b_payoffs.sum() / plan.n_rounds
+        first[i, j, plan.replicate] = game.totals[0] / plan.n_rounds
+        second[i, j, plan.replicate] = game.totals[1] / plan.n_rounds
     return PairPool(first, second)
 
 

@@ -121,10 +121,8 @@ def tournament_tables(
     player_b = np.array([index[p.agents[1].name] for p in plans], dtype=np.int64)
     games = [outcomes[p.index] for p in plans]
     lengths = np.array([p.n_rounds for p in plans], dtype=np.int64)
-    score_a = np.array([g.a_payoffs.sum() for g in games], dtype=np.float64)
-    score_b = np.array([g.b_payoffs.sum() for g in games], dtype=np.float64)
-    coop_a = np.array([g.a_coop.sum() for g in games], dtype=np.int64)
-    coop_b = np.array([g.b_coop.sum() for g in games], dtype=np.int64)
+    score_a, score_b = np.array([g.totals for g in games], dtype=np.float64).reshape(-1, 2).T
+    coop_a, coop_b = np.array([g.cooperations for g in games], dtype=np.int64).reshape(-1, 2).T
     matches = {
         "match": np.arange(len(plans)),
         "player_a": [p.agents[0].name for p in plans],
