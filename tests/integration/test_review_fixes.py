@@ -9,7 +9,6 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import orjson
 import pytest
 from tests.support.cli import run_in_process
@@ -20,13 +19,13 @@ from tests.support.configs import (
     llm,
     load,
     play_round_by_round,
+    play_vectorized,
     write_config,
 )
 
 from pdbench.agents.factory import make_agent
 from pdbench.core.payoff import PayoffMatrix
 from pdbench.errors import ConfigError
-from pdbench.runners.engine import MachineTable
 from pdbench.runners.loader import load_config
 from pdbench.runners.run_experiment import plan_games
 
@@ -138,13 +137,7 @@ def test_side_b_sees_its_own_payoffs() -> None:
     loaded = load(data)
     plans = plan_games(loaded)
     slow = play_round_by_round(loaded, plans)
-    fast = MachineTable(loaded.matrix()).play(
-        [p.agents[0] for p in plans],
-        [p.agents[1] for p in plans],
-        np.array([p.seed for p in plans], dtype=np.uint64),
-        np.array([p.n_rounds for p in plans]),
-        0.1,
-    )
+    fast = play_vectorized(loaded, plans)
     for i, result in enumerate(slow):
         assert fast.game(i)["played_b"].tolist() == result.outcome.b_coop.tolist(), i
         assert fast.game(i)["payoffs_b"].tolist() == result.outcome.b_payoffs.tolist(), i

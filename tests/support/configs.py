@@ -10,15 +10,17 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
 from pdbench.agents.factory import AgentSpec, make_agent
 from pdbench.agents.providers.pool import ProviderPool
+from pdbench.core.batch import BatchResult
 from pdbench.core.config import BudgetConfig
 from pdbench.core.horizon import FixedHorizon
 from pdbench.core.payoff import PayoffMatrix
 from pdbench.runners.broker import Budget, CallBroker
-from pdbench.runners.engine import Engine, GamePlan, GameResult
+from pdbench.runners.engine import Engine, GamePlan, GameResult, MachineTable
 from pdbench.runners.loader import LoadedConfig, load_config
 from pdbench.storage.rounds import RoundsEncoder
 
@@ -89,6 +91,17 @@ def in_memory_engine(loaded: LoadedConfig | None = None) -> Engine:
         encoder=RoundsEncoder(matrix),
         writer=None,
         on_result=lambda result: None,
+    )
+
+
+def play_vectorized(loaded: LoadedConfig, plans: list[GamePlan]) -> BatchResult:
+    """Every plan (all policy games) played in one batch by the vectorized engine, in order."""
+    return MachineTable(loaded.matrix()).play(
+        [p.agents[0] for p in plans],
+        [p.agents[1] for p in plans],
+        np.array([p.seed for p in plans], dtype=np.uint64),
+        np.array([p.n_rounds for p in plans]),
+        np.array([p.noise for p in plans]),
     )
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import orjson
 import pytest
 from tests.support.configs import experiment as experiment_data
-from tests.support.configs import load, play_round_by_round
+from tests.support.configs import load, play_round_by_round, play_vectorized
 
 from pdbench.agents.policy import POLICY_REGISTRY, is_batchable, sided_machines
 from pdbench.core.batch import StateMachine, play_batch
@@ -55,13 +55,7 @@ def assert_identical(loaded: LoadedConfig) -> None:
     plans = plan_games(loaded)
     results = play_round_by_round(loaded, plans)
     records = [[orjson.loads(line) for line in r.lines.splitlines()] for r in results]
-    batch = MachineTable(loaded.matrix()).play(
-        [p.agents[0] for p in plans],
-        [p.agents[1] for p in plans],
-        np.array([p.seed for p in plans], dtype=np.uint64),
-        np.array([p.n_rounds for p in plans]),
-        np.array([p.noise for p in plans]),
-    )
+    batch = play_vectorized(loaded, plans)
     for i, (plan, recs) in enumerate(zip(plans, records, strict=True)):
         game = batch.game(i)
         where = f"{plan.condition} replicate {plan.replicate}"

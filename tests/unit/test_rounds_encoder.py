@@ -13,14 +13,12 @@ import io
 import re
 from typing import Any
 
-import numpy as np
 import orjson
 import pytest
-from tests.support.configs import experiment, load, play_round_by_round, policy
+from tests.support.configs import experiment, load, play_round_by_round, play_vectorized, policy
 
 from pdbench.core.payoff import PayoffMatrix
 from pdbench.core.types import Action, Attempt, Decision
-from pdbench.runners.engine import MachineTable
 from pdbench.runners.run_experiment import plan_games
 from pdbench.storage.rounds import RoundsEncoder, game_key
 from pdbench.storage.schema import ROUND_FIELDS, SCHEMA_VERSION, RoundValues
@@ -62,13 +60,7 @@ def test_batched_lines_equal_round_by_round(
     assert encoder.fast_path is fast
     plans = plan_games(loaded)
     references = play_round_by_round(loaded, plans)
-    batch = MachineTable(loaded.matrix()).play(
-        [p.agents[0] for p in plans],
-        [p.agents[1] for p in plans],
-        np.array([p.seed for p in plans], dtype=np.uint64),
-        np.array([p.n_rounds for p in plans]),
-        0.1,
-    )
+    batch = play_vectorized(loaded, plans)
     for i, (plan, reference) in enumerate(zip(plans, references, strict=True)):
         key = game_key(
             "test", plan.condition, plan.replicate, plan.seed, plan_names(plan), plan.horizon
