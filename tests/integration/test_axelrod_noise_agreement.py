@@ -14,15 +14,13 @@ import math
 import numpy as np
 import pytest
 
-from pdbench.agents.axelrod_adapter import axelrod_available, import_axelrod
+from pdbench.agents.axelrod_adapter import import_axelrod
 from pdbench.agents.factory import AgentSpec
 from pdbench.core.config import PolicyAgentConfig
 from pdbench.core.payoff import PayoffMatrix
 from pdbench.core.rng import derive_seed
 from pdbench.runners.engine import MachineTable
 
-if not axelrod_available():
-    pytest.skip("needs the axelrod extra", allow_module_level=True)
 axl = import_axelrod()
 
 TURNS, MATCHES, NOISE = 100, 40, 0.05

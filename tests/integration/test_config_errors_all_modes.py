@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 import yaml
 
-from pdbench.agents.axelrod_adapter import axelrod_available
 from pdbench.errors import ConfigError
 from pdbench.runners.loader import load_config
 
@@ -111,8 +110,6 @@ def errors(tmp_path: Path, data: dict[str, Any], loader: Any) -> list[str]:
     ],
 )
 def test_tournament_errors(tmp_path: Path, data: dict[str, Any], expected: str) -> None:
-    if "axelrod:" in str(data) and not axelrod_available():
-        pytest.skip("needs the axelrod extra")
     lines = errors(tmp_path, data, load_tournament)
     assert len(lines) == 1, lines
     assert expected in lines[0] or lines[0].startswith(expected), lines

@@ -17,7 +17,6 @@ from tests.support.configs import play_pair
 from pdbench.agents.axelrod_adapter import (
     INSTALL_HINT,
     AxelrodAgent,
-    axelrod_available,
     import_axelrod,
     strategy_class,
     strategy_problem,
@@ -26,8 +25,6 @@ from pdbench.agents.factory import AgentSpec
 from pdbench.core.config import AxelrodAgentConfig, PolicyAgentConfig
 from pdbench.errors import RunError
 
-if not axelrod_available():
-    pytest.skip("needs the axelrod extra", allow_module_level=True)
 axl = import_axelrod()
 
 TWINS = [
