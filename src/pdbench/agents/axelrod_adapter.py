@@ -77,15 +77,6 @@ def import_axelrod() -> Any:
     return axelrod
 
 
-def axelrod_available() -> bool:
-    """True when the axelrod extra is installed."""
-    try:
-        import_axelrod()
-    except RunError:
-        return False
-    return True
-
-
 def strategy_problem(strategy: str) -> str | None:
     """Why `strategy` cannot be used as a player (None when it can)."""
     try:
