@@ -21,11 +21,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 Strategy = Callable[[list[dict[str, Any]]], str]
-FaultKind = Literal["429", "500", "503", "slow", "malformed", "invalid_action", "disconnect"]
-FAULT_KINDS = frozenset({"429", "500", "503", "slow", "malformed", "invalid_action", "disconnect"})
+FaultKind = Literal[
+    "429", "500", "503", "529", "slow", "malformed", "body", "invalid_action", "disconnect"
+]
+FAULT_KINDS = frozenset(
+    {"429", "500", "503", "529", "slow", "malformed", "body", "invalid_action", "disconnect"}
+)
 
 _LAST_MOVE = re.compile(r"Opponent's last move: (C|D)")
 _CHAT_PATHS = {"/v1/chat/completions", "/chat/completions"}
@@ -35,6 +39,7 @@ _HTTP_ERRORS: dict[str, tuple[str, str, str | None]] = {
     "429": ("Rate limit reached (scripted).", "requests", "rate_limit_exceeded"),
     "500": ("The server had an error (scripted).", "server_error", None),
     "503": ("The engine is currently overloaded (scripted).", "server_error", None),
+    "529": ("Overloaded (scripted).", "server_error", None),
 }
 _MALFORMED_BODY = b'{"id": "chatcmpl-broken", "object": "chat.completion", "choices": [{'
 _DISCONNECT = -1  # pseudo status: close the socket without any response
@@ -44,18 +49,21 @@ Reply = tuple[int, Any, dict[str, str]]
 
 @dataclass(frozen=True)
 class Fault:
-    """A scripted failure for one chat-completion request.
+    """A scripted failure for one chat-completion request (shared by FakeAnthropicServer).
 
-    "429"/"500"/"503": that status with an OpenAI-style error body (429/503 add a
+    "429"/"500"/"503"/"529": that status with the API's error body (all but 500 add a
     ``Retry-After: <retry_after>`` header when set, e.g. "0.2"); "slow": wait ``delay_s``
-    then answer normally; "malformed": 200 with a non-JSON body; "invalid_action": 200 with
-    ``content`` as the reply; "disconnect": close the socket without any response.
+    then answer normally; "malformed": 200 with a truncated JSON body; "body": 200 with
+    ``body`` (JSON-encoded unless str or bytes) sent as ``content_type``; "invalid_action": 200
+    with ``content`` as the reply; "disconnect": close the socket without any response.
     """
 
     kind: FaultKind
     retry_after: float | None = None
     delay_s: float = 0.0
     content: str = "I think I will cooperate, maybe."
+    body: Any = None
+    content_type: str = "application/json"
 
     def __post_init__(self) -> None:
         if self.kind not in FAULT_KINDS:
@@ -151,13 +159,18 @@ class _Handler(BaseHTTPRequestHandler):
         return self.rfile.read(length) if length > 0 else b""
 
     def send_json(self, status: int, payload: Any, headers: dict[str, str]) -> None:
-        """Send ``payload`` (JSON-encoded unless already bytes) with ``status``."""
+        """Send ``payload`` (JSON-encoded unless already bytes) with ``status``; a
+        ``Content-Type`` in ``headers`` replaces the default ``application/json``."""
         body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        extra = {k: v for k, v in headers.items() if k.lower() != "content-type"}
+        content_type = next(
+            (v for k, v in headers.items() if k.lower() == "content-type"), "application/json"
+        )
         try:
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
-            for name, value in headers.items():
+            for name, value in extra.items():
                 self.send_header(name, value)
             self.end_headers()
             self.wfile.write(body)
@@ -240,7 +253,7 @@ class FakeOpenAIServer:
     def port(self) -> int:
         """The bound TCP port (the server must be running)."""
         if self._httpd is None:
-            raise RuntimeError("FakeOpenAIServer is not running")
+            raise RuntimeError(f"{type(self).__name__} is not running")
         return self._httpd.server_address[1]
 
     @property
@@ -251,7 +264,7 @@ class FakeOpenAIServer:
     @property
     def requests(self) -> list[dict[str, Any]]:
         """Snapshot of chat requests, each with index, path, model, messages, temperature,
-        max_tokens, had_auth, fault (kind or None) and status (None if disconnected)."""
+        max_tokens, seed, had_auth, fault (kind or None) and status (None if disconnected)."""
         with self._lock:
             return [dict(r) for r in self._records]
 
@@ -304,37 +317,27 @@ class FakeOpenAIServer:
                 for m in sorted(self.models)]  # fmt: skip
         return 200, {"object": "list", "data": data}, {}
 
-    def _handle_chat(self, h: _Handler, raw: bytes) -> Reply:
-        path = h.path.split("?", 1)[0].rstrip("/")
-        if path not in _CHAT_PATHS:
-            return 404, _error(f"Unknown path {path}", _INVALID, "unknown_url"), {}
-        try:
-            body = json.loads(raw or b"null")
-        except ValueError:
-            body = None
-        body = body if isinstance(body, dict) else {}
-        messages = body.get("messages") if isinstance(body.get("messages"), list) else []
-        with self._lock:
-            self._chat_count += 1
-            record: dict[str, Any] = {
-                "index": self._chat_count, "path": path, "model": body.get("model"),
-                "messages": messages, "temperature": body.get("temperature"),
-                "max_tokens": body.get("max_tokens"), "fault": None, "status": None,
-                "had_auth": bool(h.headers.get("Authorization")),
-            }  # fmt: skip
-            self._records.append(record)
-        status, payload, headers = self._chat_reply(h, body, messages, record)
-        with self._lock:
-            record["status"] = None if status == _DISCONNECT else status
-        return status, payload, headers
+    # Hooks: FakeAnthropicServer overrides these to speak another API over the same plumbing.
+    chat_paths: ClassVar[frozenset[str]] = frozenset(_CHAT_PATHS)
 
-    def _chat_reply(
-        self, h: _Handler, body: dict[str, Any], messages: list[Any], record: dict[str, Any]
-    ) -> Reply:
+    def _unknown_path(self, path: str) -> Reply:
+        return 404, _error(f"Unknown path {path}", _INVALID, "unknown_url"), {}
+
+    def _record_fields(self, h: _Handler, body: dict[str, Any]) -> dict[str, Any]:
+        """What a chat request's record holds besides index, path, fault and status."""
+        messages = body.get("messages") if isinstance(body.get("messages"), list) else []
+        return {
+            "model": body.get("model"), "messages": messages,
+            "temperature": body.get("temperature"), "max_tokens": body.get("max_tokens"),
+            "seed": body.get("seed"), "had_auth": bool(h.headers.get("Authorization")),
+        }  # fmt: skip
+
+    def _rejection(self, h: _Handler, body: dict[str, Any]) -> Reply | None:
+        """401/400/404 for a request that cannot be answered, else None."""
         model = body.get("model")
         if (denied := self._auth_error(h)) is not None:
             return denied
-        if not isinstance(model, str) or not messages:
+        if not isinstance(model, str) or not body.get("messages"):
             msg = "Request body must be JSON with 'model' and a non-empty 'messages' list."
             return 400, _error(msg, _INVALID, None), {}
         if body.get("stream"):
@@ -342,6 +345,56 @@ class FakeOpenAIServer:
         if model not in self.models:
             msg = f"The model `{model}` does not exist or you do not have access to it."
             return 404, _error(msg, _INVALID, "model_not_found"), {}
+        return None
+
+    def _strategy_input(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        """The chat messages the strategy reads."""
+        messages = body.get("messages")
+        return [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
+
+    def _status_fault(self, kind: str) -> Any:
+        """The error body of a scripted "429"/"500"/"503"/"529" fault."""
+        return _error(*_HTTP_ERRORS[kind])
+
+    def _strategy_failed(self, exc: Exception) -> Reply:
+        return 500, _error(f"strategy raised {exc!r}", "server_error", None), {}
+
+    def _answer(self, body: dict[str, Any], content: str, index: int) -> Any:
+        """The 200 body for a reply ``content`` to request number ``index``."""
+        messages = self._strategy_input(body)
+        prompt = sum(count_tokens(message_text(m)) for m in messages)
+        completion = count_tokens(content)
+        usage = {"prompt_tokens": prompt, "completion_tokens": completion,
+                 "total_tokens": prompt + completion}  # fmt: skip
+        choice = {"index": 0, "message": {"role": "assistant", "content": content},
+                  "logprobs": None, "finish_reason": "stop"}  # fmt: skip
+        return {"id": f"chatcmpl-fake{index:06d}", "object": "chat.completion",
+                "created": int(time.time()), "model": body.get("model"), "choices": [choice],
+                "usage": usage}  # fmt: skip
+
+    def _handle_chat(self, h: _Handler, raw: bytes) -> Reply:
+        path = h.path.split("?", 1)[0].rstrip("/")
+        if path not in self.chat_paths:
+            return self._unknown_path(path)
+        try:
+            body = json.loads(raw or b"null")
+        except ValueError:
+            body = None
+        body = body if isinstance(body, dict) else {}
+        fields = self._record_fields(h, body)
+        with self._lock:
+            self._chat_count += 1
+            record: dict[str, Any] = {"index": self._chat_count, "path": path, **fields,
+                                      "fault": None, "status": None}  # fmt: skip
+            self._records.append(record)
+        status, payload, headers = self._chat_reply(h, body, record)
+        with self._lock:
+            record["status"] = None if status == _DISCONNECT else status
+        return status, payload, headers
+
+    def _chat_reply(self, h: _Handler, body: dict[str, Any], record: dict[str, Any]) -> Reply:
+        if (rejected := self._rejection(h, body)) is not None:
+            return rejected
         fault = self._fault_for(record["index"])
         kind = fault.kind if fault is not None else None
         with self._lock:
@@ -353,27 +406,23 @@ class FakeOpenAIServer:
             if fault.kind != "500" and fault.retry_after is not None:
                 secs = float(fault.retry_after)
                 headers["Retry-After"] = str(int(secs)) if secs.is_integer() else repr(secs)
-            return int(fault.kind), _error(*_HTTP_ERRORS[fault.kind]), headers
+            return int(fault.kind), self._status_fault(fault.kind), headers
         if kind == "disconnect":
             return _DISCONNECT, None, {}
         if kind == "malformed":
             return 200, _MALFORMED_BODY, {}
+        if fault is not None and kind == "body":
+            raw = fault.body
+            payload = raw.encode() if isinstance(raw, str) else raw
+            return 200, payload, {"Content-Type": fault.content_type}
         if fault is not None and kind == "slow":
             self._stopping.wait(fault.delay_s)
         if fault is not None and kind == "invalid_action":
             content = fault.content
         else:
             try:
-                content = str(self.strategy(messages))
+                content = str(self.strategy(self._strategy_input(body)))
             except Exception as exc:  # a broken strategy is a 500, not a hung client
                 self._note_error()
-                return 500, _error(f"strategy raised {exc!r}", "server_error", None), {}
-        prompt = sum(count_tokens(message_text(m)) for m in messages if isinstance(m, dict))
-        completion = count_tokens(content)
-        usage = {"prompt_tokens": prompt, "completion_tokens": completion,
-                 "total_tokens": prompt + completion}  # fmt: skip
-        choice = {"index": 0, "message": {"role": "assistant", "content": content},
-                  "logprobs": None, "finish_reason": "stop"}  # fmt: skip
-        return 200, {"id": f"chatcmpl-fake{record['index']:06d}", "object": "chat.completion",
-                     "created": int(time.time()), "model": model, "choices": [choice],
-                     "usage": usage}, {}  # fmt: skip
+                return self._strategy_failed(exc)
+        return 200, self._answer(body, content, record["index"]), {}

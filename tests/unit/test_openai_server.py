@@ -168,6 +168,36 @@ def test_malformed_fault_is_200_but_not_json() -> None:
         json.loads(resp.text)
 
 
+def test_body_fault_sends_the_given_body_and_content_type() -> None:
+    faults = {
+        1: Fault("body", body={"id": "x", "choices": []}),
+        2: Fault("body", body="<html>Bad gateway</html>", content_type="text/html"),
+        3: Fault("body", body=b"[1, 2]"),
+    }
+    with FakeOpenAIServer(faults=faults) as srv:
+        replies = [chat(srv) for _ in range(4)]
+    assert [r.status_code for r in replies] == [200] * 4
+    assert replies[0].json() == {"id": "x", "choices": []}
+    assert replies[0].headers["Content-Type"] == "application/json"
+    assert replies[1].text == "<html>Bad gateway</html>"
+    assert replies[1].headers["Content-Type"] == "text/html"
+    assert replies[2].json() == [1, 2]
+    assert replies[3].json()["choices"][0]["message"]["content"] == "C"
+    assert [r["fault"] for r in srv.requests] == ["body", "body", "body", None]
+
+
+def test_529_fault_and_seed_is_recorded() -> None:
+    with FakeOpenAIServer(faults={1: Fault("529", retry_after=1)}) as srv:
+        body = {"model": "test-model", "messages": [{"role": "user", "content": "hi"}], "seed": 7}
+        with httpx.Client(trust_env=False, verify=False) as client:
+            first = client.post(f"{srv.base_url}/chat/completions", json=body)
+            second = client.post(f"{srv.base_url}/chat/completions", json={**body, "seed": 8})
+        unseeded = chat(srv).status_code
+    assert (first.status_code, first.headers["Retry-After"]) == (529, "1")
+    assert second.status_code == 200 and unseeded == 200
+    assert [r["seed"] for r in srv.requests] == [7, 8, None]
+
+
 def test_invalid_action_fault_replaces_content() -> None:
     faults = {1: Fault("invalid_action"), 2: Fault("invalid_action", content="Z")}
     with FakeOpenAIServer(faults=faults) as srv:
