@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import pkgutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
@@ -58,13 +58,67 @@ class Completion:
     cost_usd: float | None = None
 
 
+def malformed(what: str) -> ProviderError:
+    """A reply that came back (HTTP 200) but cannot be read: retryable, like a transport fault
+    (a proxy or an overloaded server may answer properly next time)."""
+    return ProviderError(f"malformed reply: {what}", retryable=True)
+
+
+_NOT_OBJECTS = (str, bytes, list, tuple, int, float, bool)  # what JSON holds besides objects
+
+
+def is_object(value: Any) -> bool:
+    """Whether `value` is a JSON object as an SDK parsed it (a model or a mapping)."""
+    return value is not None and not isinstance(value, _NOT_OBJECTS)
+
+
+def field(obj: Any, name: str) -> Any:
+    """`obj.name` of an SDK object, or `obj[name]` of a mapping; None when absent."""
+    if isinstance(obj, Mapping):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def json_object(response: Any) -> Any:
+    """`response` when it is a parsed JSON object (an SDK model or a mapping), else a malformed
+    reply (SDKs hand back the text of a non-JSON body, or a list for a JSON array)."""
+    if isinstance(response, str | bytes):
+        raise malformed("not JSON (a text body)")
+    if not is_object(response):
+        raise malformed(f"not a JSON object ({type(response).__name__})")
+    return response
+
+
+def token_count(value: Any) -> int | None:
+    """A token count as reported, or None when it is not a non-negative integer (a string, a
+    fraction, a negative number: never let one reach the budget or the call log)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return value if isinstance(value, int) and value >= 0 else None
+
+
 def chat_completion(response: Any, cost_usd: float | None = None) -> Completion:
-    """A Completion from an OpenAI-shaped chat response (the openai SDK's, litellm's)."""
-    usage = getattr(response, "usage", None)
+    """A Completion from an OpenAI-shaped chat response (the openai SDK's, litellm's); a reply
+    without a readable first message is a retryable malformed reply. No content is no text."""
+    response = json_object(response)
+    choices = field(response, "choices")
+    if not choices:
+        raise malformed("no choices")
+    if not isinstance(choices, list | tuple):
+        raise malformed(f"choices is not a list ({type(choices).__name__})")
+    message = field(choices[0], "message")
+    if not is_object(message):
+        raise malformed("the first choice has no message")
+    content = field(message, "content")
+    if content is not None and not isinstance(content, str):
+        raise malformed(f"the message content is not text ({type(content).__name__})")
+    usage = field(response, "usage")
     return Completion(
-        text=response.choices[0].message.content or "",
-        input_tokens=getattr(usage, "prompt_tokens", None),
-        output_tokens=getattr(usage, "completion_tokens", None),
+        text=content or "",
+        input_tokens=token_count(field(usage, "prompt_tokens")),
+        output_tokens=token_count(field(usage, "completion_tokens")),
         cost_usd=cost_usd,
     )
 

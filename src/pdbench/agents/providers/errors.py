@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 
-from pdbench.agents.providers.base import ProviderError
+from pdbench.agents.providers.base import ProviderError, malformed
 
 RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
 RETRYABLE_NAMES = (
@@ -60,6 +61,38 @@ def _retry_after(exc: BaseException) -> float | None:
         return None
 
 
+# litellm reports a reply it could not read as an HTTP 500 of its own making, with its parser's
+# traceback in the message; these are its wordings (litellm/llms/openai/openai.py and
+# litellm_core_utils/llm_response_utils/convert_dict_to_response.py).
+_LITELLM_MALFORMED = (
+    ("provider returned 'choices' that is not a list", "no choices"),
+    ("Empty or invalid response from LLM endpoint", "empty, or not a JSON object"),
+    ("Invalid response object", "litellm could not read it as a chat completion"),
+)
+# A JSON decoding error (json.JSONDecodeError's wording) ending litellm's message.
+_JSON_ERROR = re.compile(
+    r"Exception - ((?:Expecting|Extra data|Unterminated|Invalid)[^:\n]*): "
+    r"line (\d+) column (\d+) \(char \d+\)$"
+)
+
+
+def _malformed_reply(exc: BaseException) -> ProviderError | None:
+    """A malformed-reply error when `exc` says the reply could not be parsed, else None."""
+    if isinstance(exc, json.JSONDecodeError):
+        return malformed(f"not valid JSON ({exc.msg}, line {exc.lineno} column {exc.colno})")
+    if not type(exc).__module__.startswith("litellm"):
+        return None
+    text = str(exc)
+    for marker, what in _LITELLM_MALFORMED:
+        if marker in text:
+            return malformed(what)
+    first = (text.strip().splitlines() or [""])[0]
+    if found := _JSON_ERROR.search(first):
+        msg, line, column = found.groups()
+        return malformed(f"not valid JSON ({msg}, line {line} column {column})")
+    return None
+
+
 def redact(text: str, secret: str | None) -> str:
     """Remove a secret from text (API keys must never reach a log or an artifact)."""
     if secret and len(secret) >= 4:
@@ -71,6 +104,8 @@ def classify(exc: BaseException, secret: str | None = None) -> ProviderError:
     """A ProviderError saying whether `exc` is worth retrying, with a one-line, key-free message."""
     if isinstance(exc, ProviderError):
         return exc
+    if (unreadable := _malformed_reply(exc)) is not None:
+        return unreadable
     status = _status(exc)
     first_line = (str(exc).strip().splitlines() or [""])[0][:300]
     message = redact(f"{type(exc).__name__}: {first_line}", secret)
@@ -81,7 +116,7 @@ def classify(exc: BaseException, secret: str | None = None) -> ProviderError:
             )
         hint = FATAL_HINTS.get(status, "the provider refused the request")
         return ProviderError(f"HTTP {status}: {hint} ({message})", retryable=False)
-    if isinstance(exc, json.JSONDecodeError | TimeoutError | ConnectionError):
+    if isinstance(exc, TimeoutError | ConnectionError):
         return ProviderError(message, retryable=True)
     name = type(exc).__name__
     if any(part in name for part in RETRYABLE_NAMES):

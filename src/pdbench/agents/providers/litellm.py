@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from dataclasses import replace
 from typing import Any
 
 from pdbench.agents.providers.base import (
@@ -49,7 +50,8 @@ class LiteLLMProvider(ProviderBase):
         self._timeout = cfg.timeout_s
 
     async def complete(self, request: CompletionRequest) -> Completion:
-        """One completion; errors become ProviderErrors (retryable or fatal)."""
+        """One completion; errors become ProviderErrors (retryable or fatal; an unreadable reply
+        is a retryable one)."""
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": chat_messages(request),
@@ -67,9 +69,10 @@ class LiteLLMProvider(ProviderBase):
             kwargs["api_base"] = self._base_url
         try:
             response = await self._litellm.acompletion(**kwargs)
-            return chat_completion(response, self._cost(response))
+            completion = chat_completion(response)
         except Exception as exc:  # noqa: BLE001 - every SDK error is classified
             raise classify(exc, self.api_key) from None
+        return replace(completion, cost_usd=self._cost(response))
 
     def _cost(self, response: Any) -> float | None:
         try:
