@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import shlex
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from pdbench.errors import PdbenchError, RunError
+from pdbench.redact import redact
 
 if TYPE_CHECKING:
     from pdbench.runners.loader import LoadedConfig
@@ -71,12 +73,15 @@ NoCacheOpt = Annotated[
 ]
 CacheDirOpt = Annotated[
     Path | None,
-    typer.Option("--cache-dir", help="Response cache directory (default .pdbench_cache)."),
+    typer.Option("--cache-dir", help="Response cache directory (default $PDBENCH_CACHE_DIR, else .pdbench_cache)."),
 ]
 
 
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
 def _err(line: str) -> None:
-    typer.echo(line, err=True)
+    typer.echo(redact(line), err=True)
 
 
 @app.callback()
@@ -132,7 +137,7 @@ def _start(
         options.progress = progress
         result = run_loaded(loaded, options)
     for line in report(loaded, result, resumed=resume):
-        typer.echo(line)
+        typer.echo(redact(line))
 
 
 @app.command(epilog="Example: pdbench validate configs/experiment.yaml")
@@ -311,9 +316,9 @@ app.add_typer(cache_app, name="cache")
 
 
 def _open_cache(cache_dir: Path | None) -> Any:
-    from pdbench.storage.cache import DEFAULT_CACHE_DIR, ResponseCache
+    from pdbench.storage.cache import ResponseCache, default_cache_dir
 
-    return ResponseCache(cache_dir or DEFAULT_CACHE_DIR)
+    return ResponseCache(cache_dir or default_cache_dir())
 
 
 @cache_app.command("stats", epilog="Example: pdbench cache stats --cache-dir .pdbench_cache")
@@ -331,9 +336,16 @@ def cache_stats(cache_dir: CacheDirOpt = None) -> None:
 
 @cache_app.command("clear", epilog="Example: pdbench cache clear")
 def cache_clear(cache_dir: CacheDirOpt = None) -> None:
-    """Delete every cached response."""
-    with _open_cache(cache_dir) as cache:
-        typer.echo(f"{cache.path}: removed {cache.clear()} entries")
+    """Delete every cached response (a damaged cache file is removed)."""
+    from pdbench.storage.cache import CacheUnusable, default_cache_dir, remove_files
+
+    try:
+        with _open_cache(cache_dir) as cache:
+            typer.echo(f"{cache.path}: removed {cache.clear()} entries")
+    except CacheUnusable:
+        removed = remove_files(cache_dir or default_cache_dir())
+        names = ", ".join(str(p) for p in removed) or "nothing"
+        typer.echo(f"the cache could not be read; removed its files: {names}")
 
 
 @app.command(epilog="Example: pdbench aggregate data/runs/phase1_smoke_v1")
@@ -359,8 +371,17 @@ def ui(
         typer.Option("--print-command", help="Print the streamlit command instead of running it."),
     ] = False,
     port: Annotated[int | None, typer.Option("--port", help="Port for the web server.")] = None,
+    address: Annotated[
+        str,
+        typer.Option(
+            "--address",
+            help="Interface to listen on; anything but this machine lets others start runs "
+            "that spend your API keys.",
+        ),
+    ] = "127.0.0.1",
 ) -> None:
-    """Launch the Streamlit app (optionally opening a run directory)."""
+    """Launch the Streamlit app (optionally opening a run directory); it listens on this
+    machine only unless --address says otherwise."""
     from importlib.util import find_spec
 
     if run_dir is not None and not run_dir.is_dir():
@@ -381,6 +402,12 @@ def ui(
         "--theme.primaryColor",
         "#4f6bed",
     ]
+    command += ["--server.address", address]
+    if address not in LOOPBACK:
+        _err(
+            f"warning: the app listens on {address}: anyone who can reach it can view runs and "
+            "start new ones that spend your API keys"
+        )
     if port is not None:
         command += ["--server.port", str(port)]
     if run_dir is not None:
@@ -393,9 +420,15 @@ def ui(
     raise typer.Exit(subprocess.call(command))
 
 
+def _terminated(signum: int, frame: object) -> None:
+    """SIGTERM is handled like Ctrl-C: the run stops, keeps what it finished, says how to go on."""
+    raise KeyboardInterrupt
+
+
 def main() -> None:
     """Console entry point: run the app, turning library errors into exit code 2."""
     debug = "--debug" in sys.argv[1:]
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         app()
     except PdbenchError as exc:

@@ -163,7 +163,7 @@ def test_example_experiment_at_the_config_root_runs_from_the_cli(tmp_path: Path)
         )
         assert run.returncode == 0, run.stderr
         assert f"run openai_compatible_v1: 6 games, 120 rounds -> {out}" in run.stdout
-        assert f"LLM calls: {n_calls} to providers, 0 from cache" in run.stdout
+        assert f"spent: {n_calls} provider calls, 0 from cache" in run.stdout
         check_artifacts(out, srv, example)
         # The prompts reached the server: system and round prompt as stored in rounds.jsonl.
         first = read_jsonl(out / "rounds.jsonl")[0]

@@ -41,7 +41,7 @@ def _offline_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[No
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setenv(KEY_ENV, "sk-test-cache-0000")
-    monkeypatch.chdir(tmp_path)  # a stray default cache (.pdbench_cache) would land here
+    monkeypatch.chdir(tmp_path)  # stray files would land here
     yield
 
 
@@ -162,9 +162,13 @@ def test_rerun_from_cache_makes_no_calls_and_same_rounds(
         assert srv.chat_count == first_requests
         again = read_jsonl(tmp_path / "again" / "llm_calls.jsonl")
         assert len(again) == len(ok_calls) and all(c["cached"] and c["ok"] for c in again)
-        assert f"LLM calls: 0 to providers, {len(ok_calls)} from cache" in out
-        usage = manifest(tmp_path / "again")["usage"]["total"]
-        assert (usage["llm_calls"], usage["cached_calls"]) == (0, len(ok_calls))
+        assert f"spent: 0 provider calls, {len(ok_calls)} from cache" in out
+        usage = manifest(tmp_path / "again")["usage"]
+        spent = usage["spent_all_sessions"]
+        assert (spent["provider_calls"], spent["cached_calls"]) == (0, len(ok_calls))
+        # The games used the same replies as the first run, however they were served.
+        assert usage["total"]["llm_calls"] == len(ok_calls)
+        assert usage["total"] == manifest(tmp_path / "out")["usage"]["total"]
         assert rounds_without_timestamps(tmp_path / "again") == rounds_without_timestamps(
             tmp_path / "out"
         )
@@ -201,7 +205,7 @@ def test_rerun_from_cache_makes_no_calls_and_same_rounds(
         )
         assert code == 0, err
         assert srv.chat_count == before + N_ROUND_CALLS
-    assert not (tmp_path / ".pdbench_cache").exists()  # --cache-dir was honoured throughout
+    assert not (tmp_path / "default-cache").exists()  # --cache-dir was honoured throughout
 
 
 def _bound(broker: CallBroker, cfg: Any, replicate: int, game_seed: int) -> Any:

@@ -197,17 +197,17 @@ CASES: tuple[Case, ...] = (
     Case(
         "stop_prob_zero",
         experiment_yaml(horizon="{type: geometric, stop_prob: 0}"),
-        (Line(EXPERIMENT, r"horizon\.stop_prob", ("between 0 and 1",)),),
+        (Line(EXPERIMENT, r"horizon\.stop_prob", ("must be at least 1e-06",)),),
     ),
     Case(
         "stop_prob_one",
         experiment_yaml(horizon="{type: geometric, stop_prob: 1}"),
-        (Line(EXPERIMENT, r"horizon\.stop_prob", ("between 0 and 1",)),),
+        (Line(EXPERIMENT, r"horizon\.stop_prob", ("must be at least 1e-06",)),),
     ),
     Case(
         "stop_prob_above_one",
         experiment_yaml(horizon="{type: geometric, stop_prob: 1.5}"),
-        (Line(EXPERIMENT, r"horizon\.stop_prob", ("between 0 and 1", "1.5")),),
+        (Line(EXPERIMENT, r"horizon\.stop_prob", ("must be at least 1e-06", "1.5")),),
     ),
     Case(
         "stop_prob_in_condition_horizon",

@@ -273,17 +273,20 @@ def test_transient_faults_are_retried_logged_and_lose_no_round(
     assert calls[invalid_at]["ok"] is True and calls[invalid_at]["attempt"] == 0
     assert calls[invalid_at + 1]["attempt"] == 1 and calls[invalid_at + 1]["transport_try"] == 0
 
-    # Usage totals count successful provider calls only.
-    total = summary.manifest["usage"]["total"]
-    assert total["llm_calls"] == 33
-    assert total["cached_calls"] == 0
+    # The games used 33 replies; the run spent 33 + 6 failed provider calls, none cached.
+    usage = summary.manifest["usage"]
+    assert usage["total"]["llm_calls"] == 33
+    spent = usage["spent_all_sessions"]
+    assert (spent["provider_calls"], spent["cached_calls"]) == (33 + len(TRANSPORT_FAULTS), 0)
 
 
 @pytest.mark.parametrize("provider", ["openai", "litellm"])
 def test_retry_after_of_a_429_is_honoured(tmp_path: Path, provider: str) -> None:
-    """Backoff is 0.01-0.05 s, so only Retry-After: 0.2 can make the retry wait 0.2 s."""
+    """Backoff is 0.01-0.05 s, so only Retry-After: 0.2 can make the retry wait 0.2 s (within
+    backoff_max_s, 1 s here: every wait is capped by it)."""
     with TimedServer(faults={3: Fault("429", retry_after=0.2)}) as srv:
         cfg = write_experiment(tmp_path, provider, srv.base_url, conditions=1, replicates=1)
+        cfg.write_text(cfg.read_text().replace("backoff_max_s: 0.05", "backoff_max_s: 1.0"))
         execute(cfg, concurrency=1, cache_dir=tmp_path / "cache")
         requests, arrivals = srv.requests, dict(srv.arrivals)
     assert [r["fault"] for r in requests[:4]] == [None, None, "429", None]

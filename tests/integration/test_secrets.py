@@ -269,7 +269,7 @@ def test_real_process_run_prints_and_stores_no_key(tmp_path: Path) -> None:
         )
         assert srv.chat_count == 24
     assert proc.returncode == 0, proc.stderr
-    assert "LLM calls: 24 to providers" in proc.stdout
+    assert "spent: 24 provider calls" in proc.stdout
     assert_no_key(
         dirs=[tmp_path / "out", tmp_path / "cache"],
         texts={"stdout": proc.stdout, "stderr": proc.stderr},

@@ -11,23 +11,40 @@ pydantic cannot check (policy names and parameters, providers, prompt files) is 
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Annotated, Any, ClassVar, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from pdbench.core.horizon import FixedHorizon, GeometricHorizon, Horizon
 from pdbench.core.metrics import CollapseParams
 from pdbench.core.payoff import DEFAULT_MATRIX, PayoffMatrix
+from pdbench.redact import redact_url
 
 Loc = tuple[str | int, ...]
 AXELROD_PREFIX = "axelrod:"
 AGENT_TYPES = ("policy", "llm", "axelrod")
 
+# Bounds on what a config may ask for, so that a typo cannot make `validate` or a run hang or
+# overflow (each is also in the README).
+MAX_ROUNDS = 10_000_000  # rounds of one game (n_rounds, max_rounds)
+MIN_STOP_PROB = 1e-6  # a geometric horizon's expected length is at most a million rounds
+MAX_REPEATS = 100_000  # replicates, repetitions
+MAX_GENERATIONS = 10_000_000
+MAX_POPULATION = 10_000  # individuals of an evolving population
+MAX_TEXT = 10_000  # characters of a name, model, path or URL
+MAX_GAMES = 1_000_000  # games a run plans (conditions x replicates, matches, pool matches)
+MAX_TOTAL_ROUNDS = 10**10  # rounds a run plans (expected, for geometric horizons)
+MAX_DRAWN_ROUNDS = 10**8  # expected rounds of geometric games, whose lengths planning draws
+
 
 class Strict(BaseModel):
-    """Base model: unknown keys are errors; `removed_keys` explains keys that no longer exist."""
+    """Base model: unknown keys are errors and types are exact (`true` is not 1, `"3"` is not 3);
+    `removed_keys` explains keys that no longer exist."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True, str_max_length=MAX_TEXT)
     removed_keys: ClassVar[dict[str, str]] = {}
 
 
@@ -43,7 +60,7 @@ class RunConfig(Strict):
     """Run metadata: id, seed, where artifacts go, what gets logged, and the budget."""
 
     run_id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9._-]+$")
-    seed: int = Field(ge=0, lt=2**63, strict=True)  # strict: `true` is not seed 1
+    seed: int = Field(ge=0, lt=2**63)
     output_dir: str = Field(min_length=1)
     store_prompts: bool = True
     store_raw_responses: bool = True
@@ -75,15 +92,18 @@ class HorizonConfig(Strict):
     """
 
     type: Literal["fixed", "geometric"] = "fixed"
-    n_rounds: int | None = Field(default=None, ge=1)
+    n_rounds: int | None = Field(default=None, ge=1, le=MAX_ROUNDS)
     stop_prob: float | None = None
-    max_rounds: int | None = Field(default=None, ge=1)
+    max_rounds: int | None = Field(default=None, ge=1, le=MAX_ROUNDS)
 
     @field_validator("stop_prob")
     @classmethod
     def _open_unit(cls, value: float | None) -> float | None:
-        if value is not None and not (0.0 < value < 1.0):
-            raise ValueError(f"must be strictly between 0 and 1 (got {value})")
+        if value is not None and not (MIN_STOP_PROB <= value < 1.0):
+            raise ValueError(
+                f"must be at least {MIN_STOP_PROB:g} (an expected length of at most a million "
+                f"rounds) and below 1 (got {value})"
+            )
         return value
 
     @model_validator(mode="after")
@@ -106,6 +126,14 @@ class HorizonConfig(Strict):
                     "set it to null or use type: fixed"
                 )
         return self
+
+    def expected_length(self) -> float:
+        """Rounds a game lasts (on average, for a geometric horizon)."""
+        if self.type == "fixed":
+            assert self.n_rounds is not None
+            return float(self.n_rounds)
+        assert self.stop_prob is not None
+        return min(float(self.max_rounds or math.inf), 1.0 / self.stop_prob)
 
     def build(self) -> Horizon:
         """The horizon object the engines use."""
@@ -174,7 +202,7 @@ class LLMAgentConfig(Strict):
     provider: str = "mock"
     model: str = Field(min_length=1)
     base_url: str | None = None
-    api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    api_key_env: str | None = None
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     max_tokens: int = Field(default=16, ge=1)
     timeout_s: float = Field(default=60.0, gt=0.0)
@@ -189,6 +217,40 @@ class LLMAgentConfig(Strict):
     on_parse_failure: Literal["defect", "cooperate", "error"] = "defect"
     transport: TransportConfig = Field(default_factory=TransportConfig)
     mock: MockSettings = Field(default_factory=MockSettings)
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _variable_name(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"[A-Z_][A-Z0-9_]{0,99}", value):
+            # Never echo the value: the usual mistake is to paste the key itself here.
+            raise ValueError(
+                "must be the NAME of the environment variable that holds the key, in capitals "
+                "(A-Z, 0-9, _), like OPENAI_API_KEY; the key itself goes in the environment or "
+                ".env (the value is not shown)"
+            )
+        return value
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        try:
+            parts = urlsplit(value)
+            parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+        except ValueError:
+            parts = None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(
+                "must be an http:// or https:// URL with a host, like http://127.0.0.1:8000/v1 "
+                f"(got {redact_url(value)!r})"
+            )
+        if parts.username or parts.password:
+            raise ValueError(
+                "must not hold credentials (user:password@host): name the variable that holds "
+                "the key in api_key_env (the value is not shown)"
+            )
+        return value
 
     def display_name(self) -> str:
         """Name used in artifacts."""
@@ -244,7 +306,7 @@ class ConditionConfig(Strict):
 class ExperimentSection(Strict):
     """Conditions and how many replicates of each."""
 
-    replicates: int = Field(default=1, ge=1)
+    replicates: int = Field(default=1, ge=1, le=MAX_REPEATS)
     conditions: list[ConditionConfig] = Field(min_length=1)
 
     @field_validator("conditions")
@@ -290,6 +352,34 @@ class ModeConfig(Strict):
         """Every agent of the config with its location."""
         raise NotImplementedError
 
+    def games_planned(self) -> list[tuple[int, HorizonConfig]]:
+        """The games a run plays at most, as (number of games, their horizon) groups."""
+        raise NotImplementedError
+
+    @model_validator(mode="after")
+    def _bounded(self) -> ModeConfig:
+        groups = self.games_planned()
+        games = sum(n for n, _ in groups)
+        rounds = sum(n * h.expected_length() for n, h in groups)
+        drawn = sum(n * h.expected_length() for n, h in groups if h.type == "geometric")
+        where = self.kind
+        if games > MAX_GAMES:
+            raise ValueError(
+                f"{where}: a run plays at most {MAX_GAMES:,} games (this one would play {games:,})"
+            )
+        if rounds > MAX_TOTAL_ROUNDS:
+            raise ValueError(
+                f"{where}: a run plays at most {MAX_TOTAL_ROUNDS:.0e} rounds "
+                f"(this one would play about {rounds:.2g})"
+            )
+        if drawn > MAX_DRAWN_ROUNDS:
+            raise ValueError(
+                f"{where}: games with a geometric horizon may total at most {MAX_DRAWN_ROUNDS:.0e} "
+                f"expected rounds (their lengths are drawn when the run is planned; this one "
+                f"expects about {drawn:.2g}); raise stop_prob, set max_rounds or play fewer games"
+            )
+        return self
+
 
 class ExperimentConfig(ModeConfig):
     """The whole experiment, refs expanded."""
@@ -297,6 +387,11 @@ class ExperimentConfig(ModeConfig):
     kind: ClassVar[str] = "experiment"
     experiment: ExperimentSection
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
+
+    def games_planned(self) -> list[tuple[int, HorizonConfig]]:
+        """Replicates of every condition, with the condition's horizon."""
+        reps = self.experiment.replicates
+        return [(reps, cond.horizon or self.horizon) for cond in self.experiment.conditions]
 
     def agent_locations(self) -> list[tuple[Loc, AnyAgentConfig]]:
         """Both agents of every condition, in order."""
@@ -320,7 +415,7 @@ class TournamentSection(Strict):
     """
 
     players: list[AgentConfig] = Field(min_length=2)
-    repetitions: int = Field(default=10, ge=1)
+    repetitions: int = Field(default=10, ge=1, le=MAX_REPEATS)
     self_play: bool = False
     log_rounds: bool = False
 
@@ -331,6 +426,12 @@ class TournamentConfig(ModeConfig):
     kind: ClassVar[str] = "tournament"
     tournament: TournamentSection
 
+    def games_planned(self) -> list[tuple[int, HorizonConfig]]:
+        """Pairs (self-play included when on) x repetitions."""
+        n = len(self.tournament.players)
+        pairs = n * (n + 1) // 2 if self.tournament.self_play else n * (n - 1) // 2
+        return [(pairs * self.tournament.repetitions, self.horizon)]
+
     def agent_locations(self) -> list[tuple[Loc, AnyAgentConfig]]:
         """Every player with its location."""
         return [(("tournament", "players", i), p) for i, p in enumerate(self.tournament.players)]
@@ -340,7 +441,7 @@ class PopulationMember(Strict):
     """One strategy type of an evolving population and its initial number of individuals."""
 
     player: AgentConfig
-    count: int = Field(ge=0)
+    count: int = Field(ge=0, le=MAX_POPULATION)
 
 
 class EvolutionSection(Strict):
@@ -355,11 +456,11 @@ class EvolutionSection(Strict):
 
     process: Literal["moran", "wright_fisher", "eliminate_clone"] = "eliminate_clone"
     population: list[PopulationMember] = Field(min_length=1)
-    generations: int = Field(default=50, ge=0)
+    generations: int = Field(default=50, ge=0, le=MAX_GENERATIONS)
     mutation_rate: float = Field(default=0.0, ge=0.0, le=1.0)
     eliminate: int | None = Field(default=None, ge=1)
     fitness: Literal["expected", "sampled"] | None = None
-    repetitions: int = Field(default=10, ge=1)
+    repetitions: int = Field(default=10, ge=1, le=MAX_REPEATS)
 
     @model_validator(mode="after")
     def _eliminate_only_for_eliminate_clone(self) -> EvolutionSection:
@@ -385,7 +486,11 @@ class EvolutionSection(Strict):
         """(location inside this section, message) for sizes that do not fit together."""
         total = sum(m.count for m in self.population)
         problems: list[tuple[Loc, str]] = []
-        if total < 2:
+        if total > MAX_POPULATION:
+            problems.append(
+                (("population",), f"at most {MAX_POPULATION} individuals in all (got {total})")
+            )
+        elif total < 2:
             problems.append((("population",), f"needs at least 2 individuals (got {total})"))
         elif self.process == "eliminate_clone" and 2 * self.n_eliminated > total:
             if self.eliminate is None:
@@ -411,6 +516,11 @@ class EvolutionConfig(ModeConfig):
 
     kind: ClassVar[str] = "evolution"
     evolution: EvolutionSection
+
+    def games_planned(self) -> list[tuple[int, HorizonConfig]]:
+        """The pool: pairs of types (each with itself too) x repetitions."""
+        n = len(self.evolution.population)
+        return [(n * (n + 1) // 2 * self.evolution.repetitions, self.horizon)]
 
     def agent_locations(self) -> list[tuple[Loc, AnyAgentConfig]]:
         """Every population member's player with its location."""

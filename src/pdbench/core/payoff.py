@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from pdbench.core.types import Action
 
+MAX_PAYOFF = 1e6  # |payoff|; with at most 10**7 rounds a game's total stays below 2**53
 DEFAULT_MATRIX: dict[str, dict[str, list[float]]] = {
     "C": {"C": [3, 3], "D": [0, 5]},
     "D": {"C": [5, 0], "D": [1, 1]},
@@ -60,8 +61,12 @@ class PayoffMatrix:
                 for value in cell:
                     if isinstance(value, bool) or not isinstance(value, int | float):
                         raise PayoffError(path, f"payoffs must be numbers (got {value!r})")
-                    if not math.isfinite(value):
-                        raise PayoffError(path, f"payoffs must be finite (got {value!r})")
+                    if not math.isfinite(value) or abs(value) > MAX_PAYOFF:
+                        raise PayoffError(
+                            path,
+                            f"payoffs must be finite and at most {MAX_PAYOFF:g} in size, so that "
+                            f"totals stay exact (got {value!r})",
+                        )
                     pair.append(float(value))
                 cells[mine + theirs] = (pair[0], pair[1])
         return cls(cc=cells["CC"], cd=cells["CD"], dc=cells["DC"], dd=cells["DD"])

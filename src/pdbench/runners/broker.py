@@ -10,14 +10,14 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from pdbench.agents.providers.base import Completion, CompletionRequest, Provider, ProviderError
-from pdbench.agents.providers.errors import redact
 from pdbench.core.config import BudgetConfig, LLMAgentConfig
 from pdbench.errors import RunError
+from pdbench.redact import redact, redact_url
 from pdbench.storage.cache import ResponseCache, cache_key
 from pdbench.storage.files import JsonlAppender
 from pdbench.storage.schema import SCHEMA_VERSION
@@ -100,6 +100,13 @@ def _now() -> str:
     return datetime.now(UTC).isoformat()
 
 
+def scrub(completion: Completion) -> Completion:
+    """The reply with known secrets removed (a server may echo the key back), before it is
+    cached, logged or stored."""
+    text = redact(completion.text)
+    return completion if text == completion.text else replace(completion, text=text)
+
+
 @dataclass
 class BoundClient:
     """A Provider for one agent in one game, routing every call through the broker."""
@@ -166,7 +173,7 @@ class BoundClient:
         for transport_try in range(transport.max_retries + 1):
             self.broker.budget.check()
             try:
-                completion = await self._send(request, transport_try)
+                completion = scrub(await self._send(request, transport_try))
             except ProviderError as error:
                 last_error = self._failed(request, transport_try, error)
                 if transport_try < transport.max_retries:
@@ -194,7 +201,7 @@ class BoundClient:
             latency_s=0.0,
             input_tokens=hit["input_tokens"],
             output_tokens=hit["output_tokens"],
-            cost_usd=0.0,
+            cost_usd=hit["cost_usd"],  # what the reply cost when it was made (not spent again)
         )
         return Completion(hit["text"], hit["input_tokens"], hit["output_tokens"], 0.0)
 
@@ -262,7 +269,7 @@ class BoundClient:
 
     def _failed(self, request: CompletionRequest, transport_try: int, error: ProviderError) -> str:
         """Log a failed attempt; raise ProviderFatalError when retrying cannot help."""
-        message = redact(str(error), self.provider.api_key)
+        message = redact(str(error))
         self._log(
             request,
             transport_try=transport_try,
@@ -278,13 +285,15 @@ class BoundClient:
         return message
 
     def _backoff(self, transport_try: int, error: ProviderError, jitter: random.Random) -> float:
-        """Seconds to wait before the next try: exponential with jitter, at least Retry-After."""
+        """Seconds to wait before the next try: exponential with jitter, at least Retry-After,
+        and never more than `transport.backoff_max_s` (a server asking for a day's pause gets
+        the cap, and a run that keeps hearing it stops after its retries)."""
         transport = self.cfg.transport
         backoff = min(transport.backoff_max_s, transport.backoff_initial_s * 2**transport_try)
         delay = backoff * (0.5 + jitter.random() / 2)
         if error.retry_after is not None:
             delay = max(delay, error.retry_after)
-        return delay
+        return min(delay, transport.backoff_max_s)
 
     def _log(self, request: CompletionRequest, **fields: Any) -> None:
         if self.broker.log is None:
@@ -305,5 +314,5 @@ class BoundClient:
         self.broker.log.write_many([record])
 
     def _describe(self) -> str:
-        where = f" at {self.cfg.base_url}" if self.cfg.base_url else ""
+        where = f" at {redact_url(self.cfg.base_url)}" if self.cfg.base_url else ""
         return f"{self.agent_key} ({self.cfg.provider} model {self.cfg.model!r}{where})"

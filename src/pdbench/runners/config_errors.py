@@ -148,6 +148,10 @@ def validation_issues(
     return issues
 
 
+# Values never echoed in an error line: a key pasted by mistake, a URL with credentials.
+SECRET_FIELDS = ("api_key_env", "base_url")
+
+
 def _located_message(
     resolved: Resolved, root: type[BaseModel], loc: Loc, message: str, got: Any
 ) -> ConfigIssue:
@@ -157,5 +161,5 @@ def _located_message(
     if sep and model is not None and head in model.model_fields:
         loc, message = loc + (head,), rest
         got = got.get(head) if isinstance(got, dict) else got
-    suffix = "" if "(got" in message or isinstance(got, dict) else f" (got {short_repr(got)})"
-    return resolved.issue(loc, message + suffix)
+    quiet = "(got" in message or isinstance(got, dict) or (loc and loc[-1] in SECRET_FIELDS)
+    return resolved.issue(loc, message if quiet else f"{message} (got {short_repr(got)})")

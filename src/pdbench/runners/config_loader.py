@@ -18,6 +18,32 @@ from pdbench.errors import ConfigError, ConfigIssue
 
 Loc = tuple[str | int, ...]
 REF_KEYS = {"ref", "overrides"}
+# Bounds on a config file and on the tree it expands to (refs and YAML aliases included), so a
+# malformed or hostile file fails at once instead of exhausting memory or the stack.
+MAX_FILE_BYTES = 1_000_000
+MAX_NODES = 100_000
+MAX_DEPTH = 40
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a mapping that repeats a key (YAML would keep the last)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                first = seen.setdefault(key, key_node.start_mark.line + 1)
+            except TypeError:  # an unhashable key: let the base class report it
+                continue
+            if first != key_node.start_mark.line + 1:
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f"duplicate key {key!r} (first at line {first})",
+                    key_node.start_mark,
+                )
+        return super().construct_mapping(node, deep=deep)
 
 
 def dotted(loc: Loc) -> str:
@@ -78,16 +104,46 @@ class Resolved:
         return ConfigIssue(self.display(site.file), dotted(site.loc), message)
 
 
+class _TooDeep(Exception):
+    def __init__(self, where: str) -> None:
+        super().__init__(where)
+        self.where = where
+
+
+def _check_depth(text: str) -> None:
+    """Refuse nesting deeper than MAX_DEPTH from the event stream (no recursion, no objects)."""
+    depth = 0
+    for event in yaml.parse(text, Loader=_UniqueKeyLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                mark = event.start_mark
+                raise _TooDeep(f"line {mark.line + 1}, column {mark.column + 1}")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+
+
 def read_yaml(path: Path, display: str) -> Any:
     """Parse one YAML file; a syntax error becomes a one-line ConfigIssue with line and column."""
     try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            message = f"file too large ({size:,} bytes; a config is at most {MAX_FILE_BYTES:,})"
+            raise ConfigError([ConfigIssue(display, "", message)])
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError([ConfigIssue(display, "", "file not found")]) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError([ConfigIssue(display, "", f"cannot read file ({exc})")]) from None
     try:
-        return yaml.safe_load(text)
+        _check_depth(text)
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    except _TooDeep as exc:
+        message = f"nested too deeply (at most {MAX_DEPTH} levels)"
+        raise ConfigError([ConfigIssue(display, exc.where, message)]) from None
+    except RecursionError:
+        message = f"nested too deeply (at most {MAX_DEPTH} levels)"
+        raise ConfigError([ConfigIssue(display, "", message)]) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
@@ -104,6 +160,7 @@ class _Resolver:
         self.root = root.resolve()
         self.result = result
         self.issues: list[ConfigIssue] = []
+        self.nodes = 0
 
     def note(self, out_loc: Loc, file: Path, in_loc: Loc) -> None:
         self.result.origins[out_loc] = Origin(file, in_loc)
@@ -112,6 +169,16 @@ class _Resolver:
         self, node: Any, file: Path, in_loc: Loc, out_loc: Loc, stack: tuple[Path, ...]
     ) -> Any:
         self.note(out_loc, file, in_loc)
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            message = (
+                f"too many values (over {MAX_NODES:,} once refs and YAML aliases are expanded)"
+            )
+            raise ConfigError([ConfigIssue(self.result.display(file), dotted(in_loc), message)])
+        if len(out_loc) > MAX_DEPTH and isinstance(node, dict | list):
+            message = f"nested too deeply (at most {MAX_DEPTH} levels)"
+            self.issues.append(ConfigIssue(self.result.display(file), dotted(in_loc), message))
+            return None
         if isinstance(node, dict) and "ref" in node and not _is_ref(node):
             extra = sorted(map(str, set(node) - REF_KEYS))
             self.issues.append(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import string
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,7 @@ from pdbench.core.config import (
 from pdbench.core.payoff import PayoffMatrix
 from pdbench.core.transcript import Transcript
 from pdbench.errors import ConfigError, ConfigIssue
+from pdbench.redact import redact_url, remember, url_secrets
 from pdbench.runners.config_errors import validation_issues
 from pdbench.runners.config_loader import Resolved, apply_overrides, load_resolved
 
@@ -130,6 +132,7 @@ def load_config(
     except ValidationError as exc:
         raise ConfigError(validation_issues(exc, resolved, model)) from None
     snapshot = config.model_dump(mode="json")
+    _hide_url_credentials(config, snapshot)
     loaded = LoadedConfig(found, config, path, resolved.root, snapshot, overrides=overrides)
     matrix = config.game.matrix()
     loaded.warnings.extend(f"game.payoff_matrix: {w}" for w in matrix.pd_warnings())
@@ -148,6 +151,19 @@ def load_config(
     if issues:
         raise ConfigError(issues)
     return loaded
+
+
+def _hide_url_credentials(config: Any, snapshot: dict[str, Any]) -> None:
+    """Remember the secrets in agents' base_url (query values) and hide them in the snapshot,
+    which goes into the manifest."""
+    for loc, agent in config.agent_locations():
+        if isinstance(agent, LLMAgentConfig) and agent.base_url:
+            for secret in url_secrets(agent.base_url):
+                remember(secret)
+            node: Any = snapshot
+            for part in loc:
+                node = node[part]
+            node["base_url"] = redact_url(agent.base_url)
 
 
 def _article(kind: str) -> str:
@@ -275,8 +291,17 @@ def _check_llm(
                 )
             )
             return None
-        paths["persona"] = paths["personas_dir"] / f"{agent.persona}.md"
-        persona_text = paths["persona"].read_text(encoding="utf-8")
+        persona_path = (paths["personas_dir"] / f"{agent.persona}.md").resolve()
+        if not persona_path.is_relative_to(resolved.root):  # a link pointing elsewhere
+            issues.append(
+                resolved.issue(
+                    loc + ("persona",),
+                    f"the persona file leaves the config root (got {agent.persona!r})",
+                )
+            )
+            return None
+        paths["persona"] = persona_path
+        persona_text = persona_path.read_text(encoding="utf-8")
     templates = PromptTemplates(
         system=paths["system"].read_text(encoding="utf-8"),
         round=paths["round"].read_text(encoding="utf-8"),
@@ -297,8 +322,13 @@ def _check_llm(
 def _template_problem(
     agent: LLMAgentConfig, templates: PromptTemplates, matrix: PayoffMatrix
 ) -> tuple[str, str] | None:
-    """(system or round, message) when a template does not render, else None."""
+    """(system or round, message) when a template is not plain `{name}` placeholders of the
+    valid names, or does not render; else None."""
     for key, text in (("system", templates.system), ("round", templates.round)):
+        valid = SYSTEM_FIELDS if key == "system" else ROUND_FIELDS
+        problem = _placeholder_problem(text, valid)
+        if problem is not None:
+            return key, f"template error: {problem} (valid placeholders: {', '.join(valid)})"
         try:
             if key == "system":
                 render_system(templates, matrix, agent.output_format)
@@ -307,12 +337,29 @@ def _template_problem(
                     0, history_window=1, include_totals=True, horizon_type="fixed"
                 )
                 render_round(text, probe, agent.history_window, agent.output_format)
-        except (KeyError, IndexError, ValueError) as exc:
-            valid = SYSTEM_FIELDS if key == "system" else ROUND_FIELDS
+        except (LookupError, ValueError, TypeError, AttributeError) as exc:
             return key, (
                 f"template error {exc!s} (placeholders: {', '.join(sorted(placeholders(text)))}; "
                 f"valid: {', '.join(valid)})"
             )
+    return None
+
+
+def _placeholder_problem(text: str, valid: tuple[str, ...]) -> str | None:
+    """Why a template's placeholders are not all plain `{name}` with a valid name (a format
+    spec, conversion, attribute or index could render huge or fail at run time)."""
+    try:
+        fields = [(name, conv, spec) for _, name, spec, conv in string.Formatter().parse(text)]
+    except ValueError as exc:
+        return f"{exc} (write {{{{ and }}}} for literal braces)"
+    for name, conv, spec in fields:
+        if name is None:
+            continue
+        if conv or spec:
+            shown = name + (f"!{conv}" if conv else "") + (f":{spec}" if spec else "")
+            return f"placeholders take no conversion or format spec (got {{{shown[:40]}}})"
+        if name not in valid:
+            return f"unknown placeholder {{{name[:40]}}}"
     return None
 
 

@@ -59,13 +59,15 @@ def report(loaded: LoadedConfig, result: Any, resumed: bool = False) -> list[str
 
 
 def usage_lines(manifest: dict[str, Any]) -> list[str]:
-    """The LLM spending of a run, when it made any calls."""
-    usage = (manifest.get("usage") or {}).get("total") or {}
-    if not usage:
+    """The LLM replies the games used, and what the run spent, when it made any calls."""
+    usage = manifest.get("usage") or {}
+    used = usage.get("total") or {}
+    spent = usage.get("spent_all_sessions") or {}
+    if not used and not spent.get("provider_calls"):
         return []
     return [
-        f"LLM calls: {usage.get('llm_calls', 0)} to providers, "
-        f"{usage.get('cached_calls', 0)} from cache; tokens in/out: "
-        f"{usage.get('input_tokens', 0)}/{usage.get('output_tokens', 0)}; "
-        f"cost: ${usage.get('cost_usd', 0):.4f}"
+        f"LLM replies used: {used.get('llm_calls', 0)} (tokens in/out "
+        f"{used.get('input_tokens', 0)}/{used.get('output_tokens', 0)}); spent: "
+        f"{spent.get('provider_calls', 0)} provider calls, {spent.get('cached_calls', 0)} "
+        f"from cache, ${spent.get('cost_usd', 0):.4f}"
     ]

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from pdbench.core.config import ExperimentConfig
 from pdbench.core.metrics import GameOutcome, aggregate_rows
 from pdbench.core.rng import game_seed
@@ -50,12 +52,13 @@ def plan_games(loaded: LoadedConfig) -> list[GamePlan]:
             loaded.agents[("experiment", "conditions", i, "agent_a")],
             loaded.agents[("experiment", "conditions", i, "agent_b")],
         )
-        for rep in range(cfg.experiment.replicates):
-            seed = game_seed(cfg.run.seed, cond.name, rep)
+        seeds = [
+            game_seed(cfg.run.seed, cond.name, rep) for rep in range(cfg.experiment.replicates)
+        ]
+        lengths = horizon.lengths(np.array(seeds, dtype=np.uint64)).tolist()
+        for rep, (seed, n_rounds) in enumerate(zip(seeds, lengths, strict=True)):
             plans.append(
-                GamePlan(
-                    len(plans), cond.name, rep, agents, seed, horizon, noise, horizon.length(seed)
-                )
+                GamePlan(len(plans), cond.name, rep, agents, seed, horizon, noise, n_rounds)
             )
     return plans
 

@@ -28,18 +28,21 @@ from pdbench.agents.providers.pool import require_api_key
 from pdbench.core.config import BudgetConfig, LLMAgentConfig
 from pdbench.core.metrics import GameOutcome
 from pdbench.errors import RunError, RunInterrupted
+from pdbench.redact import redact
 from pdbench.runners.broker import Budget, BudgetExhausted, CallBroker, ProviderFatalError
 from pdbench.runners.engine import Engine, GamePlan, GameResult, ProgressFn, utc_now
 from pdbench.runners.loader import LoadedConfig
 from pdbench.storage.aggregate import usage_by_game
-from pdbench.storage.cache import DEFAULT_CACHE_DIR, ResponseCache
+from pdbench.storage.cache import ResponseCache, default_cache_dir
 from pdbench.storage.files import JsonlAppender, environment_info
 from pdbench.storage.rounds import OrderedRoundsWriter, RoundsEncoder
 from pdbench.storage.run_dir import (
+    RunLock,
     finished_games,
+    make_run_dir,
     prepare_output_dir,
-    previous_usage,
     read_manifest,
+    spending,
     write_games_in_order,
     write_manifest,
 )
@@ -95,6 +98,18 @@ class RunSession:
     def run(self, finish: Finish) -> SessionResult:
         """Play, then `finish(outcomes, run_dir)` writes the mode's artifacts and returns keys
         for the manifest. Raises RunError / RunInterrupted when the run had to stop."""
+        self._preflight()  # what can be checked is checked before anything is created
+        if self.options.resume and not self.run_dir.is_dir():
+            raise RunError(
+                f"{self.run_dir}: nothing to resume (no such directory); run without --resume"
+            )
+        if self.options.resume:
+            read_manifest(self.run_dir, self.loaded.kind)  # a run directory, before locking it
+        make_run_dir(self.run_dir)
+        with RunLock(self.run_dir):
+            return self._run_locked(finish)
+
+    def _run_locked(self, finish: Finish) -> SessionResult:
         # pyarrow (for Parquet artifacts) takes most of a second to import: do it while games play.
         threading.Thread(
             target=importlib.import_module, args=("pyarrow.parquet",), daemon=True
@@ -166,17 +181,27 @@ class RunSession:
         write_manifest(self.run_dir, kind, manifest)
         return manifest, kept
 
+    def _preflight(self) -> None:
+        """Every LLM agent's API key is set (a missing one stops the run before it starts)."""
+        for plan in self.plans:
+            for spec in plan.agents:
+                if isinstance(spec.config, LLMAgentConfig):
+                    require_api_key(spec.config)
+
     def _resume(self) -> tuple[dict[str, Any], dict[int, GameOutcome]]:
-        if not self.run_dir.is_dir():
-            raise RunError(
-                f"{self.run_dir}: nothing to resume (no such directory); run without --resume"
-            )
         manifest = read_manifest(self.run_dir, self.loaded.kind)
         changed = snapshot_changes(manifest.get("config") or {}, self.loaded.snapshot)
         if changed:
             raise RunError(
                 f"{self.run_dir}: the config changed since this run started ({changed}; only "
                 "run.budget may change on resume); start a new run with another output_dir "
+                "or --overwrite"
+            )
+        edited = input_changes(manifest, self.loaded.prompt_files)
+        if edited:
+            raise RunError(
+                f"{self.run_dir}: {edited} changed since this run started, so finished and new "
+                "games would differ; restore it, or start a new run with another output_dir "
                 "or --overwrite"
             )
         logged = [p for p in self.plans if p.logged]
@@ -199,7 +224,7 @@ class RunSession:
         """The response cache's directory (absolute), None when the cache is off."""
         if not self.options.use_cache:
             return None
-        return str(Path(self.options.cache_dir or DEFAULT_CACHE_DIR).resolve())
+        return str(Path(self.options.cache_dir or default_cache_dir()).resolve())
 
     def _cache(self) -> ResponseCache | None:
         where = self._cache_dir()
@@ -211,8 +236,13 @@ class RunSession:
         cache: ResponseCache | None,
         calls_log: JsonlAppender | None,
     ) -> CallBroker:
-        spent = previous_usage(self.run_dir) if self.options.resume else (0, 0, 0.0)
-        budget = Budget(self.loaded.config.run.budget, *spent)
+        spent = spending(self.run_dir) if self.options.resume else {}
+        budget = Budget(
+            self.loaded.config.run.budget,
+            spent.get("provider_calls", 0),
+            spent.get("tokens", 0),
+            spent.get("cost_usd", 0.0),
+        )
         session = len(manifest.get("sessions") or [None]) - 1
         return CallBroker(cache, budget, calls_log, self.options.concurrency, session=session)
 
@@ -223,10 +253,6 @@ class RunSession:
         writer: OrderedRoundsWriter,
         result: SessionResult,
     ) -> None:
-        for plan in todo:  # a missing key stops the run before any call is paid for
-            for spec in plan.agents:
-                if isinstance(spec.config, LLMAgentConfig):
-                    require_api_key(spec.config)
         run = self.loaded.config.run
         encoder = RoundsEncoder(
             self.loaded.matrix(),
@@ -261,12 +287,8 @@ class RunSession:
 
     def _close_manifest(self, manifest: dict[str, Any], status: str, error: str | None) -> None:
         usage = usage_summary(usage_by_game(self.run_dir))
-        calls, tokens, cost = previous_usage(self.run_dir)
-        usage["spent_all_sessions"] = {
-            "provider_calls": calls,
-            "tokens": tokens,
-            "cost_usd": round(cost, 8),
-        }
+        usage["spent_all_sessions"] = spending(self.run_dir)
+        error = redact(error) if error else None
         manifest.update(status=status, error=error, finished_at_utc=utc_now(), usage=usage)
         write_manifest(self.run_dir, self.loaded.kind, manifest)
 
@@ -322,6 +344,23 @@ def base_manifest(loaded: LoadedConfig, started: str) -> dict[str, Any]:
         "usage": None,
         "error": None,
     }
+
+
+def input_changes(manifest: dict[str, Any], prompt_files: dict[str, str]) -> str:
+    """What shaped the finished games and differs now: prompt and persona files (by sha256)
+    and the record schema; '' when nothing did."""
+    started = manifest.get("prompt_files") or {}
+    edited = sorted(
+        name
+        for name in set(started) | set(prompt_files)
+        if started.get(name) != prompt_files.get(name)
+    )
+    if edited:
+        return ", ".join(edited[:3]) + (f" and {len(edited) - 3} more" if len(edited) > 3 else "")
+    version = manifest.get("schema_version")
+    if version is not None and version != SCHEMA_VERSION:
+        return f"the record schema (schema_version {version} then, {SCHEMA_VERSION} now)"
+    return ""
 
 
 def snapshot_changes(before: dict[str, Any], after: dict[str, Any]) -> str:

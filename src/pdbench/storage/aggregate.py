@@ -10,7 +10,7 @@ import numpy as np
 from pdbench.core.metrics import CollapseParams, GameOutcome, aggregate_rows
 from pdbench.errors import PdbenchError, RunError
 from pdbench.storage.parquet import write_rows
-from pdbench.storage.run_dir import read_manifest
+from pdbench.storage.run_dir import RunLock, read_manifest
 from pdbench.storage.schema import (
     AGGREGATE_INPUT_FIELDS,
     AGGREGATES_FILE,
@@ -119,6 +119,15 @@ def aggregate_run_dir(run_dir: Path) -> list[dict[str, Any]]:
     if not run_dir.is_dir():
         raise RunDirError(f"{run_dir}: not a directory")
     try:
+        read_manifest(run_dir, "experiment")  # before locking: never leave a lock file elsewhere
+    except RunError as exc:
+        raise RunDirError(str(exc)) from None
+    with RunLock(run_dir):
+        return _aggregate_locked(run_dir)
+
+
+def _aggregate_locked(run_dir: Path) -> list[dict[str, Any]]:
+    try:
         manifest = read_manifest(run_dir, "experiment")
     except RunError as exc:
         raise RunDirError(str(exc)) from None
@@ -137,11 +146,13 @@ def aggregate_run_dir(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def usage_by_game(run_dir: Path) -> dict[tuple[str, int, str], dict[str, Any]]:
-    """Per (condition, replicate, agent): provider calls, cached calls, tokens and cost.
+    """Per (condition, replicate, agent): the replies the game used (`llm_calls`, one per
+    attempt), their tokens and their price (`cost_usd`, as charged when first made).
 
-    Read from llm_calls.jsonl. Tokens count every reply used (cached or not); calls and cost
-    count only real provider calls. A game replayed after a resume counts only the calls of the
-    session that finished it.
+    Read from llm_calls.jsonl, counting the calls of the session that finished the game, served
+    by the provider or by the cache alike: these describe the game, so a re-run from the cache
+    or a resumed run gives the same figures as an uninterrupted first run. What each session
+    spent is in the manifest (`usage`).
     """
     import orjson
 
@@ -169,11 +180,8 @@ def usage_by_game(run_dir: Path) -> dict[tuple[str, int, str], dict[str, Any]]:
         slot = out.setdefault(key, {name: 0 for name in USAGE_FIELDS})
         if not rec.get("ok"):
             continue
-        if rec.get("cached"):
-            slot["cached_calls"] += 1
-        else:
-            slot["llm_calls"] += 1
-            slot["cost_usd"] += rec.get("cost_usd") or 0.0
+        slot["llm_calls"] += 1
+        slot["cost_usd"] += rec.get("cost_usd") or 0.0
         slot["input_tokens"] += rec.get("input_tokens") or 0
         slot["output_tokens"] += rec.get("output_tokens") or 0
     return out
@@ -182,7 +190,7 @@ def usage_by_game(run_dir: Path) -> dict[tuple[str, int, str], dict[str, Any]]:
 def add_usage_columns(
     rows: list[dict[str, Any]], usage: dict[tuple[str, int, str], dict[str, Any]]
 ) -> list[dict[str, Any]]:
-    """Append agent_{a,b}_{llm_calls,cached_calls,input_tokens,output_tokens,cost_usd} to rows.
+    """Append agent_{a,b}_{llm_calls,input_tokens,output_tokens,cost_usd} to rows.
 
     Replicate rows get that game's totals (null when the agent made no calls, e.g. a policy);
     condition rows the mean over replicates, like every other column.

@@ -5,12 +5,15 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import platform
+import secrets
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import orjson
+
+from pdbench.errors import RunError
 
 KEY_PACKAGES = (
     "pdbench",
@@ -29,13 +32,21 @@ KEY_PACKAGES = (
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """Write a file so readers see either the old or the new content, never a half file."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    """Write a file so readers see either the old or the new content, never a half file.
+
+    The temporary file's name is unique to this process and call, so two writers never share
+    one; a file that cannot be written is a RunError naming it.
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise RunError(f"{path}: cannot write ({exc.strerror or exc})") from None
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -55,7 +66,10 @@ class JsonlAppender:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._fh = open(path, "ab")
+        try:
+            self._fh = open(path, "ab")
+        except OSError as exc:
+            raise RunError(f"{path}: cannot write ({exc.strerror or exc})") from None
 
     def write_many(self, records: list[dict[str, Any]]) -> None:
         """Append the records and flush, so a crash loses at most this batch."""

@@ -3,6 +3,8 @@ games a stopped run finished (for resume)."""
 
 from __future__ import annotations
 
+import fcntl
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -14,18 +16,78 @@ from pdbench.storage.files import read_json, write_bytes_atomic, write_json_atom
 from pdbench.storage.schema import (
     ARTIFACTS,
     CALLS_FILE,
+    LOCK_FILE,
     MANIFEST_FILES,
     ROUNDS_FILE,
     check_version,
 )
 
 
-def prepare_output_dir(path: Path, overwrite: bool, kind: str) -> None:
-    """Create the output dir; refuse a non-empty one unless `overwrite` (then remove the
-    artifacts of this kind of run)."""
+class RunLock:
+    """An exclusive lock on a run directory for one process: `flock` on `.pdbench.lock`, which
+    holds the holder's pid while it is held and is removed on release. A second run, resume or
+    aggregate of the same directory refuses at once, naming the pid; the lock goes with the
+    process, also on kill -9 (a stale file is then reused)."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self.path = run_dir / LOCK_FILE
+        self._fh: Any = None
+
+    def __enter__(self) -> RunLock:
+        while True:
+            try:
+                fh = open(self.path, "a+", encoding="utf-8")
+            except OSError as exc:
+                raise RunError(f"{self.run_dir}: cannot lock ({exc.strerror or exc})") from None
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                fh.seek(0)
+                holder = fh.read().strip() or "unknown"
+                fh.close()
+                raise RunError(
+                    f"{self.run_dir}: in use by another pdbench process (pid {holder}); wait "
+                    "for it to finish or use another output dir"
+                ) from None
+            try:  # the file may have been removed by a holder that released it meanwhile
+                same = os.stat(self.path).st_ino == os.fstat(fh.fileno()).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            fh.close()
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"{os.getpid()}\n")
+        fh.flush()
+        self._fh = fh
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fh is not None:
+            self.path.unlink(missing_ok=True)  # while still held: no one can take a stale file
+            fcntl.flock(self._fh, fcntl.LOCK_UN)
+            self._fh.close()
+            self._fh = None
+
+
+def make_run_dir(path: Path) -> None:
+    """Create a run directory (and its parents); RunError when that is impossible."""
     if path.exists() and not path.is_dir():
         raise RunError(f"{path}: output_dir exists and is not a directory")
-    if path.is_dir() and any(path.iterdir()):
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RunError(f"{path}: cannot create the output directory ({exc.strerror})") from None
+
+
+def prepare_output_dir(path: Path, overwrite: bool, kind: str) -> None:
+    """Create the output dir; refuse a non-empty one unless `overwrite` (then remove the
+    artifacts of this kind of run). The lock file does not count."""
+    if path.exists() and not path.is_dir():
+        raise RunError(f"{path}: output_dir exists and is not a directory")
+    if path.is_dir() and any(p.name != LOCK_FILE for p in path.iterdir()):
         if not overwrite:
             raise RunError(
                 f"{path}: output directory is not empty; pass --overwrite or change run.output_dir"
@@ -36,10 +98,7 @@ def prepare_output_dir(path: Path, overwrite: bool, kind: str) -> None:
                 target.unlink()
         for leftover in path.glob(".*.tmp"):
             leftover.unlink()
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise RunError(f"{path}: cannot create the output directory ({exc.strerror})") from None
+    make_run_dir(path)
 
 
 def run_kind(run_dir: Path) -> str:
@@ -67,7 +126,46 @@ def read_manifest(run_dir: Path, kind: str | None = None) -> dict[str, Any]:
     if not isinstance(manifest, dict):
         raise RunError(f"{path}: not a JSON object")
     check_version(str(path), manifest.get("schema_version"))
+    problem = manifest_problem(manifest)
+    if problem:
+        raise RunError(f"{path}: {problem}; not a manifest pdbench wrote (restore it)")
     return manifest
+
+
+# The manifest keys readers rely on, with their types (None is allowed for every one).
+MANIFEST_TYPES: dict[str, tuple[type, ...]] = {
+    "kind": (str,),
+    "run_id": (str,),
+    "seed": (int,),
+    "status": (str,),
+    "config": (dict,),
+    "config_path": (str,),
+    "overrides": (dict,),
+    "prompt_files": (dict,),
+    "sessions": (list,),
+    "conditions": (list,),
+    "collapse": (dict,),
+    "replicates": (int,),
+    "cache_dir": (str,),
+}
+
+
+def manifest_problem(manifest: dict[str, Any]) -> str:
+    """The first key with the wrong type ('' when the keys readers use are sound)."""
+    for key, types in MANIFEST_TYPES.items():
+        value = manifest.get(key)
+        if value is not None and (not isinstance(value, types) or isinstance(value, bool)):
+            return f"{key} should be a {types[0].__name__} (got {type(value).__name__})"
+    for i, cond in enumerate(manifest.get("conditions") or []):
+        if not isinstance(cond, dict) or not isinstance(cond.get("name"), str):
+            return f"conditions[{i}] should be an object with a name"
+    collapse = manifest.get("collapse") or {}
+    k, threshold = collapse.get("k", 10), collapse.get("threshold", 0.2)
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        return f"collapse.k should be a positive integer (got {k!r})"
+    if not isinstance(threshold, int | float) or isinstance(threshold, bool):
+        return f"collapse.threshold should be a number (got {threshold!r})"
+    return ""
 
 
 def write_manifest(run_dir: Path, kind: str, manifest: dict[str, Any]) -> None:
@@ -120,21 +218,24 @@ def write_games_in_order(
     write_bytes_atomic(run_dir / ROUNDS_FILE, b"".join(chunks))
 
 
-def previous_usage(run_dir: Path) -> tuple[int, int, float]:
-    """(provider calls, tokens, cost) spent by earlier sessions of this run (from the call log)."""
+def spending(run_dir: Path) -> dict[str, Any]:
+    """What every session of this run spent (from the call log): calls that reached a provider
+    (failed and cancelled ones too), their tokens and cost, and the replies served by the
+    cache instead. Budgets count the first three."""
+    out: dict[str, Any] = {"provider_calls": 0, "tokens": 0, "cost_usd": 0.0, "cached_calls": 0}
     path = run_dir / CALLS_FILE
-    calls = tokens = 0
-    cost = 0.0
     if not path.is_file():
-        return 0, 0, 0.0
+        return out
     for line in path.read_bytes().splitlines():
         try:
             record = orjson.loads(line)
-        except orjson.JSONDecodeError:
+        except orjson.JSONDecodeError:  # a line torn by kill -9
             continue
         if record.get("cached"):
+            out["cached_calls"] += 1
             continue
-        calls += 1
-        tokens += (record.get("input_tokens") or 0) + (record.get("output_tokens") or 0)
-        cost += record.get("cost_usd") or 0.0
-    return calls, tokens, cost
+        out["provider_calls"] += 1
+        out["tokens"] += (record.get("input_tokens") or 0) + (record.get("output_tokens") or 0)
+        out["cost_usd"] += record.get("cost_usd") or 0.0
+    out["cost_usd"] = round(out["cost_usd"], 8)
+    return out

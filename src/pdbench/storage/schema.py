@@ -33,6 +33,7 @@ LEADERBOARD_FILE = "leaderboard.parquet"
 PAYOFF_MATRIX_FILE = "payoff_matrix.parquet"
 EVOLUTION_MANIFEST_FILE = "evolution_manifest.json"
 GENERATIONS_FILE = "generations.parquet"
+LOCK_FILE = ".pdbench.lock"  # held by the process using a run directory
 
 MANIFEST_FILES: dict[str, str] = {
     "experiment": MANIFEST_FILE,
@@ -106,10 +107,10 @@ AGGREGATE_INPUT_FIELDS: tuple[str, ...] = (
     "agent_b_parse_failure",
 )
 
-# Spending columns appended to aggregates.parquet (from llm_calls.jsonl; null for policy agents).
+# LLM usage columns appended to aggregates.parquet (from llm_calls.jsonl; null for policy
+# agents): the replies a game used, their tokens and price, however they were served.
 USAGE_FIELDS: tuple[str, ...] = (
     "llm_calls",
-    "cached_calls",
     "input_tokens",
     "output_tokens",
     "cost_usd",

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from pdbench.redact import remember
+
 
 def read_dotenv(path: Path) -> dict[str, str]:
     """Parse a simple .env file (KEY=value lines, # comments, optional quotes)."""
@@ -26,10 +28,12 @@ def read_dotenv(path: Path) -> dict[str, str]:
 
 
 def resolve_api_key(api_key_env: str | None, dotenv: Path | None = None) -> str | None:
-    """The key held by the variable `api_key_env`: the environment first, then `.env` in the cwd."""
+    """The key held by the variable `api_key_env`: the environment first, then `.env` in the
+    cwd. The value is remembered for redaction (`pdbench.redact`)."""
     if not api_key_env:
         return None
-    value = os.environ.get(api_key_env)
-    if value:
-        return value
-    return read_dotenv(dotenv or Path.cwd() / ".env").get(api_key_env) or None
+    value = os.environ.get(api_key_env) or read_dotenv(dotenv or Path.cwd() / ".env").get(
+        api_key_env
+    )
+    remember(value)
+    return value or None
