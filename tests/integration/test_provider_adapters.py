@@ -1,9 +1,10 @@
-"""The SDK adapters over real HTTP: `openai` and `litellm` against FakeOpenAIServer (127.0.0.1
-only).
+"""The SDK adapters over real HTTP: `anthropic` against FakeAnthropicServer, `openai` and
+`litellm` against FakeOpenAIServer (127.0.0.1 only).
 
-Covered here: replies that arrive with HTTP 200 but cannot be read are retryable "malformed
-reply" errors with one clear line, retried like transport faults; token counts that are not
-counts never reach a Completion.
+Covered here: the anthropic adapter works with the installed SDK (a call, fault classification,
+whole runs); replies that arrive with HTTP 200 but cannot be read are retryable "malformed reply"
+errors with one clear line, retried like transport faults; token counts that are not counts
+never reach a Completion.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.anthropic_server import FakeAnthropicServer
 from tests.support.cli import run_in_process
 from tests.support.configs import experiment, policy, write_config
 from tests.support.openai_server import FakeOpenAIServer, Fault
@@ -130,6 +132,192 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 def manifest(tmp_path: Path) -> dict[str, Any]:
     return json.loads((tmp_path / "out" / "run_manifest.json").read_text(encoding="utf-8"))
+
+
+# --------------------------------------------------------------------------------------------
+# the anthropic adapter
+# --------------------------------------------------------------------------------------------
+
+
+def test_anthropic_call_sends_prompts_and_max_tokens_and_reads_text_and_usage() -> None:
+    with FakeAnthropicServer(api_key=KEY) as srv:
+        (result,) = call("anthropic", srv.base_url)
+    assert result == Completion("D", input_tokens=18, output_tokens=1)
+    (rec,) = srv.requests
+    assert rec["status"] == 200 and rec["model"] == "claude-test"
+    assert rec["system"] == SYSTEM
+    assert rec["messages"] == [{"role": "user", "content": PROMPT}]
+    assert rec["max_tokens"] == 9
+    assert rec["auth"] is not None and rec["anthropic_version"]
+    # The SDK's API version has no sampling parameters and no seed: sending either is a 400.
+    assert rec["fields"] == ["max_tokens", "messages", "model", "system"]
+
+
+@pytest.mark.parametrize(
+    ("fault", "words", "retry_after"),
+    [
+        (Fault("429", retry_after=0.2), ("429",), 0.2),
+        (Fault("529"), ("529", "overloaded"), None),
+        (Fault("500"), ("500",), None),
+        (Fault("503", retry_after=1), ("503",), 1.0),
+        (Fault("slow", delay_s=1.0), ("timed out",), None),
+        (Fault("disconnect"), ("connection",), None),
+        (Fault("malformed"), ("malformed reply", "not valid json"), None),
+    ],
+    ids=lambda v: v.kind if isinstance(v, Fault) else None,
+)
+def test_anthropic_transient_faults_are_retryable(
+    fault: Fault, words: tuple[str, ...], retry_after: float | None
+) -> None:
+    with FakeAnthropicServer(api_key=KEY, faults={1: fault}) as srv:
+        failed, recovered = call("anthropic", srv.base_url, times=2, timeout_s=0.3)
+    message = one_line(failed)
+    assert isinstance(failed, ProviderError) and failed.retryable is True, message
+    assert failed.retry_after == retry_after
+    for word in words:
+        assert word in message.lower()
+    assert recovered == Completion("D", 18, 1)
+
+
+@pytest.mark.parametrize(
+    ("server", "key", "words"),
+    [
+        ({"api_key": KEY}, "sk-test-wrong-key-999", ("401", "authentication")),
+        ({"api_key": KEY, "models": {"claude-other"}}, KEY, ("404", "not found")),
+    ],
+    ids=["wrong_key", "unknown_model"],
+)
+def test_anthropic_fatal_errors_are_not_retryable(
+    server: dict[str, Any], key: str, words: tuple[str, ...]
+) -> None:
+    with FakeAnthropicServer(**server) as srv:
+        (failed,) = call("anthropic", srv.base_url, key=key)
+    message = one_line(failed)
+    assert isinstance(failed, ProviderError) and failed.retryable is False
+    assert key not in message
+    for word in words:
+        assert word in message.lower()
+
+
+def test_anthropic_keyless_local_server_gets_a_placeholder_key() -> None:
+    """`api_key_env: null` (a local Messages-compatible server): the SDK refuses to send a
+    request without some key, and must not go looking for one in the environment."""
+    with FakeAnthropicServer() as srv:
+        (result,) = call("anthropic", srv.base_url, key=None)
+    assert result == Completion("D", 18, 1)
+
+
+def _message(**fields: Any) -> dict[str, Any]:
+    """A Messages API reply ("C", 3 tokens in, 1 out) with `fields` replaced (None: left out)."""
+    body = {"id": "msg_x", "type": "message", "role": "assistant", "model": "claude-test",
+            "content": [{"type": "text", "text": "C"}], "stop_reason": "end_turn",
+            "usage": {"input_tokens": 3, "output_tokens": 1}, **fields}  # fmt: skip
+    return {k: v for k, v in body.items() if v is not None}
+
+
+ANTHROPIC_MALFORMED = {
+    "no_content": Fault("body", body=_message(content=None)),
+    "content_is_a_string": Fault("body", body=_message(content="C")),
+    "text_is_not_a_string": Fault("body", body=_message(content=[{"type": "text", "text": 5}])),
+    "block_is_not_an_object": Fault("body", body=_message(content=["C"])),
+    "html_body": Fault("body", body="<html>Bad gateway</html>", content_type="text/html"),
+    "json_array": Fault("body", body=[1, 2]),
+    "truncated_json": Fault("malformed"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ANTHROPIC_MALFORMED))
+def test_anthropic_malformed_replies_are_retryable(case: str) -> None:
+    with FakeAnthropicServer(faults={1: ANTHROPIC_MALFORMED[case]}) as srv:
+        failed, recovered = call("anthropic", srv.base_url, times=2)
+    message = one_line(failed)
+    assert message.startswith("malformed reply: "), message
+    assert isinstance(failed, ProviderError) and failed.retryable is True
+    assert recovered == Completion("D", 18, 1)
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        # Empty content is a reply with no text; only text blocks are the reply's text.
+        (_message(content=[]), Completion("", 3, 1)),
+        (
+            _message(
+                content=[
+                    {"type": "thinking", "thinking": "hmm", "signature": "s"},
+                    {"type": "text", "text": "C"},
+                    {"type": "text", "text": "D"},
+                ]
+            ),
+            Completion("CD", 3, 1),
+        ),  # fmt: skip
+        (_message(usage=None), Completion("C", None, None)),
+        (_message(usage={"input_tokens": "twelve", "output_tokens": -1}), Completion("C")),
+        (_message(usage={"input_tokens": 2.5, "output_tokens": True}), Completion("C")),
+        (_message(usage={"input_tokens": 4.0, "output_tokens": 2}), Completion("C", 4, 2)),
+    ],
+    ids=["empty", "text_blocks_only", "no_usage", "bad_counts", "odd_counts", "float_count"],
+)
+def test_anthropic_reply_text_and_token_counts(body: dict[str, Any], expected: Completion) -> None:
+    with FakeAnthropicServer(faults={1: Fault("body", body=body)}) as srv:
+        (result,) = call("anthropic", srv.base_url)
+    assert result == expected
+    assert isinstance(result, Completion)
+    assert all(type(t) is int or t is None for t in (result.input_tokens, result.output_tokens))
+
+
+def test_anthropic_run_plays_over_http_and_retries_faults(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    faults = {
+        2: Fault("429", retry_after=0.05),
+        4: Fault("529"),
+        6: Fault("body", body=_message(content=None)),
+        8: Fault("malformed"),
+    }
+    with FakeAnthropicServer(api_key=KEY, faults=faults) as srv:
+        cfg = write_run(tmp_path, "anthropic", srv.base_url)
+        code, out, err = pdbench_run(cfg, tmp_path, capsys)
+        requests = srv.requests
+    assert code == 0, err
+    rounds = read_jsonl(tmp_path / "out" / "rounds.jsonl")
+    # The fake answers tit for tat from the prompt; ALLD always defects.
+    assert [r["agent_a_action"] for r in rounds] == ["C", "D", "D", "D", "D", "D"]
+    assert all(r["agent_a_parse_failure"] is False for r in rounds)
+    calls = read_jsonl(tmp_path / "out" / "llm_calls.jsonl")
+    assert len(calls) == len(requests) == 6 + len(faults)
+    failed = [c for c in calls if not c["ok"]]
+    assert [c["retryable"] for c in failed] == [True] * 4
+    assert [c["transport_try"] for c in failed] == [0, 0, 0, 0]
+    assert "429" in failed[0]["error"] and "529" in failed[1]["error"]
+    assert failed[2]["error"] == "malformed reply: no content"
+    assert failed[3]["error"].startswith("malformed reply: not valid JSON")
+    ok = [c for c in calls if c["ok"]]
+    assert all(c["input_tokens"] > 0 and c["output_tokens"] == 1 for c in ok)
+    for rec, req in zip(rounds, [r for r in requests if r["fault"] is None], strict=True):
+        assert req["system"] == rec["prompts"]["agent_a"]["system"]
+        assert req["messages"] == [{"role": "user", "content": rec["prompts"]["agent_a"]["round"]}]
+    assert {r["max_tokens"] for r in requests} == {7}
+    assert all(r["temperature"] is None and r["seed"] is None for r in requests)
+    usage = manifest(tmp_path)["usage"]["total"]
+    assert usage["llm_calls"] == 6
+    assert usage["output_tokens"] == 6
+
+
+def test_anthropic_run_with_a_wrong_key_fails_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-test-wrong-key-999")
+    with FakeAnthropicServer(api_key=KEY) as srv:
+        cfg = write_run(tmp_path, "anthropic", srv.base_url)
+        code, out, err = pdbench_run(cfg, tmp_path, capsys)
+        n_requests = srv.chat_count
+    assert code == 2, err
+    (line,) = [line for line in err.splitlines() if line.strip()]
+    assert "authentication" in line and "anthropic" in line and "claude-test" in line
+    assert "sk-test-wrong-key-999" not in err and "Traceback" not in err
+    assert n_requests == 1  # fatal: never retried
+    assert manifest(tmp_path)["status"] == "failed"
 
 
 # --------------------------------------------------------------------------------------------
