@@ -4,7 +4,7 @@
 Covered here: the anthropic adapter works with the installed SDK (a call, fault classification,
 whole runs); replies that arrive with HTTP 200 but cannot be read are retryable "malformed reply"
 errors with one clear line, retried like transport faults; token counts that are not counts
-never reach a Completion.
+never reach a Completion; and the agent's per-call seed reaches the providers that take one.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from tests.support.openai_server import FakeOpenAIServer, Fault
 from pdbench.agents.providers.base import Completion, CompletionRequest, ProviderError
 from pdbench.agents.providers.base import provider_entry as entry
 from pdbench.core.config import LLMAgentConfig
+from pdbench.core.rng import Purpose, agent_seed, counter_bits
 
 MODELS = {"openai": "test-model", "litellm": "openai/test-model", "anthropic": "claude-test"}
 KEY_ENV = "PDBENCH_TEST_ADAPTER_KEY"
@@ -463,3 +464,70 @@ def test_only_malformed_replies_fail_the_run_with_one_line(
     attempts = [(c["ok"], c["retryable"], c["transport_try"]) for c in calls]
     assert attempts == [(False, True, 0), (False, True, 1), (False, True, 2)]
     assert manifest(tmp_path)["status"] == "failed"
+
+
+# --------------------------------------------------------------------------------------------
+# the per-call seed
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("provider", ["openai", "litellm"])
+def test_the_request_seed_reaches_the_server(provider: str) -> None:
+    unseeded = CompletionRequest(SYSTEM, PROMPT, 0.0, 5)
+    with FakeOpenAIServer() as srv:
+        seeded_result, unseeded_result = (
+            call(provider, srv.base_url, request)[0] for request in (REQUEST, unseeded)
+        )
+        seeds = [r["seed"] for r in srv.requests]
+    assert isinstance(seeded_result, Completion) and isinstance(unseeded_result, Completion)
+    assert seeds == [2**62 + 5, None]
+
+
+def test_litellm_leaves_the_seed_out_for_a_provider_without_one() -> None:
+    """litellm refuses a seed for Anthropic models (UnsupportedParamsError) before any request;
+    the adapter sends one only where litellm takes it."""
+    with FakeAnthropicServer(api_key=KEY) as srv:
+        (result,) = call("litellm", srv.base_url, model="anthropic/claude-test")
+        requests = srv.requests
+    assert isinstance(result, Completion), result
+    assert result.text == "D"
+    (rec,) = requests
+    assert rec["seed"] is None and "seed" not in rec["fields"]
+
+
+def _call_seed(game_seed: int, side: int, round_index: int, attempt: int) -> int:
+    """The per-call seed of an LLM agent (LLMAgent.call_seed after reset(agent_seed(...)))."""
+    return counter_bits(agent_seed(game_seed, side), round_index, Purpose.PROVIDER, attempt) >> 1
+
+
+@pytest.mark.parametrize("provider", ["openai", "litellm"])
+def test_each_call_carries_its_agents_own_seed(
+    tmp_path: Path, provider: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two LLM agents play each other through the server; one reply is not a move, so one
+    call is a re-prompt. Every request carries the seed of its side, round and attempt."""
+    n = 4
+    faults = {3: Fault("invalid_action", content="maybe")}
+    with FakeOpenAIServer(api_key=KEY, faults=faults) as srv:
+        cfg = write_run(tmp_path, provider, srv.base_url, n_rounds=n, self_play=True)
+        code, out, err = pdbench_run(cfg, tmp_path, capsys)
+        requests = srv.requests
+    assert code == 0, err
+    rounds = read_jsonl(tmp_path / "out" / "rounds.jsonl")
+    game_seed = rounds[0]["seed"]
+    retried = [
+        (side, r["round_index"])
+        for r in rounds
+        for side, key in enumerate(("agent_a", "agent_b"))
+        if len(r["raw_responses"][key]) == 2
+    ]
+    assert len(retried) == 1
+    (side, round_index) = retried[0]
+    expected = sorted(
+        [_call_seed(game_seed, s, r, 0) for s in (0, 1) for r in range(n)]
+        + [_call_seed(game_seed, side, round_index, 1)]
+    )
+    assert len(set(expected)) == 2 * n + 1  # sides, rounds and attempts all differ
+    assert sorted(r["seed"] for r in requests) == expected
+    faulted = next(r for r in requests if r["fault"] == "invalid_action")
+    assert faulted["seed"] == _call_seed(game_seed, side, round_index, 0)

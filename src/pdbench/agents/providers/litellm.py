@@ -37,6 +37,17 @@ def load_litellm() -> Any:
     return litellm
 
 
+def takes_seed(litellm: Any, model: str, base_url: str | None) -> bool:
+    """Whether litellm passes `seed` on to the provider `model` routes to (it refuses the call,
+    before sending it, when the provider has none, e.g. Anthropic's)."""
+    try:
+        name, routed_to, _, _ = litellm.get_llm_provider(model, api_base=base_url)
+        params = litellm.get_supported_openai_params(model=name, custom_llm_provider=routed_to)
+    except Exception:  # noqa: BLE001 - an unroutable model fails on its first call instead
+        return False
+    return "seed" in (params or ())
+
+
 @provider("litellm", sdk="litellm")
 class LiteLLMProvider(ProviderBase):
     """`litellm.acompletion` with pdbench's own retries (litellm's are off)."""
@@ -48,10 +59,11 @@ class LiteLLMProvider(ProviderBase):
         self._litellm = load_litellm()
         self._base_url = cfg.base_url
         self._timeout = cfg.timeout_s
+        self._takes_seed = takes_seed(self._litellm, self.model, self._base_url)
 
     async def complete(self, request: CompletionRequest) -> Completion:
-        """One completion; errors become ProviderErrors (retryable or fatal; an unreadable reply
-        is a retryable one)."""
+        """One completion, with the request's seed where the routed provider takes one; errors
+        become ProviderErrors (retryable or fatal; an unreadable reply is a retryable one)."""
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": chat_messages(request),
@@ -60,6 +72,8 @@ class LiteLLMProvider(ProviderBase):
             "timeout": self._timeout,
             "num_retries": 0,
         }
+        if request.seed is not None and self._takes_seed:
+            kwargs["seed"] = request.seed
         if self.api_key:
             kwargs["api_key"] = self.api_key
         elif self._base_url:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pdbench.agents.providers.base import (
     Completion,
     CompletionRequest,
@@ -34,14 +36,18 @@ class OpenAIProvider(ProviderBase):
         )
 
     async def complete(self, request: CompletionRequest) -> Completion:
-        """One chat completion; errors become ProviderErrors (retryable or fatal)."""
+        """One chat completion, with the request's seed when it has one; errors become
+        ProviderErrors (retryable or fatal; an unreadable reply is a retryable one)."""
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": chat_messages(request),
+            "temperature": request.temperature,
+            "max_tokens": request.max_tokens,
+        }
+        if request.seed is not None:
+            kwargs["seed"] = request.seed
         try:
-            response = await self._client.chat.completions.create(
-                model=self.model,
-                messages=chat_messages(request),
-                temperature=request.temperature,
-                max_tokens=request.max_tokens,
-            )
+            response = await self._client.chat.completions.create(**kwargs)
             return chat_completion(response)
         except Exception as exc:  # noqa: BLE001 - every SDK error is classified
             raise classify(exc, self.api_key) from None
