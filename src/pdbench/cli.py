@@ -73,7 +73,10 @@ NoCacheOpt = Annotated[
 ]
 CacheDirOpt = Annotated[
     Path | None,
-    typer.Option("--cache-dir", help="Response cache directory (default $PDBENCH_CACHE_DIR, else .pdbench_cache)."),
+    typer.Option(
+        "--cache-dir",
+        help="Response cache directory (default $PDBENCH_CACHE_DIR, else .pdbench_cache).",
+    ),
 ]
 
 

@@ -25,6 +25,8 @@ CACHE_FILE = "responses.sqlite"
 def default_cache_dir() -> Path:
     """$PDBENCH_CACHE_DIR, else `.pdbench_cache` in the working directory."""
     return Path(os.environ.get(CACHE_DIR_ENV) or ".pdbench_cache")
+
+
 T = TypeVar("T")
 
 
