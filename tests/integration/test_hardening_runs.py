@@ -18,8 +18,9 @@ from tests.support.cli import run_in_process, run_process, signal_when_lines, st
 from tests.support.configs import execute, experiment, llm, write_config
 from tests.support.openai_server import FakeOpenAIServer, Fault
 
-from pdbench.errors import RunInterrupted
+from pdbench.errors import RunError, RunInterrupted
 from pdbench.storage import files as files_module
+from pdbench.storage.run_dir import RunLock, read_manifest, run_kind
 
 SLOW_MOCK = {"invalid_rate": 0.0, "latency_ms": 30}
 KEY_ENV, KEY = "PDBENCH_HARDENING_KEY", "sk-hardening-0123456789abcdef"
@@ -72,6 +73,19 @@ def test_1_a_second_process_refuses_a_run_dir_in_use(
     assert len(keys) == len(set(keys)) == 10 * 12  # nothing written twice
     assert not (out / ".pdbench.lock").exists()  # released with the run
     assert run_in_process(["aggregate", str(out)], capsys)[0] == 0
+
+
+def test_1_a_run_dir_locked_before_its_manifest_exists_is_in_use_not_foreign(
+    tmp_path: Path,
+) -> None:
+    # A run that has taken the lock but not yet written its manifest: a resume or aggregate at
+    # that moment must say "in use", not "not a pdbench run directory".
+    with RunLock(tmp_path):
+        for read in (run_kind, lambda d: read_manifest(d, "experiment")):
+            with pytest.raises(RunError, match=r"in use by another pdbench process \(pid \d+\)"):
+                read(tmp_path)
+    with pytest.raises(RunError, match="not a pdbench run directory"):
+        run_kind(tmp_path)  # released: the plain answer again
 
 
 def test_1_temporary_files_are_unique_per_process_and_call(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -43,13 +44,9 @@ class RunLock:
             try:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
-                fh.seek(0)
-                holder = fh.read().strip() or "unknown"
+                error = _in_use(self.run_dir, fh)
                 fh.close()
-                raise RunError(
-                    f"{self.run_dir}: in use by another pdbench process (pid {holder}); wait "
-                    "for it to finish or use another output dir"
-                ) from None
+                raise error from None
             try:  # the file may have been removed by a holder that released it meanwhile
                 same = os.stat(self.path).st_ino == os.fstat(fh.fileno()).st_ino
             except FileNotFoundError:
@@ -70,6 +67,37 @@ class RunLock:
             fcntl.flock(self._fh, fcntl.LOCK_UN)
             self._fh.close()
             self._fh = None
+
+
+def _in_use(run_dir: Path, fh: Any) -> RunError:
+    """The error for a lock held by another process, naming its pid (which the holder writes
+    just after taking the lock: wait a moment for it)."""
+    holder = ""
+    for _ in range(50):
+        fh.seek(0)
+        holder = fh.read().strip()
+        if holder:
+            break
+        time.sleep(0.002)
+    return RunError(
+        f"{run_dir}: in use by another pdbench process (pid {holder or 'unknown'}); wait for it "
+        "to finish or use another output dir"
+    )
+
+
+def check_not_in_use(run_dir: Path) -> None:
+    """RunError naming the holder when another process holds the run directory's lock (e.g. a
+    run that has started but not yet written its manifest)."""
+    try:
+        fh = open(run_dir / LOCK_FILE, encoding="utf-8")
+    except OSError:
+        return
+    with fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            raise _in_use(run_dir, fh) from None
+        fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def make_run_dir(path: Path) -> None:
@@ -108,6 +136,7 @@ def run_kind(run_dir: Path) -> str:
     for kind, name in MANIFEST_FILES.items():
         if (run_dir / name).is_file():
             return kind
+    check_not_in_use(run_dir)
     names = ", ".join(MANIFEST_FILES.values())
     raise RunError(f"{run_dir}: not a pdbench run directory (none of {names})")
 
@@ -118,6 +147,7 @@ def read_manifest(run_dir: Path, kind: str | None = None) -> dict[str, Any]:
     kind = kind or run_kind(run_dir)
     path = run_dir / MANIFEST_FILES[kind]
     if not path.is_file():
+        check_not_in_use(run_dir)
         raise RunError(f"{run_dir}: no {MANIFEST_FILES[kind]}; not a pdbench {kind} directory")
     try:
         manifest = read_json(path)
