@@ -151,6 +151,45 @@ def read_yaml(path: Path, display: str) -> Any:
         raise ConfigError([ConfigIssue(display, where, f"YAML syntax error: {problem}")]) from None
 
 
+def locate(base: Path, value: str, root: Path, want: str = "file") -> Path | str:
+    """Resolve `value` against `base`: the path, or a problem message for a config issue.
+
+    The path must stay under `root` and be an existing file (`want="file"`) or
+    directory (`want="dir"`). A name the OS cannot take (too long, a NUL byte)
+    is a problem like any other, never an exception.
+    """
+    try:
+        target = (base / value).resolve()
+        if not target.is_relative_to(root):
+            return f"path leaves the config root {root}"
+        found = target.is_dir() if want == "dir" else target.is_file()
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        return f"not a usable path ({reason})"
+    return target if found else "not found"
+
+
+def read_text_file(path: Path) -> tuple[str, bytes] | str:
+    """A prompt-like text file as (text with universal newlines, raw bytes), or a problem message."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            return f"file too large ({size:,} bytes; at most {MAX_FILE_BYTES:,})"
+        raw = path.read_bytes()
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+    except OSError as exc:
+        return f"cannot read file ({exc.strerror or exc})"
+    return text.replace("\r\n", "\n").replace("\r", "\n"), raw
+
+
+def short_repr(value: str, limit: int = 120) -> str:
+    """`repr(value)`, cut to `limit` characters so one bad value keeps the message one line."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 5]}...{text[-4:]} ({len(value)} chars)"
+
+
 def _is_ref(node: Any) -> bool:
     return isinstance(node, dict) and "ref" in node and set(node) <= REF_KEYS
 
@@ -211,19 +250,11 @@ class _Resolver:
                 ConfigIssue(disp, dotted(in_loc + ("ref",)), f"must be a file path (got {ref!r})")
             )
             return None
-        target = (file.parent / ref).resolve()
-        if not target.is_relative_to(self.root):
+        target = locate(file.parent, ref, self.root)
+        if isinstance(target, str):
+            problem = "ref file not found" if target == "not found" else target
             self.issues.append(
-                ConfigIssue(
-                    disp,
-                    dotted(in_loc + ("ref",)),
-                    f"ref leaves the config root {self.root} (got {ref!r})",
-                )
-            )
-            return None
-        if not target.is_file():
-            self.issues.append(
-                ConfigIssue(disp, dotted(in_loc + ("ref",)), f"ref file not found (got {ref!r})")
+                ConfigIssue(disp, dotted(in_loc + ("ref",)), f"{problem} (got {short_repr(ref)})")
             )
             return None
         if target in stack:

@@ -45,7 +45,15 @@ from pdbench.core.transcript import Transcript
 from pdbench.errors import ConfigError, ConfigIssue
 from pdbench.redact import redact_url, remember, url_secrets
 from pdbench.runners.config_errors import validation_issues
-from pdbench.runners.config_loader import Resolved, apply_overrides, load_resolved
+from pdbench.runners.config_loader import (
+    Resolved,
+    apply_overrides,
+    dotted,
+    load_resolved,
+    locate,
+    read_text_file,
+    short_repr,
+)
 
 COMMANDS = {"experiment": "run", "tournament": "tournament", "evolution": "evolve"}
 SEPARATOR = "_vs_"  # between the two players' names in a match's game label
@@ -220,6 +228,11 @@ def _check_agent(
             return None
         return AgentSpec(agent)
     templates = _check_llm(agent, loc, resolved, matrix, loaded, issues)
+    if agent.provider == "anthropic" and agent.temperature != 0.0:
+        loaded.warnings.append(
+            f"{dotted(loc)}: the anthropic provider sends no temperature (the Messages API no "
+            f"longer takes one), so temperature {agent.temperature:g} is recorded but not used"
+        )
     return AgentSpec(agent, templates) if templates is not None else None
 
 
@@ -267,20 +280,16 @@ def _check_llm(
     for key in ("system", "round", "personas_dir"):
         value = getattr(agent.prompts, key)
         file, _ = resolved.origin_of(loc + ("prompts", key))
-        target = (file.parent / value).resolve()
-        if not target.is_relative_to(resolved.root):
+        want = "dir" if key == "personas_dir" else "file"
+        target = locate(file.parent, value, resolved.root, want)
+        if isinstance(target, str):
             issues.append(
-                resolved.issue(
-                    loc + ("prompts", key), f"path leaves the config root (got {value!r})"
-                )
+                resolved.issue(loc + ("prompts", key), f"{target} (got {short_repr(value)})")
             )
-        elif not (target.is_dir() if key == "personas_dir" else target.is_file()):
-            issues.append(resolved.issue(loc + ("prompts", key), f"not found (got {value!r})"))
         else:
             paths[key] = target
     if len(paths) < 3:
         return None
-    persona_text = ""
     if agent.persona is not None:
         personas = sorted(p.stem for p in paths["personas_dir"].glob("*.md"))
         if agent.persona not in personas:
@@ -291,31 +300,36 @@ def _check_llm(
                 )
             )
             return None
-        persona_path = (paths["personas_dir"] / f"{agent.persona}.md").resolve()
-        if not persona_path.is_relative_to(resolved.root):  # a link pointing elsewhere
+        persona_path = locate(paths["personas_dir"], f"{agent.persona}.md", resolved.root)
+        if isinstance(persona_path, str):  # e.g. a link pointing out of the root
             issues.append(
                 resolved.issue(
                     loc + ("persona",),
-                    f"the persona file leaves the config root (got {agent.persona!r})",
+                    f"the persona file: {persona_path} (got {agent.persona!r})",
                 )
             )
             return None
         paths["persona"] = persona_path
-        persona_text = persona_path.read_text(encoding="utf-8")
+    texts: dict[str, str] = {"persona": ""}
+    for key, path in paths.items():
+        if key == "personas_dir":
+            continue
+        read = read_text_file(path)
+        where = loc + (("persona",) if key == "persona" else ("prompts", key))
+        if isinstance(read, str):
+            issues.append(resolved.issue(where, f"{read} (got {path.name!r})"))
+            return None
+        texts[key] = read[0]
+        rel = path.relative_to(resolved.root).as_posix()
+        loaded.prompt_files[rel] = hashlib.sha256(read[1]).hexdigest()
     templates = PromptTemplates(
-        system=paths["system"].read_text(encoding="utf-8"),
-        round=paths["round"].read_text(encoding="utf-8"),
-        persona=persona_text,
+        system=texts["system"], round=texts["round"], persona=texts["persona"]
     )
     problem = _template_problem(agent, templates, matrix)
     if problem is not None:
         key, message = problem
         issues.append(resolved.issue(loc + ("prompts", key), message))
         return None
-    for key, path in paths.items():
-        if key != "personas_dir":
-            rel = path.relative_to(resolved.root).as_posix()
-            loaded.prompt_files[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
     return None if hint is not None else templates
 
 
