@@ -314,7 +314,8 @@ def test_anthropic_run_with_a_wrong_key_fails_with_one_line(
         code, out, err = pdbench_run(cfg, tmp_path, capsys)
         n_requests = srv.chat_count
     assert code == 2, err
-    (line,) = [line for line in err.splitlines() if line.strip()]
+    (line,) = [x for x in err.splitlines() if x.strip() and not x.startswith("warning:")]
+    assert any("anthropic provider sends no temperature" in x for x in err.splitlines())
     assert "authentication" in line and "anthropic" in line and "claude-test" in line
     assert "sk-test-wrong-key-999" not in err and "Traceback" not in err
     assert n_requests == 1  # fatal: never retried
