@@ -72,6 +72,7 @@ class ScriptedProvider(ProviderBase):
                 "max_tokens": request.max_tokens,
                 "seed": request.seed,
                 "tag": request.tag,
+                "turns": request.turns,
             }
         )
         if not self.replies:
@@ -130,7 +131,7 @@ def test_valid_first_reply_is_one_attempt():
     assert att.prompt_sha256 == sha(call["system"], call["prompt"])
 
 
-def test_invalid_then_valid_reprompts_with_correction():
+def test_invalid_then_valid_reprompts_as_a_conversation():
     provider = ScriptedProvider(["Cooperate", "D"])
     agent = LLMAgent(config(), provider, templates(), PayoffMatrix(), name="Ann")
     agent.reset(1)
@@ -140,20 +141,35 @@ def test_invalid_then_valid_reprompts_with_correction():
     assert [a.valid for a in decision.attempts] == [False, True]
     assert decision.attempts[0].raw == "Cooperate"
     assert decision.attempts[0].error
-    first, second = (c["prompt"] for c in provider.calls)
-    assert first == decision.round_prompt
-    # The re-prompt repeats the original round prompt, then a correction that names the allowed
-    # form and quotes what was wrong.
-    assert second.startswith(first)
-    correction = second[len(first) :]
-    assert "C or D" in correction
-    assert "Cooperate" in correction
+    first, second = provider.calls
+    # The re-prompt keeps the round prompt as it was and goes on with the invalid reply as the
+    # model's turn, then a correction naming the allowed form and what was wrong as a new turn.
+    assert first["prompt"] == second["prompt"] == decision.round_prompt
+    assert first["turns"] == ()
+    ((reply, correction),) = second["turns"]
+    assert reply == "Cooperate"
+    assert "C or D" in correction and "Cooperate" in correction
     assert "invalid" in correction.lower()
-    # Both attempts go to the same system prompt; each attempt's hash covers its own prompt.
-    for att, call in zip(decision.attempts, provider.calls, strict=True):
-        assert call["system"] == agent.system_prompt
-        assert att.prompt_sha256 == sha(call["system"], call["prompt"])
-    assert decision.attempts[0].prompt_sha256 != decision.attempts[1].prompt_sha256
+    # Each attempt's hash covers its whole conversation.
+    assert decision.attempts[0].prompt_sha256 == sha(agent.system_prompt, decision.round_prompt)
+    assert (
+        decision.attempts[1].prompt_sha256
+        == hashlib.sha256(
+            "\x1e".join([agent.system_prompt, decision.round_prompt, reply, correction]).encode()
+        ).hexdigest()
+    )
+
+
+def test_reprompt_text_is_configurable_and_turns_accumulate():
+    provider = ScriptedProvider(["x", "y", "C"])
+    cfg = config(max_retries=2, reprompt="No. {expected}! ({error})")
+    agent = LLMAgent(cfg, provider, templates(), PayoffMatrix(), name="Ann")
+    agent.reset(1)
+    decision = decide(agent, observation())
+    assert decision.action is Action.C
+    turns = provider.calls[2]["turns"]
+    assert [reply for reply, _ in turns] == ["x", "y"]
+    assert turns[0][1] == "No. exactly one letter: C or D! (no C or D in the reply (got 'x'))"
 
 
 @pytest.mark.parametrize(("policy", "fallback"), [("defect", Action.D), ("cooperate", Action.C)])
@@ -172,13 +188,11 @@ def test_all_invalid_falls_back(policy, fallback):
     assert not any(a.valid for a in decision.attempts)
     round_prompt = decision.round_prompt
     assert provider.calls[0]["prompt"] == round_prompt
-    # Each re-prompt is the round prompt plus a correction about the latest reply.
-    assert provider.calls[1]["prompt"].startswith(round_prompt)
-    assert "maybe" in provider.calls[1]["prompt"][len(round_prompt) :]
-    assert provider.calls[2]["prompt"].startswith(round_prompt)
-    assert "CD" in provider.calls[2]["prompt"][len(round_prompt) :]
-    for att, call in zip(decision.attempts, provider.calls, strict=True):
-        assert att.prompt_sha256 == sha(call["system"], call["prompt"])
+    # Each re-prompt carries every earlier reply and a correction about it.
+    assert all(call["prompt"] == round_prompt for call in provider.calls)
+    assert [reply for reply, _ in provider.calls[2]["turns"]] == ["maybe", "CD"]
+    assert "maybe" in provider.calls[1]["turns"][0][1]
+    assert "CD" in provider.calls[2]["turns"][1][1]
 
 
 def test_all_invalid_with_error_policy_aborts_naming_agent_and_round():
@@ -226,9 +240,8 @@ def test_json_format_rejects_a_bare_token_and_corrects_with_the_json_form():
     decision = decide(agent, observation())
     assert decision.action is Action.C
     assert [a.valid for a in decision.attempts] == [False, True]
-    first, second = (c["prompt"] for c in provider.calls)
-    correction = second[len(first) :]
-    assert second.startswith(first)
+    ((reply, correction),) = provider.calls[1]["turns"]
+    assert reply == "D"
     assert '{"action": "C"}' in correction and '{"action": "D"}' in correction
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pdbench.agents.base import AgentBase
 from pdbench.agents.providers.base import CallTag, CompletionRequest, Provider
 from pdbench.core.config import LLMAgentConfig
-from pdbench.core.parse import correction_message, parse_action
+from pdbench.core.parse import correction_message, decision_probability, parse_action
 from pdbench.core.payoff import PayoffMatrix
 from pdbench.core.rng import Purpose, counter_bits
 from pdbench.core.types import Action, Attempt, Decision, Observation
@@ -25,6 +25,7 @@ ROUND_FIELDS = (
     "horizon_text",
     "totals",
     "history",
+    "history_section",
     "history_len",
     "history_window",
     "opponent_last_move",
@@ -46,9 +47,11 @@ class PromptTemplates:
     persona: str
 
 
-def prompt_sha256(system: str, prompt: str) -> str:
-    """sha256 of the system and round prompt of one attempt."""
-    return hashlib.sha256(f"{system}\x1e{prompt}".encode()).hexdigest()
+def prompt_sha256(system: str, prompt: str, turns: tuple[tuple[str, str], ...] = ()) -> str:
+    """sha256 of the system and round prompt of one attempt (and of the earlier invalid replies
+    and corrections it carries)."""
+    text = "\x1e".join([system, prompt, *(part for turn in turns for part in turn)])
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def placeholders(template: str) -> set[str]:
@@ -58,7 +61,7 @@ def placeholders(template: str) -> set[str]:
 
 def output_instruction(output_format: str) -> str:
     """The sentence telling the model exactly what to answer."""
-    if output_format == "json":
+    if output_format in ("json", "choice"):
         return 'Answer with only the JSON object {"action": "C"} or {"action": "D"}, nothing else.'
     return "Answer with only one letter, C or D, nothing else."
 
@@ -119,8 +122,17 @@ def render_round(
         )
     else:
         totals = ""
+    if not lines:
+        section = (
+            "No rounds played yet." if obs.round_index == 0 else "Earlier rounds are not shown."
+        )
+    elif len(lines) == obs.round_index:
+        section = "Rounds so far (oldest first):\n" + "\n".join(lines)
+    else:
+        section = f"Last {len(lines)} rounds (oldest first):\n" + "\n".join(lines)
     values: Mapping[str, object] = {
         "round_number": obs.round_number,
+        "history_section": section,
         "horizon_text": horizon_text(obs),
         "totals": totals,
         "history": "\n".join(lines)
@@ -162,36 +174,54 @@ class LLMAgent(AgentBase):
         return counter_bits(self.seed, round_index, Purpose.PROVIDER, attempt) >> 1
 
     async def decide(self, obs: Observation) -> Decision:
-        """Ask the provider for a move, re-prompting on invalid replies."""
+        """Ask the provider for a move. After an invalid reply the conversation goes on: the
+        reply as the assistant's turn, then the correction as a new user turn."""
         cfg = self.config
         round_prompt = render_round(
             self.templates.round, obs, cfg.history_window, cfg.output_format
         )
-        prompt = round_prompt
+        turns: tuple[tuple[str, str], ...] = ()
         attempts: list[Attempt] = []
         for index in range(cfg.max_retries + 1):
             request = CompletionRequest(
                 system=self.system_prompt,
-                prompt=prompt,
+                prompt=round_prompt,
                 temperature=cfg.temperature,
                 max_tokens=cfg.max_tokens,
                 seed=self.call_seed(obs.round_index, index),
                 tag=CallTag(obs.round_index, index),
+                turns=turns,
+                output_format=cfg.output_format,
+                logprobs=cfg.record_logprobs,
             )
             completion = await self.provider.complete(request)
-            result = parse_action(completion.text, cfg.output_format)
+            result = parse_action(completion.text, cfg.output_format, cfg.answer_pattern)
+            error = result.error
+            if error is not None and completion.truncated:
+                error += f"; cut off at max_tokens={cfg.max_tokens}"
+            p_coop = (
+                decision_probability(completion.tokens, result.span)
+                if cfg.record_logprobs and result.ok
+                else None
+            )
             attempts.append(
                 Attempt(
                     index,
-                    prompt_sha256(self.system_prompt, prompt),
+                    prompt_sha256(self.system_prompt, round_prompt, turns),
                     completion.text,
                     result.ok,
-                    result.error,
+                    error,
+                    exact=result.exact if result.ok else None,
+                    truncated=completion.truncated,
+                    p_cooperate=p_coop,
                 )
             )
             if result.action is not None:
-                return Decision(result.action, False, attempts, self.system_prompt, round_prompt)
-            prompt = f"{round_prompt}\n{correction_message(cfg.output_format, result.error or 'invalid')}\n"
+                return Decision(
+                    result.action, False, attempts, self.system_prompt, round_prompt, p_coop
+                )
+            correction = correction_message(cfg.output_format, error or "invalid", cfg.reprompt)
+            turns = (*turns, (completion.text, correction))
         if cfg.on_parse_failure == "error":
             last = attempts[-1].raw if attempts else None
             raise ParseFailureAbort(

@@ -9,6 +9,11 @@ Moves are given as boolean arrays, True for C. Definitions (also in the README):
 - exploitability_payoff_gap (X): opponent's total payoff minus X's total payoff.
 - time_to_collapse: first 0-based t with t + k <= n such that the cooperation rate of both agents
   over rounds t..t+k-1 is <= threshold; None if there is none.
+- parse_failures (X): rounds where X's move was a fallback after invalid LLM replies;
+  fallback_rate: their share of X's moves; decided_cooperation_rate: the cooperation rate over
+  the rounds X decided itself (fallbacks left out; None when there is none).
+- mean_p_cooperate (X): mean over X's decisions of the model's probability of C (renormalised
+  over C and D, from the answer token's log-probabilities); None when none was recorded.
 """
 
 from __future__ import annotations
@@ -41,6 +46,12 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "time_to_collapse",
     "agent_a_parse_failures",
     "agent_b_parse_failures",
+    "agent_a_fallback_rate",
+    "agent_b_fallback_rate",
+    "agent_a_decided_cooperation_rate",
+    "agent_b_decided_cooperation_rate",
+    "agent_a_mean_p_cooperate",
+    "agent_b_mean_p_cooperate",
 )
 
 AGGREGATE_COLUMNS: tuple[str, ...] = (
@@ -122,8 +133,16 @@ def game_metrics(
     collapse: CollapseParams | None = None,
     a_parse_failures: int = 0,
     b_parse_failures: int = 0,
+    a_fallback: Sequence[bool] | np.ndarray | None = None,
+    b_fallback: Sequence[bool] | np.ndarray | None = None,
+    a_p_cooperate: Sequence[float | None] | np.ndarray | None = None,
+    b_p_cooperate: Sequence[float | None] | np.ndarray | None = None,
 ) -> dict[str, Any]:
-    """All metrics of one game (one condition x replicate), keyed by aggregate column name."""
+    """All metrics of one game (one condition x replicate), keyed by aggregate column name.
+
+    `a_fallback`/`b_fallback` flag the rounds whose move was a fallback (None: no fallback, as
+    for policies); `a_p_cooperate`/`b_p_cooperate` hold P(C) per round (None or NaN: unknown).
+    """
     collapse = collapse or CollapseParams()
     a = _as_bool(a_coop)
     b = _as_bool(b_coop)
@@ -149,7 +168,30 @@ def game_metrics(
         "time_to_collapse": time_to_collapse(a, b, collapse.k, collapse.threshold),
         "agent_a_parse_failures": int(a_parse_failures),
         "agent_b_parse_failures": int(b_parse_failures),
+        "agent_a_fallback_rate": a_parse_failures / n if n else None,
+        "agent_b_fallback_rate": b_parse_failures / n if n else None,
+        "agent_a_decided_cooperation_rate": decided_cooperation_rate(a, a_fallback),
+        "agent_b_decided_cooperation_rate": decided_cooperation_rate(b, b_fallback),
+        "agent_a_mean_p_cooperate": mean_probability(a_p_cooperate),
+        "agent_b_mean_p_cooperate": mean_probability(b_p_cooperate),
     }
+
+
+def decided_cooperation_rate(
+    coop: np.ndarray, fallback: Sequence[bool] | np.ndarray | None
+) -> float | None:
+    """The cooperation rate over the rounds not played as a fallback."""
+    if fallback is None:
+        return cooperation_rate(coop)
+    decided = ~_as_bool(fallback)
+    return cooperation_rate(coop[decided])
+
+
+def mean_probability(values: Sequence[float | None] | np.ndarray | None) -> float | None:
+    """The mean of the known probabilities (None and NaN left out); None when none is known."""
+    if values is None:
+        return None
+    return _mean_ignoring_none(values)
 
 
 def _json_list(values: list[float]) -> str:
@@ -220,6 +262,10 @@ class GameOutcome:
     b_payoffs: np.ndarray
     a_parse_failures: int = 0
     b_parse_failures: int = 0
+    a_fallback: np.ndarray | None = None  # per round: the move was a fallback (LLM agents)
+    b_fallback: np.ndarray | None = None
+    a_p_cooperate: np.ndarray | None = None  # per round: P(C), NaN when unknown (LLM agents)
+    b_p_cooperate: np.ndarray | None = None
     totals: tuple[float, float] | None = None
     cooperations: tuple[int, int] | None = None
 
@@ -266,6 +312,10 @@ def aggregate_rows(
                     collapse=collapse,
                     a_parse_failures=game.a_parse_failures,
                     b_parse_failures=game.b_parse_failures,
+                    a_fallback=game.a_fallback,
+                    b_fallback=game.b_fallback,
+                    a_p_cooperate=game.a_p_cooperate,
+                    b_p_cooperate=game.b_p_cooperate,
                 )
             )
             rep_rows.append(row)

@@ -65,6 +65,9 @@ class Attempt:
     raw: str | None
     valid: bool
     error: str | None = None
+    exact: bool | None = None  # a valid reply that was exactly the answer form (else found in it)
+    truncated: bool = False  # the reply was cut by max_tokens
+    p_cooperate: float | None = None  # P(C) over C and D at the answer token, when asked for
 
     def as_record(self) -> dict[str, Any]:
         """JSON-ready form for rounds.jsonl."""
@@ -74,6 +77,9 @@ class Attempt:
             "raw": self.raw,
             "valid": self.valid,
             "error": self.error,
+            "exact": self.exact,
+            "truncated": self.truncated,
+            "p_cooperate": self.p_cooperate,
         }
 
 
@@ -86,3 +92,4 @@ class Decision:
     attempts: list[Attempt] = field(default_factory=list)
     system_prompt: str | None = None
     round_prompt: str | None = None
+    p_cooperate: float | None = None  # the model's P(C) for the move it made, when known
