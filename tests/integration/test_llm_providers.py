@@ -401,7 +401,10 @@ def test_fatal_error_stops_run_with_one_line_and_no_retry(
     monkeypatch.setenv(KEY_ENV, env_key)
     monkeypatch.chdir(tmp_path)
     with FakeOpenAIServer(api_key=server_key, models=models) as srv:
-        cfg = write_experiment(tmp_path, provider, srv.base_url)
+        # The model check would catch the unknown model before any call: this tests the
+        # provider's own fatal answer to a call.
+        agent = {"check_model": False}
+        cfg = write_experiment(tmp_path, provider, srv.base_url, agent=agent)
         code, out, err = run_cli(
             ["run", str(cfg), "--concurrency", "1", "--cache-dir", str(tmp_path / "cache")],
             capsys,
@@ -434,7 +437,10 @@ def test_fatal_error_with_concurrent_games_is_never_retried(
     monkeypatch.setenv(KEY_ENV, env_key)
     monkeypatch.chdir(tmp_path)
     with FakeOpenAIServer(api_key=server_key, models=models) as srv:
-        cfg = write_experiment(tmp_path, provider, srv.base_url)
+        # The model check would catch the unknown model before any call: this tests the
+        # provider's own fatal answer to a call.
+        agent = {"check_model": False}
+        cfg = write_experiment(tmp_path, provider, srv.base_url, agent=agent)
         code, out, err = run_cli(["run", str(cfg), "--cache-dir", str(tmp_path / "cache")], capsys)
         n_requests = srv.chat_count
     assert code == 2, err

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,8 @@ PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_pro
 SYSTEM = "You play the iterated prisoner's dilemma."
 PROMPT = "Round 3.\nOpponent's last move: D\nYour move? Answer C or D."
 REQUEST = CompletionRequest(SYSTEM, PROMPT, temperature=0.7, max_tokens=9, seed=2**62 + 5)
+# The fake Messages API's "D" reply: 18 tokens in, 1 out, stopped at the end of its turn.
+ANTHROPIC_D = Completion("D", 18, 1, finish_reason="end_turn", served_model="claude-test")
 # What a one-line error must never show: Python internals of a failed attribute or index access.
 INTERNALS = ("NoneType", "has no attribute", "not subscriptable", "index out of range", "Traceback")
 
@@ -143,7 +146,9 @@ def manifest(tmp_path: Path) -> dict[str, Any]:
 def test_anthropic_call_sends_prompts_and_max_tokens_and_reads_text_and_usage() -> None:
     with FakeAnthropicServer(api_key=KEY) as srv:
         (result,) = call("anthropic", srv.base_url)
-    assert result == Completion("D", input_tokens=18, output_tokens=1)
+    assert result == Completion(
+        "D", input_tokens=18, output_tokens=1, finish_reason="end_turn", served_model="claude-test"
+    )
     (rec,) = srv.requests
     assert rec["status"] == 200 and rec["model"] == "claude-test"
     assert rec["system"] == SYSTEM
@@ -177,7 +182,7 @@ def test_anthropic_transient_faults_are_retryable(
     assert failed.retry_after == retry_after
     for word in words:
         assert word in message.lower()
-    assert recovered == Completion("D", 18, 1)
+    assert recovered == ANTHROPIC_D
 
 
 @pytest.mark.parametrize(
@@ -205,7 +210,7 @@ def test_anthropic_keyless_local_server_gets_a_placeholder_key() -> None:
     request without some key, and must not go looking for one in the environment."""
     with FakeAnthropicServer() as srv:
         (result,) = call("anthropic", srv.base_url, key=None)
-    assert result == Completion("D", 18, 1)
+    assert result == ANTHROPIC_D
 
 
 def _message(**fields: Any) -> dict[str, Any]:
@@ -234,7 +239,7 @@ def test_anthropic_malformed_replies_are_retryable(case: str) -> None:
     message = one_line(failed)
     assert message.startswith("malformed reply: "), message
     assert isinstance(failed, ProviderError) and failed.retryable is True
-    assert recovered == Completion("D", 18, 1)
+    assert recovered == ANTHROPIC_D
 
 
 @pytest.mark.parametrize(
@@ -262,7 +267,8 @@ def test_anthropic_malformed_replies_are_retryable(case: str) -> None:
 def test_anthropic_reply_text_and_token_counts(body: dict[str, Any], expected: Completion) -> None:
     with FakeAnthropicServer(faults={1: Fault("body", body=body)}) as srv:
         (result,) = call("anthropic", srv.base_url)
-    assert result == expected
+    assert (result.finish_reason, result.served_model) == ("end_turn", "claude-test")
+    assert replace(result, finish_reason=None, served_model=None) == expected
     assert isinstance(result, Completion)
     assert all(type(t) is int or t is None for t in (result.input_tokens, result.output_tokens))
 

@@ -28,6 +28,7 @@ from pdbench.core.payoff import PayoffMatrix
 from pdbench.errors import ConfigError
 from pdbench.runners.loader import load_config
 from pdbench.runners.run_experiment import plan_games
+from pdbench.storage.schema import SCHEMA_VERSION
 
 
 def rounds(run_dir: Path) -> list[dict[str, Any]]:
@@ -208,7 +209,7 @@ def test_resume_uses_the_cache_the_run_started_with(
     calls = [orjson.loads(x) for x in (out / "llm_calls.jsonl").read_bytes().splitlines()]
     resumed = [c for c in calls if c["session"] == 1]
     assert any(c["cached"] for c in resumed)  # the interrupted game's calls came from the cache
-    assert all(c["schema_version"] == 1 for c in calls)
+    assert all(c["schema_version"] == SCHEMA_VERSION for c in calls)
 
 
 def test_a_missing_api_key_stops_the_run_before_any_game(

@@ -65,7 +65,9 @@ def test_aggregate_refuses_newer_rounds(
 ) -> None:
     path = experiment_dir / "rounds.jsonl"
     lines = path.read_bytes().splitlines()
-    lines[3] = lines[3].replace(b'"schema_version":1', b'"schema_version":%d' % NEWER)
+    lines[3] = lines[3].replace(
+        b'"schema_version":%d' % SCHEMA_VERSION, b'"schema_version":%d' % NEWER
+    )
     path.write_bytes(b"\n".join(lines) + b"\n")
     code, _, err = run_cli(["aggregate", str(experiment_dir)], capsys)
     assert code == 2

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import math
 import re
 import socket
 import socketserver
@@ -195,7 +196,15 @@ class FakeOpenAIServer:
         faults: dict[int, Fault] | None = None,
         fault_every: tuple[int, Fault] | None = None,
         latency_s: float = 0.0,
+        p_cooperate: float = 0.7,
+        served_as: str | None = None,
     ) -> None:
+        """`p_cooperate`: the probability of C the fake's log-probabilities report at a C/D
+        letter (when a request asks for logprobs); `served_as`: the model name its replies
+        say answered (default: the model asked); a reply longer than `max_tokens` words is cut
+        there with finish_reason "length"."""
+        self.p_cooperate = p_cooperate
+        self.served_as = served_as
         if fault_every is not None and fault_every[0] < 1:
             raise ValueError("fault_every period must be >= 1")
         self.strategy: Strategy = strategy or tit_for_tat_from_prompt
@@ -330,6 +339,8 @@ class FakeOpenAIServer:
             "model": body.get("model"), "messages": messages,
             "temperature": body.get("temperature"), "max_tokens": body.get("max_tokens"),
             "seed": body.get("seed"), "had_auth": bool(h.headers.get("Authorization")),
+            "response_format": body.get("response_format"), "logprobs": body.get("logprobs"),
+            "top_logprobs": body.get("top_logprobs"),
         }  # fmt: skip
 
     def _rejection(self, h: _Handler, body: dict[str, Any]) -> Reply | None:
@@ -363,14 +374,41 @@ class FakeOpenAIServer:
         """The 200 body for a reply ``content`` to request number ``index``."""
         messages = self._strategy_input(body)
         prompt = sum(count_tokens(message_text(m)) for m in messages)
+        finish = "stop"
+        limit = body.get("max_tokens")
+        if isinstance(limit, int) and count_tokens(content) > limit:
+            content, finish = " ".join(content.split()[:limit]), "length"
         completion = count_tokens(content)
         usage = {"prompt_tokens": prompt, "completion_tokens": completion,
                  "total_tokens": prompt + completion}  # fmt: skip
+        logprobs = self._logprobs(content) if body.get("logprobs") else None
         choice = {"index": 0, "message": {"role": "assistant", "content": content},
-                  "logprobs": None, "finish_reason": "stop"}  # fmt: skip
+                  "logprobs": logprobs, "finish_reason": finish}  # fmt: skip
         return {"id": f"chatcmpl-fake{index:06d}", "object": "chat.completion",
-                "created": int(time.time()), "model": body.get("model"), "choices": [choice],
+                "created": int(time.time()), "model": self.served_as or body.get("model"),
+                "system_fingerprint": "fp_fake", "choices": [choice],
                 "usage": usage}  # fmt: skip
+
+    def _logprobs(self, content: str) -> dict[str, Any]:
+        """OpenAI-shaped log-probabilities: one token per character; at C or D the top
+        alternatives are C and D with `p_cooperate`, and a rarer "A"."""
+        p_c = self.p_cooperate * 0.9
+        p_d = (1 - self.p_cooperate) * 0.9
+        tokens = []
+        for char in content:
+            if char in "CD":
+                top = [("C", p_c), ("D", p_d), ("A", 0.1)]
+                top = [{"token": tok, "logprob": math.log(p)} for tok, p in top if p > 0]
+                lp = (
+                    math.log(p_c if char == "C" else p_d)
+                    if (p_c if char == "C" else p_d)
+                    else -99.0
+                )
+            else:
+                top, lp = [{"token": char, "logprob": 0.0}], 0.0
+            tokens.append({"token": char, "logprob": lp, "bytes": list(char.encode()),
+                           "top_logprobs": top})  # fmt: skip
+        return {"content": tokens}
 
     def _handle_chat(self, h: _Handler, raw: bytes) -> Reply:
         path = h.path.split("?", 1)[0].rstrip("/")

@@ -89,12 +89,13 @@ def test_record_fields_come_from_the_schema() -> None:
     from pdbench.core.horizon import GeometricHorizon
 
     key = game_key("r", "c", 2, 7, ("A", "B"), GeometricHorizon(0.1))
-    values = RoundValues(0, "C", "D", "C", "C", 0.0, 5.0, 0.0, 5.0, False, True, "t")
+    values = RoundValues(0, "C", "D", "C", "C", 0.0, 5.0, 0.0, 5.0, False, True, None, 0.25, "t")
     record = orjson.loads(RoundsEncoder(PayoffMatrix()).round_line(key, values))
     assert tuple(record) == ROUND_FIELDS
     assert record["schema_version"] == SCHEMA_VERSION
     assert (record["fixed_n"], record["stop_prob"]) == (None, 0.1)
     assert record["agent_b_parse_failure"] is True
+    assert (record["agent_a_p_cooperate"], record["agent_b_p_cooperate"]) == (None, 0.25)
 
 
 @pytest.mark.parametrize(("prompts", "raw"), [(True, True), (False, True), (True, False)])
@@ -102,7 +103,7 @@ def test_llm_fields_follow_store_settings(prompts: bool, raw: bool) -> None:
     from pdbench.core.horizon import FixedHorizon
 
     key = game_key("r", "c", 0, 1, ("llm", "TFT"), FixedHorizon(3))
-    values = RoundValues(0, "D", "C", "D", "C", 5.0, 0.0, 5.0, 0.0, True, False, "t")
+    values = RoundValues(0, "D", "C", "D", "C", 5.0, 0.0, 5.0, 0.0, True, False, None, None, "t")
     attempts = [Attempt(0, "abc", "maybe", False, "bad"), Attempt(1, "def", "hmm", False, "bad")]
     llm = Decision(Action.D, True, attempts, "SYSTEM", "ROUND")
     line = RoundsEncoder(PayoffMatrix(), store_prompts=prompts, store_raw=raw).round_line(

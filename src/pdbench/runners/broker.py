@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pdbench.agents.providers.base import Completion, CompletionRequest, Provider, ProviderError
+from pdbench.agents.providers.pricing import call_cost
 from pdbench.core.config import BudgetConfig, LLMAgentConfig
 from pdbench.errors import RunError
 from pdbench.redact import redact, redact_url
@@ -39,6 +40,7 @@ class Budget:
     calls: int = 0
     tokens: int = 0
     cost_usd: float = 0.0
+    unpriced_calls: int = 0  # replies whose cost is unknown (cost_usd then counts the rest)
 
     def check(self) -> None:
         """Raise BudgetExhausted when a limit has been reached."""
@@ -54,10 +56,18 @@ class Budget:
                 f"budget reached: max_cost_usd={lim.max_cost_usd} (${self.cost_usd:.4f} spent)"
             )
 
+    @property
+    def cost_known(self) -> bool:
+        """Whether every reply so far had a known cost."""
+        return self.unpriced_calls == 0
+
     def spend(self, completion: Completion) -> None:
-        """Count a reply's tokens and cost."""
+        """Count a reply's tokens and cost (an unknown cost is counted as unknown, not 0)."""
         self.tokens += (completion.input_tokens or 0) + (completion.output_tokens or 0)
-        self.cost_usd += completion.cost_usd or 0.0
+        if completion.cost_usd is None:
+            self.unpriced_calls += 1
+        else:
+            self.cost_usd += completion.cost_usd
 
 
 @dataclass
@@ -70,8 +80,43 @@ class CallBroker:
     concurrency: int
     session: int = 0
     stopping: bool = False
+    cached: int = 0  # replies served from the cache (progress shows them)
     _global: asyncio.Semaphore | None = None
     _per_provider: dict[str, asyncio.Semaphore] = field(default_factory=dict)
+    # Per "provider:model": what the server listed (None: it lists nothing) and which model
+    # names its replies said answered.
+    listed_models: dict[str, list[str] | None] = field(default_factory=dict)
+    answered_models: dict[str, set[str]] = field(default_factory=dict)
+
+    def models_report(self) -> dict[str, dict[str, Any]]:
+        """For the manifest: per "provider:model", the names listed and the names that answered."""
+        keys = sorted(set(self.listed_models) | set(self.answered_models))
+        return {
+            key: {
+                "listed": self.listed_models.get(key),
+                "answered": sorted(self.answered_models.get(key, ())),
+            }
+            for key in keys
+        }
+
+    async def check_model(self, provider: Provider, cfg: LLMAgentConfig, who: str) -> None:
+        """Stop before the first game when the server lists its models and `cfg.model` is not
+        among them (once per provider, model and server)."""
+        key = f"{cfg.provider}:{cfg.model}"
+        if not cfg.check_model or key in self.listed_models:
+            return
+        listed = await provider.served_models()
+        self.listed_models[key] = listed
+        asked = {cfg.model, getattr(provider, "served_name", lambda: cfg.model)()}
+        if listed is not None and not asked & set(listed):
+            where = f" at {redact_url(cfg.base_url)}" if cfg.base_url else ""
+            shown = ", ".join(listed[:10]) + (
+                f" and {len(listed) - 10} more" if len(listed) > 10 else ""
+            )
+            raise ProviderFatalError(
+                f"{who} ({cfg.provider}{where}): model {cfg.model!r} is not served (served: "
+                f"{shown}); fix `model`, or set check_model: false"
+            )
 
     def gates(self, cfg: LLMAgentConfig) -> tuple[asyncio.Semaphore, asyncio.Semaphore]:
         """The run-wide gate and the gate of this provider, model and server."""
@@ -155,6 +200,13 @@ class BoundClient:
             "seed": request.seed,
             "attempt": request.tag.attempt,
         }
+        # Later fields only when set, so keys of plain calls stay what they were.
+        if request.turns:
+            parts["turns"] = [list(turn) for turn in request.turns]
+        if request.output_format == "choice":
+            parts["output_format"] = "choice"
+        if request.logprobs:
+            parts["logprobs"] = True
         if cfg.provider == "mock":
             parts["mock"] = cfg.mock.model_dump()
         if cfg.temperature > 0:
@@ -174,6 +226,7 @@ class BoundClient:
             self.broker.budget.check()
             try:
                 completion = scrub(await self._send(request, transport_try))
+                completion = replace(completion, cost_usd=call_cost(self.cfg, completion))
             except ProviderError as error:
                 last_error = self._failed(request, transport_try, error)
                 if transport_try < transport.max_retries:
@@ -192,6 +245,7 @@ class BoundClient:
         hit = cache.get(key) if cache is not None else None
         if hit is None:
             return None
+        self.broker.cached += 1
         self._log(
             request,
             transport_try=0,
@@ -202,8 +256,11 @@ class BoundClient:
             input_tokens=hit["input_tokens"],
             output_tokens=hit["output_tokens"],
             cost_usd=hit["cost_usd"],  # what the reply cost when it was made (not spent again)
+            **self._facts(Completion.from_facts(hit["text"], None, None, None, hit["extra"])),
         )
-        return Completion(hit["text"], hit["input_tokens"], hit["output_tokens"], 0.0)
+        return Completion.from_facts(
+            hit["text"], hit["input_tokens"], hit["output_tokens"], 0.0, hit["extra"]
+        )
 
     async def _send(self, request: CompletionRequest, transport_try: int) -> Completion:
         """One call through the gates, counted against the budget; ProviderError on failure."""
@@ -244,6 +301,9 @@ class BoundClient:
     ) -> None:
         """Count, log and cache a reply."""
         self.broker.budget.spend(completion)
+        if completion.served_model:
+            name = f"{self.cfg.provider}:{self.cfg.model}"
+            self.broker.answered_models.setdefault(name, set()).add(completion.served_model)
         self._log(
             request,
             transport_try=transport_try,
@@ -254,6 +314,7 @@ class BoundClient:
             input_tokens=completion.input_tokens,
             output_tokens=completion.output_tokens,
             cost_usd=completion.cost_usd,
+            **self._facts(completion),
         )
         if self.broker.cache is not None:
             self.broker.cache.put(
@@ -265,6 +326,7 @@ class BoundClient:
                 output_tokens=completion.output_tokens,
                 cost_usd=completion.cost_usd,
                 created_utc=_now(),
+                extra=completion.facts(),
             )
 
     def _failed(self, request: CompletionRequest, transport_try: int, error: ProviderError) -> str:
@@ -294,6 +356,16 @@ class BoundClient:
         if error.retry_after is not None:
             delay = max(delay, error.retry_after)
         return min(delay, transport.backoff_max_s)
+
+    @staticmethod
+    def _facts(completion: Completion) -> dict[str, Any]:
+        """What the call log records about a reply besides usage."""
+        return {
+            "finish_reason": completion.finish_reason,
+            "truncated": completion.truncated,
+            "served_model": completion.served_model,
+            "system_fingerprint": completion.system_fingerprint,
+        }
 
     def _log(self, request: CompletionRequest, **fields: Any) -> None:
         if self.broker.log is None:

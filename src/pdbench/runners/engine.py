@@ -91,7 +91,17 @@ class GameResult:
 def outcome_of(
     plan: GamePlan, arrays: dict[str, Any], failures: tuple[int, int] = (0, 0)
 ) -> GameOutcome:
-    """The GameOutcome of a game's arrays (played moves True for C, payoffs)."""
+    """The GameOutcome of a game's arrays (played moves True for C, payoffs; for LLM agents
+    also `fallback_a/_b` per round and `p_coop_a/_b`, P(C) per round, None when unknown)."""
+
+    def optional(name: str, dtype: Any) -> np.ndarray | None:
+        values = arrays.get(name)
+        if values is None:
+            return None
+        if dtype is np.float64:
+            values = [np.nan if v is None else v for v in values]
+        return np.asarray(values, dtype=dtype)
+
     return GameOutcome(
         condition=plan.condition,
         replicate=plan.replicate,
@@ -103,6 +113,10 @@ def outcome_of(
         b_payoffs=np.asarray(arrays["payoffs_b"], dtype=np.float64),
         a_parse_failures=int(failures[0]),
         b_parse_failures=int(failures[1]),
+        a_fallback=optional("fallback_a", bool),
+        b_fallback=optional("fallback_b", bool),
+        a_p_cooperate=optional("p_coop_a", np.float64),
+        b_p_cooperate=optional("p_coop_b", np.float64),
     )
 
 
@@ -245,14 +259,25 @@ class Engine:
                     result.lines = b""
                 self.on_result(result)
 
-        tasks = [asyncio.create_task(one(plan)) for plan in plans]
+        tasks: list[asyncio.Task[None]] = []
         try:
+            await self._check_models(plans, pool)
+            tasks = [asyncio.create_task(one(plan)) for plan in plans]
             await asyncio.gather(*tasks)
         finally:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             await pool.aclose()
+
+    async def _check_models(self, plans: list[GamePlan], pool: ProviderPool) -> None:
+        """Before the first game: every LLM agent's model is one its server serves (where the
+        server lists its models); see CallBroker.check_model."""
+        for plan in plans:
+            for side, spec in enumerate(plan.agents):
+                if isinstance(spec.config, LLMAgentConfig):
+                    provider = pool.get(spec.config)
+                    await self.broker.check_model(provider, spec.config, SIDES[side])
 
     def _agent(self, plan: GamePlan, side: int, pool: ProviderPool) -> Agent:
         def provider_for(cfg: LLMAgentConfig) -> BoundClient:
@@ -283,6 +308,8 @@ class Engine:
         transcript = Transcript(self.matrix)
         lines: list[bytes] = []
         failures = [0, 0]
+        fallback: tuple[list[bool], list[bool]] = ([], [])
+        p_coop: tuple[list[float | None], list[float | None]] = ([], [])
         for r in range(plan.n_rounds):
             obs = [
                 transcript.observation(
@@ -301,6 +328,9 @@ class Engine:
             pay_a, pay_b = transcript.record(played_a, played_b)
             failures[0] += int(dec_a.parse_failure)
             failures[1] += int(dec_b.parse_failure)
+            for side, dec in enumerate((dec_a, dec_b)):
+                fallback[side].append(dec.parse_failure)
+                p_coop[side].append(dec.p_cooperate)
             if plan.logged and self.encode:
                 values = RoundValues(
                     round_index=r,
@@ -314,6 +344,8 @@ class Engine:
                     agent_b_cum_payoff=transcript.total_b,
                     agent_a_parse_failure=dec_a.parse_failure,
                     agent_b_parse_failure=dec_b.parse_failure,
+                    agent_a_p_cooperate=dec_a.p_cooperate,
+                    agent_b_p_cooperate=dec_b.p_cooperate,
                     timestamp_utc=utc_now(),
                 )
                 lines.append(self.encoder.round_line(key, values, (dec_a, dec_b)))
@@ -324,6 +356,11 @@ class Engine:
             "payoffs_a": transcript.payoffs_a,
             "payoffs_b": transcript.payoffs_b,
         }
+        for side, spec in zip("ab", plan.agents, strict=True):
+            if spec.config.type == "llm":
+                index = "ab".index(side)
+                arrays[f"fallback_{side}"] = fallback[index]
+                arrays[f"p_coop_{side}"] = p_coop[index]
         outcome = outcome_of(plan, arrays, (failures[0], failures[1]))
         return GameResult(plan, outcome, b"".join(lines))
 

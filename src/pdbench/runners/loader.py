@@ -228,12 +228,84 @@ def _check_agent(
             return None
         return AgentSpec(agent)
     templates = _check_llm(agent, loc, resolved, matrix, loaded, issues)
+    _check_llm_options(agent, loc, resolved, loaded, issues)
     if agent.provider == "anthropic" and agent.temperature != 0.0:
         loaded.warnings.append(
             f"{dotted(loc)}: the anthropic provider sends no temperature (the Messages API no "
             f"longer takes one), so temperature {agent.temperature:g} is recorded but not used"
         )
     return AgentSpec(agent, templates) if templates is not None else None
+
+
+def _check_llm_options(
+    agent: LLMAgentConfig,
+    loc: Loc,
+    resolved: Resolved,
+    loaded: LoadedConfig,
+    issues: list[ConfigIssue],
+) -> None:
+    """What the agent asks of its provider is something it can do; the re-prompt's
+    placeholders; a price for a USD budget; the llamacpp model file."""
+    try:
+        adapter = provider_entry(agent.provider).factory
+    except KeyError:
+        adapter = None  # reported with the provider
+    if adapter is not None and agent.output_format == "choice":
+        if not getattr(adapter, "constrains_answers", False):
+            issues.append(
+                resolved.issue(
+                    loc + ("output_format",),
+                    f"the {agent.provider} provider cannot constrain answers to C or D (valid "
+                    "here: token, json) (got 'choice')",
+                )
+            )
+    if adapter is not None and agent.record_logprobs:
+        if not getattr(adapter, "gives_logprobs", False):
+            issues.append(
+                resolved.issue(
+                    loc + ("record_logprobs",),
+                    f"the {agent.provider} provider gives no log-probabilities (got true)",
+                )
+            )
+    if agent.reprompt is not None:
+        problem = _placeholder_problem(agent.reprompt, ("error", "expected"))
+        if problem is not None:
+            issues.append(
+                resolved.issue(
+                    loc + ("reprompt",), f"{problem} (valid placeholders: error, expected)"
+                )
+            )
+    budget = getattr(loaded.config.run, "budget", None)
+    if budget is not None and budget.max_cost_usd is not None:
+        from pdbench.agents.providers.pricing import price_known
+
+        if not price_known(agent):
+            issues.append(
+                resolved.node_issue(
+                    loc,
+                    f"run.budget.max_cost_usd needs this agent's price, which is unknown for "
+                    f"{agent.provider} model {agent.model!r}: set pricing: {{input_per_mtok: "
+                    "..., output_per_mtok: ...}, or remove max_cost_usd",
+                )
+            )
+    if agent.model_path is not None:
+        file, _ = resolved.origin_of(loc + ("model_path",))
+        try:
+            target = (file.parent / Path(agent.model_path).expanduser()).resolve()
+            found = target.is_file()
+        except (OSError, ValueError) as exc:
+            target, found = None, False
+            message = f"not a usable path ({exc})"
+        else:
+            message = "model file not found"
+        if not found or target is None:
+            issues.append(
+                resolved.issue(
+                    loc + ("model_path",), f"{message} (got {short_repr(agent.model_path)})"
+                )
+            )
+        else:
+            agent.model_path = str(target)
 
 
 def _check_policy(

@@ -8,7 +8,12 @@ from typing import Any
 from pdbench.runners.engine import GamePlan
 from pdbench.runners.evolve import plan_pool, run_evolution
 from pdbench.runners.loader import LoadedConfig
-from pdbench.runners.plan import leaderboard_table, shares_table, summary_table
+from pdbench.runners.plan import (
+    fallback_warnings,
+    leaderboard_table,
+    shares_table,
+    summary_table,
+)
 from pdbench.runners.run_experiment import plan_games, run_experiment
 from pdbench.runners.session import RunOptions
 from pdbench.runners.tournament import plan_matches, run_tournament
@@ -37,7 +42,7 @@ def report(loaded: LoadedConfig, result: Any, resumed: bool = False) -> list[str
             f"run {run_id}: {result.n_games} games{kept}, {result.n_rounds} rounds "
             f"-> {result.run_dir}"
         )
-        tail = [summary_table(result.rows)]
+        tail = [summary_table(result.rows), *fallback_warnings(result.rows)]
     elif loaded.kind == "tournament":
         totals = manifest["totals"]
         head = (
@@ -69,5 +74,10 @@ def usage_lines(manifest: dict[str, Any]) -> list[str]:
         f"LLM replies used: {used.get('llm_calls', 0)} (tokens in/out "
         f"{used.get('input_tokens', 0)}/{used.get('output_tokens', 0)}); spent: "
         f"{spent.get('provider_calls', 0)} provider calls, {spent.get('cached_calls', 0)} "
-        f"from cache, ${spent.get('cost_usd', 0):.4f}"
+        f"from cache, {usd(spent.get('cost_usd', 0.0))}"
     ]
+
+
+def usd(value: float | None) -> str:
+    """A cost in USD, or "cost unknown" (never $0 for a price nobody knows)."""
+    return "cost unknown" if value is None else f"${value:.4f}"

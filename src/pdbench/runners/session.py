@@ -32,6 +32,7 @@ from pdbench.redact import redact
 from pdbench.runners.broker import Budget, BudgetExhausted, CallBroker, ProviderFatalError
 from pdbench.runners.engine import Engine, GamePlan, GameResult, ProgressFn, utc_now
 from pdbench.runners.loader import LoadedConfig
+from pdbench.runners.progress import StatsFn, session_stats
 from pdbench.storage.aggregate import usage_by_game
 from pdbench.storage.cache import ResponseCache, default_cache_dir
 from pdbench.storage.files import JsonlAppender, environment_info
@@ -63,6 +64,8 @@ class RunOptions:
     use_cache: bool = True
     concurrency: int = 16
     progress: ProgressFn | None = None
+    # Receives the session's live figures (games, calls, tokens, cost) for progress lines.
+    progress_stats: Callable[[StatsFn], None] | None = None
 
 
 @dataclass
@@ -129,6 +132,13 @@ class RunSession:
             cache = self._cache() if llm and todo else None
             calls_log = JsonlAppender(self.run_dir / CALLS_FILE) if llm else None
             broker = self._broker(manifest, cache, calls_log)
+            if self.options.progress_stats is not None:
+
+                def played() -> tuple[int, int]:
+                    return result.games_kept + result.games_played, len(self.plans)
+
+                self.options.progress_stats(session_stats(broker, played, llm))
+            self._models = broker  # the model names seen go into the manifest at the end
             self._play(todo, broker, writer, result)
             writer.close()
             self._reorder(writer.out_of_order or bool(kept))
@@ -241,7 +251,8 @@ class RunSession:
             self.loaded.config.run.budget,
             spent.get("provider_calls", 0),
             spent.get("tokens", 0),
-            spent.get("cost_usd", 0.0),
+            spent.get("cost_usd") or 0.0,
+            unpriced_calls=spent.get("unpriced_calls", 0),
         )
         session = len(manifest.get("sessions") or [None]) - 1
         return CallBroker(cache, budget, calls_log, self.options.concurrency, session=session)
@@ -290,6 +301,15 @@ class RunSession:
         usage["spent_all_sessions"] = spending(self.run_dir)
         error = redact(error) if error else None
         manifest.update(status=status, error=error, finished_at_utc=utc_now(), usage=usage)
+        broker = getattr(self, "_models", None)
+        if broker is not None and (broker.listed_models or broker.answered_models):
+            models = dict(manifest.get("models") or {})  # earlier sessions' names stay
+            for key, seen in broker.models_report().items():
+                before = models.get(key) or {}
+                answered = sorted(set(before.get("answered") or ()) | set(seen["answered"]))
+                listed = seen["listed"] if seen["listed"] is not None else before.get("listed")
+                models[key] = {"listed": listed, "answered": answered}
+            manifest["models"] = models
         write_manifest(self.run_dir, self.loaded.kind, manifest)
 
 
@@ -396,7 +416,17 @@ def outcome_from_lines(plan: GamePlan, lines: list[bytes]) -> GameOutcome:
         b_payoffs=np.array([r["agent_b_payoff"] for r in records], dtype=np.float64),
         a_parse_failures=sum(bool(r.get("agent_a_parse_failure")) for r in records),
         b_parse_failures=sum(bool(r.get("agent_b_parse_failure")) for r in records),
+        a_fallback=np.array([bool(r.get("agent_a_parse_failure")) for r in records], dtype=bool),
+        b_fallback=np.array([bool(r.get("agent_b_parse_failure")) for r in records], dtype=bool),
+        a_p_cooperate=_probabilities(records, "agent_a_p_cooperate"),
+        b_p_cooperate=_probabilities(records, "agent_b_p_cooperate"),
     )
+
+
+def _probabilities(records: list[dict[str, Any]], field: str) -> np.ndarray:
+    """P(C) per round, NaN where none was recorded."""
+    values = [r.get(field) for r in records]
+    return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
 
 
 def usage_summary(usage: dict[tuple[str, int, str], dict[str, Any]]) -> dict[str, Any]:
@@ -406,6 +436,7 @@ def usage_summary(usage: dict[tuple[str, int, str], dict[str, Any]]) -> dict[str
     for (condition, _rep, agent), counts in sorted(usage.items()):
         slot = per_condition.setdefault(condition, {}).setdefault(agent, {})
         for name, value in counts.items():
-            slot[name] = slot.get(name, 0) + value
-            total[name] = total.get(name, 0) + value
+            for where in (slot, total):
+                before = where.get(name, 0)
+                where[name] = None if value is None or before is None else before + value
     return {"per_condition": per_condition, "total": total}

@@ -69,11 +69,19 @@ def read_rounds_table(
             f"{path}: not valid rounds JSON Lines ({str(exc).splitlines()[0]})"
         ) from None
     check_version(str(path), pc_max(table.column("schema_version")))
-    wanted = fields[1:] if required is None else required
+    if required is None:  # P(C) is null wherever it was not recorded
+        wanted = tuple(f for f in fields[1:] if not f.endswith("_p_cooperate"))
+    else:
+        wanted = required
     missing = [name for name in wanted if table.column(name).null_count == len(table)]
     if missing:
         raise RunDirError(f"{path}: records lack required fields: {', '.join(missing)}")
     return table
+
+
+def _floats(values: np.ndarray) -> np.ndarray:
+    """Probabilities as float64, NaN where none was recorded (null reads as None or NaN)."""
+    return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
 
 
 def outcomes_from_table(table: Any) -> list[GameOutcome]:
@@ -108,6 +116,10 @@ def outcomes_from_table(table: Any) -> list[GameOutcome]:
                 b_payoffs=cols["agent_b_payoff"][idx].astype(np.float64),
                 a_parse_failures=int(np.sum(cols["agent_a_parse_failure"][idx] == True)),  # noqa: E712
                 b_parse_failures=int(np.sum(cols["agent_b_parse_failure"][idx] == True)),  # noqa: E712
+                a_fallback=cols["agent_a_parse_failure"][idx] == True,  # noqa: E712
+                b_fallback=cols["agent_b_parse_failure"][idx] == True,  # noqa: E712
+                a_p_cooperate=_floats(cols["agent_a_p_cooperate"][idx]),
+                b_p_cooperate=_floats(cols["agent_b_p_cooperate"][idx]),
             )
         )
     return out
@@ -181,7 +193,11 @@ def usage_by_game(run_dir: Path) -> dict[tuple[str, int, str], dict[str, Any]]:
         if not rec.get("ok"):
             continue
         slot["llm_calls"] += 1
-        slot["cost_usd"] += rec.get("cost_usd") or 0.0
+        cost = rec.get("cost_usd")
+        # An unknown cost makes the game's cost unknown (None), never a smaller number.
+        slot["cost_usd"] = (
+            None if cost is None or slot["cost_usd"] is None else slot["cost_usd"] + cost
+        )
         slot["input_tokens"] += rec.get("input_tokens") or 0
         slot["output_tokens"] += rec.get("output_tokens") or 0
     return out
@@ -206,7 +222,8 @@ def add_usage_columns(
             if row["scope"] == "replicate":
                 counts = usage.get((row["condition"], int(row["replicate"]), agent), {})
                 for name in USAGE_FIELDS:
-                    row[f"{agent}_{name}"] = float(counts.get(name, 0))
+                    value = counts.get(name, 0)
+                    row[f"{agent}_{name}"] = None if value is None else float(value)
             else:
                 reps = [
                     c
@@ -215,7 +232,10 @@ def add_usage_columns(
                 ]
                 n = max(1, int(row.get("n_replicates") or 1))
                 for name in USAGE_FIELDS:
-                    row[f"{agent}_{name}"] = sum(float(c.get(name, 0)) for c in reps) / n
+                    values = [c.get(name, 0) for c in reps]
+                    row[f"{agent}_{name}"] = (
+                        None if any(v is None for v in values) else sum(map(float, values)) / n
+                    )
     return rows
 
 

@@ -63,8 +63,12 @@ class ResponseCache:
             db.execute(
                 "CREATE TABLE IF NOT EXISTS responses ("
                 " key TEXT PRIMARY KEY, provider TEXT, model TEXT, text TEXT,"
-                " input_tokens INTEGER, output_tokens INTEGER, cost_usd REAL, created_utc TEXT)"
+                " input_tokens INTEGER, output_tokens INTEGER, cost_usd REAL, created_utc TEXT,"
+                " extra TEXT)"
             )
+            columns = {row[1] for row in db.execute("PRAGMA table_info(responses)")}
+            if "extra" not in columns:  # a cache written before replies carried their facts
+                db.execute("ALTER TABLE responses ADD COLUMN extra TEXT")
             return db
 
         self._db = self._guard(connect)
@@ -89,13 +93,24 @@ class ResponseCache:
         """The stored reply for `key`, or None."""
         row = self._guard(
             lambda: self.db.execute(
-                "SELECT text, input_tokens, output_tokens, cost_usd FROM responses WHERE key = ?",
+                "SELECT text, input_tokens, output_tokens, cost_usd, extra FROM responses "
+                "WHERE key = ?",
                 (key,),
             ).fetchone()
         )
         if row is None:
             return None
-        return {"text": row[0], "input_tokens": row[1], "output_tokens": row[2], "cost_usd": row[3]}
+        try:
+            extra = json.loads(row[4]) if row[4] else {}
+        except ValueError:
+            extra = {}
+        return {
+            "text": row[0],
+            "input_tokens": row[1],
+            "output_tokens": row[2],
+            "cost_usd": row[3],
+            "extra": extra if isinstance(extra, dict) else {},
+        }
 
     def put(
         self,
@@ -108,12 +123,17 @@ class ResponseCache:
         output_tokens: int | None,
         cost_usd: float | None,
         created_utc: str,
+        extra: dict[str, Any] | None = None,
     ) -> None:
-        """Store a reply (replacing any older one with the same key)."""
-        row = (key, provider, model, text, input_tokens, output_tokens, cost_usd, created_utc)
+        """Store a reply (replacing any older one with the same key); `extra` holds the reply's
+        other facts (finish reason, served model, log-probabilities) as JSON."""
+        blob = json.dumps(extra, separators=(",", ":")) if extra else None
+        row = (key, provider, model, text, input_tokens, output_tokens, cost_usd, created_utc, blob)
         self._guard(
             lambda: self.db.execute(
-                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row
+                "INSERT OR REPLACE INTO responses (key, provider, model, text, input_tokens, "
+                "output_tokens, cost_usd, created_utc, extra) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                row,
             )
         )
 

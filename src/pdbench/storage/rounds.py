@@ -179,6 +179,8 @@ class RoundsEncoder:
                     totals_b[t],
                     False,
                     False,
+                    None,
+                    None,
                     timestamp,
                 ),
             )
@@ -206,6 +208,8 @@ class RoundsEncoder:
             "agent_b_cum_payoff": ("total", cum_b),
             "agent_a_parse_failure": ("lit", _BOOL_WORD[False]),
             "agent_b_parse_failure": ("lit", _BOOL_WORD[False]),
+            "agent_a_p_cooperate": ("lit", b"null"),
+            "agent_b_p_cooperate": ("lit", b"null"),
             "timestamp_utc": ("lit", orjson.dumps(timestamp)),
         }
 

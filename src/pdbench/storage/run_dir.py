@@ -252,7 +252,13 @@ def spending(run_dir: Path) -> dict[str, Any]:
     """What every session of this run spent (from the call log): calls that reached a provider
     (failed and cancelled ones too), their tokens and cost, and the replies served by the
     cache instead. Budgets count the first three."""
-    out: dict[str, Any] = {"provider_calls": 0, "tokens": 0, "cost_usd": 0.0, "cached_calls": 0}
+    out: dict[str, Any] = {
+        "provider_calls": 0,
+        "tokens": 0,
+        "cost_usd": 0.0,  # None when some reply's price is unknown
+        "cached_calls": 0,
+        "unpriced_calls": 0,
+    }
     path = run_dir / CALLS_FILE
     if not path.is_file():
         return out
@@ -266,6 +272,10 @@ def spending(run_dir: Path) -> dict[str, Any]:
             continue
         out["provider_calls"] += 1
         out["tokens"] += (record.get("input_tokens") or 0) + (record.get("output_tokens") or 0)
-        out["cost_usd"] += record.get("cost_usd") or 0.0
-    out["cost_usd"] = round(out["cost_usd"], 8)
+        cost = record.get("cost_usd")
+        if cost is not None:
+            out["cost_usd"] += cost
+        elif record.get("ok"):  # a reply whose price is unknown (failed calls cost nothing)
+            out["unpriced_calls"] += 1
+    out["cost_usd"] = round(out["cost_usd"], 8) if out["unpriced_calls"] == 0 else None
     return out

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 from pdbench.core.metrics import AGGREGATE_COLUMNS
 from pdbench.errors import PdbenchError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: p_cooperate per round and agent, attempt facts
 PARQUET_VERSION_KEY = b"pdbench.schema_version"
 
 # Files of a run directory, by mode.
@@ -83,6 +83,8 @@ class RoundValues(NamedTuple):
     agent_b_cum_payoff: float
     agent_a_parse_failure: bool
     agent_b_parse_failure: bool
+    agent_a_p_cooperate: float | None
+    agent_b_p_cooperate: float | None
     timestamp_utc: str
 
 
@@ -105,6 +107,8 @@ AGGREGATE_INPUT_FIELDS: tuple[str, ...] = (
     "agent_b_payoff",
     "agent_a_parse_failure",
     "agent_b_parse_failure",
+    "agent_a_p_cooperate",
+    "agent_b_p_cooperate",
 )
 
 # LLM usage columns appended to aggregates.parquet (from llm_calls.jsonl; null for policy

@@ -96,6 +96,12 @@ METRICS: dict[str, tuple[str, str]] = {
     "time_to_collapse": ("time to collapse (0-based round)", "round"),
     "agent_a_parse_failures": ("A parse failures", "count"),
     "agent_b_parse_failures": ("B parse failures", "count"),
+    "agent_a_fallback_rate": ("A share of moves that were fallbacks", "rate"),
+    "agent_b_fallback_rate": ("B share of moves that were fallbacks", "rate"),
+    "agent_a_decided_cooperation_rate": ("A cooperation rate, fallbacks left out", "rate"),
+    "agent_b_decided_cooperation_rate": ("B cooperation rate, fallbacks left out", "rate"),
+    "agent_a_mean_p_cooperate": ("A mean P(C) from log-probabilities", "rate"),
+    "agent_b_mean_p_cooperate": ("B mean P(C) from log-probabilities", "rate"),
 }
 
 

@@ -15,6 +15,7 @@ from pdbench.agents.providers.base import (
     Completion,
     CompletionRequest,
     ProviderBase,
+    chat_messages,
     field,
     import_optional,
     is_object,
@@ -47,10 +48,13 @@ def message_completion(response: Any) -> Completion:
                 raise malformed(f"a text block holds no text ({type(text).__name__})")
             texts.append(text)
     usage = field(response, "usage")
+    stop, model = field(response, "stop_reason"), field(response, "model")
     return Completion(
         text="".join(texts),
         input_tokens=token_count(field(usage, "input_tokens")),
         output_tokens=token_count(field(usage, "output_tokens")),
+        finish_reason=stop if isinstance(stop, str) else None,
+        served_model=model if isinstance(model, str) else None,
     )
 
 
@@ -82,7 +86,7 @@ class AnthropicProvider(ProviderBase):
             response = await self._client.messages.create(
                 model=self.model,
                 system=request.system,
-                messages=[{"role": "user", "content": request.prompt}],
+                messages=chat_messages(request)[1:],  # the system prompt goes apart
                 max_tokens=request.max_tokens,
             )
             return message_completion(response)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from pdbench.core.config import LLMAgentConfig
+from pdbench.core.parse import TokenLogprobs
 
 
 class ProviderError(RuntimeError):
@@ -38,7 +39,12 @@ class CallTag:
 
 @dataclass(frozen=True, slots=True)
 class CompletionRequest:
-    """One call: the prompts, decoding settings, a per-call seed and where it belongs."""
+    """One call: the prompts, decoding settings, a per-call seed and where it belongs.
+
+    `turns` continue the conversation after the round prompt: (the model's invalid reply, the
+    correction sent back) per earlier attempt. `output_format` "choice" asks the server to
+    constrain the answer to C or D; `logprobs` asks for the top log-probabilities per token.
+    """
 
     system: str
     prompt: str
@@ -46,16 +52,96 @@ class CompletionRequest:
     max_tokens: int
     seed: int | None = None
     tag: CallTag = CallTag(-1, 0)
+    turns: tuple[tuple[str, str], ...] = ()
+    output_format: str = "token"
+    logprobs: bool = False
+
+
+TOP_LOGPROBS = 20  # alternatives asked per token (OpenAI's maximum)
 
 
 @dataclass(frozen=True, slots=True)
 class Completion:
-    """A provider's reply with what it cost (token counts as the provider reports them)."""
+    """A provider's reply with what it cost (token counts as the provider reports them) and the
+    facts the server gave about it: why it stopped (`finish_reason`, "length" when cut by
+    max_tokens), which model answered, its fingerprint, and per-token log-probabilities."""
 
     text: str
     input_tokens: int | None = None
     output_tokens: int | None = None
     cost_usd: float | None = None
+    finish_reason: str | None = None
+    served_model: str | None = None
+    system_fingerprint: str | None = None
+    tokens: tuple[TokenLogprobs, ...] | None = None
+
+    @property
+    def truncated(self) -> bool:
+        """Whether the reply was cut by max_tokens."""
+        return self.finish_reason in ("length", "max_tokens")
+
+    def facts(self) -> dict[str, Any]:
+        """The reply's facts besides text and usage, JSON-ready (for the cache)."""
+        out: dict[str, Any] = {
+            "finish_reason": self.finish_reason,
+            "served_model": self.served_model,
+            "system_fingerprint": self.system_fingerprint,
+        }
+        if self.tokens is not None:
+            out["tokens"] = [[t.token, t.logprob, [list(x) for x in t.top]] for t in self.tokens]
+        return out
+
+    @staticmethod
+    def from_facts(
+        text: str,
+        input_tokens: int | None,
+        output_tokens: int | None,
+        cost_usd: float | None,
+        facts: Mapping[str, Any],
+    ) -> Completion:
+        """A Completion from stored text, usage and `facts()` (unreadable facts are dropped)."""
+        tokens = None
+        try:
+            if facts.get("tokens") is not None:
+                tokens = tuple(
+                    TokenLogprobs(str(tok), float(lp), tuple((str(a), float(b)) for a, b in top))
+                    for tok, lp, top in facts["tokens"]
+                )
+        except (TypeError, ValueError):
+            tokens = None
+
+        def text_or_none(name: str) -> str | None:
+            value = facts.get(name)
+            return value if isinstance(value, str) else None
+
+        return Completion(
+            text,
+            input_tokens,
+            output_tokens,
+            cost_usd,
+            finish_reason=text_or_none("finish_reason"),
+            served_model=text_or_none("served_model"),
+            system_fingerprint=text_or_none("system_fingerprint"),
+            tokens=tokens,
+        )
+
+
+def choice_response_format(labels: tuple[str, str] = ("C", "D")) -> dict[str, Any]:
+    """The OpenAI-style `response_format` that constrains the answer to {"action": C or D}
+    (JSON schema with an enum; OpenAI, vLLM, llama.cpp and litellm take it)."""
+    return {
+        "type": "json_schema",
+        "json_schema": {
+            "name": "move",
+            "strict": True,
+            "schema": {
+                "type": "object",
+                "properties": {"action": {"type": "string", "enum": list(labels)}},
+                "required": ["action"],
+                "additionalProperties": False,
+            },
+        },
+    }
 
 
 def malformed(what: str) -> ProviderError:
@@ -115,20 +201,69 @@ def chat_completion(response: Any, cost_usd: float | None = None) -> Completion:
     if content is not None and not isinstance(content, str):
         raise malformed(f"the message content is not text ({type(content).__name__})")
     usage = field(response, "usage")
+    finish = field(choices[0], "finish_reason")
+    model = field(response, "model")
+    fingerprint = field(response, "system_fingerprint")
     return Completion(
         text=content or "",
         input_tokens=token_count(field(usage, "prompt_tokens")),
         output_tokens=token_count(field(usage, "completion_tokens")),
         cost_usd=cost_usd,
+        finish_reason=finish if isinstance(finish, str) else None,
+        served_model=model if isinstance(model, str) else None,
+        system_fingerprint=fingerprint if isinstance(fingerprint, str) else None,
+        tokens=token_logprobs(field(choices[0], "logprobs")),
     )
 
 
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def token_logprobs(logprobs: Any) -> tuple[TokenLogprobs, ...] | None:
+    """Per-token log-probabilities of an OpenAI-shaped choice (`logprobs.content`), or None
+    when the reply has none or they cannot be read."""
+    content = field(logprobs, "content") if is_object(logprobs) else None
+    if not isinstance(content, list | tuple) or not content:
+        return None
+    out: list[TokenLogprobs] = []
+    for item in content:
+        token, logprob = field(item, "token"), _number(field(item, "logprob"))
+        if not isinstance(token, str) or logprob is None:
+            return None
+        top: list[tuple[str, float]] = []
+        for alt in field(item, "top_logprobs") or ():
+            alt_token, alt_lp = field(alt, "token"), _number(field(alt, "logprob"))
+            if isinstance(alt_token, str) and alt_lp is not None:
+                top.append((alt_token, alt_lp))
+        out.append(TokenLogprobs(token, logprob, tuple(top)))
+    return tuple(out)
+
+
 def chat_messages(request: CompletionRequest) -> list[dict[str, str]]:
-    """The request as chat messages: the system prompt, then the round prompt as the user's."""
-    return [
+    """The request as chat messages: the system prompt, the round prompt as the user's, then,
+    after invalid replies, each reply as the assistant's turn and the correction as the user's."""
+    messages = [
         {"role": "system", "content": request.system},
         {"role": "user", "content": request.prompt},
     ]
+    for reply, correction in request.turns:
+        messages.append({"role": "assistant", "content": reply})
+        messages.append({"role": "user", "content": correction})
+    return messages
+
+
+def openai_options(request: CompletionRequest) -> dict[str, Any]:
+    """The OpenAI-style request fields for a constrained answer and log-probabilities."""
+    options: dict[str, Any] = {}
+    if request.output_format == "choice":
+        options["response_format"] = choice_response_format()
+    if request.logprobs:
+        options["logprobs"] = True
+        options["top_logprobs"] = TOP_LOGPROBS
+    return options
 
 
 @runtime_checkable
@@ -167,6 +302,50 @@ class ProviderBase:
 
     async def aclose(self) -> None:
         """Nothing to release by default."""
+
+    async def served_models(self) -> list[str] | None:
+        """The model names the server serves, or None when it does not say (the default)."""
+        return None
+
+    def served_name(self) -> str:
+        """The model name the server is asked for (a router may strip a prefix)."""
+        return self.model
+
+    # What the adapter can ask of its API (checked when a config is loaded).
+    constrains_answers: ClassVar[bool] = False  # output_format: choice
+    gives_logprobs: ClassVar[bool] = False  # record_logprobs
+
+
+def model_names(payload: Any) -> list[str] | None:
+    """Model names of a `GET /models` reply: OpenAI's `data[].id` (with llama.cpp's
+    `data[].aliases`) and Ollama's `models[].name`/`.model`; None when there are none."""
+    if not isinstance(payload, dict):
+        return None
+    names: list[str] = []
+    for item in payload.get("data") or ():
+        if isinstance(item, dict):
+            names += [item.get("id")] + list(item.get("aliases") or ())
+    for item in payload.get("models") or ():
+        if isinstance(item, dict):
+            names += [item.get("name"), item.get("model")]
+    kept = sorted({n for n in names if isinstance(n, str) and n})
+    return kept or None
+
+
+async def list_models(base_url: str, api_key: str | None, timeout_s: float) -> list[str] | None:
+    """`GET {base_url}/models` over HTTP; None when the server does not answer with a list
+    (no such endpoint, an error, not JSON): the check is then skipped, never failed."""
+    import httpx  # installed with the openai SDK, which the adapters using this need anyway
+
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        async with httpx.AsyncClient(timeout=min(timeout_s, 30.0)) as client:
+            response = await client.get(base_url.rstrip("/") + "/models", headers=headers)
+        if response.status_code != 200:
+            return None
+        return model_names(response.json())
+    except (httpx.HTTPError, ValueError):
+        return None
 
 
 @dataclass(frozen=True, slots=True)

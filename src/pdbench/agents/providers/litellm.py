@@ -18,6 +18,8 @@ from pdbench.agents.providers.base import (
     chat_completion,
     chat_messages,
     import_optional,
+    list_models,
+    openai_options,
     provider,
 )
 from pdbench.agents.providers.errors import classify
@@ -53,6 +55,8 @@ class LiteLLMProvider(ProviderBase):
     """`litellm.acompletion` with pdbench's own retries (litellm's are off)."""
 
     enforces_timeout = True
+    constrains_answers = True  # passed through to OpenAI-compatible providers
+    gives_logprobs = True
 
     def __init__(self, cfg: LLMAgentConfig, api_key: str | None) -> None:
         super().__init__(cfg, api_key)
@@ -74,6 +78,7 @@ class LiteLLMProvider(ProviderBase):
         }
         if request.seed is not None and self._takes_seed:
             kwargs["seed"] = request.seed
+        kwargs.update(openai_options(request))
         if self.api_key:
             kwargs["api_key"] = self.api_key
         elif self._base_url:
@@ -87,6 +92,19 @@ class LiteLLMProvider(ProviderBase):
         except Exception as exc:  # noqa: BLE001 - every SDK error is classified
             raise classify(exc, self.api_key) from None
         return replace(completion, cost_usd=self._cost(response))
+
+    def served_name(self) -> str:
+        """The model name litellm sends (`openai/x` goes to the server as `x`)."""
+        try:
+            return str(self._litellm.get_llm_provider(self.model, api_base=self._base_url)[0])
+        except Exception:  # noqa: BLE001 - an unroutable model fails on its first call instead
+            return self.model
+
+    async def served_models(self) -> list[str] | None:
+        """With a base_url, what the server's `GET /models` lists; else None (not checked)."""
+        if not self._base_url:
+            return None
+        return await list_models(self._base_url, self.api_key, self._timeout)
 
     def _cost(self, response: Any) -> float | None:
         try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import math
 import re
 
 from pdbench.agents.providers.base import (
@@ -20,6 +21,7 @@ from pdbench.agents.providers.base import (
     provider,
 )
 from pdbench.core.config import LLMAgentConfig
+from pdbench.core.parse import TokenLogprobs
 
 _PERSONA_RE = re.compile(r"persona:\s*([a-z_]+)", re.IGNORECASE)
 _HISTORY_RE = re.compile(
@@ -65,6 +67,37 @@ def mock_move(persona: str | None, history: list[tuple[str, str]], u: float) -> 
     return "C" if u < 0.6 else "D"
 
 
+def mock_p_cooperate(persona: str | None, history: list[tuple[str, str]]) -> float:
+    """The probability that `mock_move` answers C (what its log-probabilities report)."""
+    last_opp = history[-1][1] if history else None
+    if persona == "cooperative":
+        return 0.9 if last_opp != "D" else 0.75
+    if persona == "exploitative":
+        return 0.15
+    if persona == "generous_tft" and last_opp == "D":
+        return 1 / 3
+    if persona in ("tit_for_tat", "grim_trigger", "generous_tft", "wsls"):
+        return 1.0 if mock_move(persona, history, 0.0) == "C" else 0.0
+    return 0.6
+
+
+_FLOOR = 1e-9  # log-probability floor for an answer the mock never gives
+
+
+def mock_tokens(text: str, p_c: float) -> tuple[TokenLogprobs, ...]:
+    """Per-token log-probabilities of a mock reply: each character a token; the answer letter's
+    alternatives are C and D with the mock's probabilities."""
+    lp_c, lp_d = math.log(max(p_c, _FLOOR)), math.log(max(1.0 - p_c, _FLOOR))
+    tokens = []
+    for char in text:
+        if char in "CD":
+            top = (("C", lp_c), ("D", lp_d)) if p_c >= 0.5 else (("D", lp_d), ("C", lp_c))
+            tokens.append(TokenLogprobs(char, lp_c if char == "C" else lp_d, top))
+        else:
+            tokens.append(TokenLogprobs(char, 0.0, ((char, 0.0),)))
+    return tuple(tokens)
+
+
 @provider("mock")
 class MockProvider(ProviderBase):
     """Offline provider; see the module docstring. Needs no key and no network."""
@@ -74,6 +107,13 @@ class MockProvider(ProviderBase):
         self.invalid_rate = cfg.mock.invalid_rate
         self.latency_ms = cfg.mock.latency_ms
         self.calls = 0
+
+    constrains_answers = True
+    gives_logprobs = True
+
+    async def served_models(self) -> list[str] | None:
+        """The mock serves whatever model it is configured with."""
+        return [self.model]
 
     def reply(self, *, system: str, prompt: str, seed: int | None = None) -> str:
         """The reply text for this call (pure function of the arguments and settings)."""
@@ -93,9 +133,22 @@ class MockProvider(ProviderBase):
             await asyncio.sleep(self.latency_ms / 1000.0)
         self.calls += 1
         text = self.reply(system=request.system, prompt=request.prompt, seed=request.seed)
+        if request.output_format == "choice" and text not in ('{"action": "C"}', '{"action": "D"}'):
+            # A constrained server can only answer the form: garbage becomes a draw of C or D.
+            move = "C" if _unit("choice", request.seed, request.prompt) < 0.5 else "D"
+            text = f'{{"action": "{move}"}}'
+        tokens = None
+        if request.logprobs:
+            persona_match = _PERSONA_RE.search(request.system)
+            persona = persona_match.group(1).lower() if persona_match else None
+            history = [(m.upper(), o.upper()) for m, o in _HISTORY_RE.findall(request.prompt)]
+            tokens = mock_tokens(text, mock_p_cooperate(persona, history))
         return Completion(
             text=text,
             input_tokens=len(request.system.split()) + len(request.prompt.split()),
             output_tokens=max(1, len(text.split())),
             cost_usd=0.0,
+            finish_reason="stop",
+            served_model=self.model,
+            tokens=tokens,
         )

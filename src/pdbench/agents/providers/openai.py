@@ -12,6 +12,8 @@ from pdbench.agents.providers.base import (
     chat_completion,
     chat_messages,
     import_optional,
+    list_models,
+    openai_options,
     provider,
 )
 from pdbench.agents.providers.errors import classify
@@ -23,9 +25,12 @@ class OpenAIProvider(ProviderBase):
     """Chat completions through `openai.AsyncOpenAI` (SDK retries off: pdbench retries itself)."""
 
     enforces_timeout = True
+    constrains_answers = True
+    gives_logprobs = True
 
     def __init__(self, cfg: LLMAgentConfig, api_key: str | None) -> None:
         super().__init__(cfg, api_key)
+        self._timeout = cfg.timeout_s
         sdk = import_optional("openai", "openai")
         # A local OpenAI-compatible server usually needs no key, but the SDK insists on one.
         self._client = sdk.AsyncOpenAI(
@@ -46,6 +51,7 @@ class OpenAIProvider(ProviderBase):
         }
         if request.seed is not None:
             kwargs["seed"] = request.seed
+        kwargs.update(openai_options(request))
         try:
             response = await self._client.chat.completions.create(**kwargs)
             return chat_completion(response)
@@ -55,3 +61,7 @@ class OpenAIProvider(ProviderBase):
     async def aclose(self) -> None:
         """Close the HTTP client."""
         await self._client.close()
+
+    async def served_models(self) -> list[str] | None:
+        """The names `GET /models` lists (None when the server lists none)."""
+        return await list_models(str(self._client.base_url), self.api_key, self._timeout)
