@@ -127,17 +127,14 @@ def _start(
     if resume and overwrite:
         raise RunError("--resume and --overwrite exclude each other")
     from pdbench.runners.modes import report, run_loaded
-    from pdbench.runners.progress import terminal_progress
+    from pdbench.runners.progress import run_progress
     from pdbench.runners.session import RunOptions
 
-    label = (
-        "Evolving (pool rounds, then generations)"
-        if loaded.kind == "evolution"
-        else "Playing rounds"
-    )
-    with terminal_progress(label) as progress:
+    units = ("rounds", "generations") if loaded.kind == "evolution" else ("rounds",)
+    with run_progress(units) as progress:
         options = RunOptions(output_dir, overwrite, resume, cache_dir, not no_cache, concurrency)
         options.progress = progress
+        options.progress_stats = progress.watch
         result = run_loaded(loaded, options)
     for line in report(loaded, result, resumed=resume):
         typer.echo(redact(line))
