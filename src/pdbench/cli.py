@@ -353,12 +353,14 @@ def aggregate(
     run_dir: Annotated[Path, typer.Argument(help="A run directory.", show_default=False)],
 ) -> None:
     """Recompute an experiment's aggregates.parquet from rounds.jsonl (idempotent)."""
-    from pdbench.runners.plan import summary_table
+    from pdbench.runners.plan import fallback_warnings, summary_table
     from pdbench.storage.aggregate import aggregate_run_dir
 
     rows = aggregate_run_dir(run_dir)
     typer.echo(f"{run_dir}: aggregates.parquet rewritten ({len(rows)} rows)")
     typer.echo(summary_table(rows))
+    for line in fallback_warnings(rows):
+        typer.echo(line)
 
 
 @app.command(epilog="Example: pdbench ui data/runs/phase1_smoke_v1 --port 8501")

@@ -127,25 +127,112 @@ def _fmt(value: float | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
+def _rounds(value: float | None) -> str:
+    """Rounds as an integer when whole (a mean of unequal geometric lengths may not be)."""
+    if value is None:
+        return "-"
+    return str(int(value)) if float(value).is_integer() else f"{value:.1f}"
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    """The text cut into pieces of `width` characters (continuation lines of a cell)."""
+    return [text[i : i + width] for i in range(0, len(text), width)] or [""]
+
+
+# Widest a column of names grows before names wrap onto continuation lines.
+CONDITION_WIDTH, NAME_WIDTH = 32, 40
+FALLBACK_WARN_SHARE = 0.05
+
+
+def fallbacks(rows: list[dict[str, Any]], condition: str, side: str) -> tuple[int, int] | None:
+    """(fallback moves, moves) of agent `side` ("a" or "b") over a condition's replicates; None
+    for a policy or Axelrod player (no LLM calls, so no fallbacks).
+
+    A fallback is a move played after every reply to that round was invalid. Counted from the
+    replicate rows; without them, from the condition row's means times n_replicates.
+    """
+    mine = [r for r in rows if r["condition"] == condition]
+    reps = [r for r in mine if r["scope"] == "replicate"]
+    failures = f"agent_{side}_parse_failures"
+    if reps:
+        count = sum(int(r.get(failures) or 0) for r in reps)
+        moves = sum(int(r["n_rounds"] or 0) for r in reps)
+        llm = any(r.get(f"agent_{side}_llm_calls") is not None for r in reps)
+    else:
+        row = next(r for r in mine if r["scope"] == "condition")
+        n = int(row.get("n_replicates") or 1)
+        count = round(float(row.get(failures) or 0) * n)
+        moves = round(float(row["n_rounds"] or 0) * n)
+        llm = row.get(f"agent_{side}_llm_calls") is not None
+    return (count, moves) if llm or count else None
+
+
+def _fallback_text(counts: tuple[int, int] | None) -> str:
+    if counts is None:
+        return "-"
+    count, moves = counts
+    return f"{count} ({count / moves:.1%})" if moves else str(count)
+
+
 def summary_table(rows: list[dict[str, Any]]) -> str:
-    """An experiment's condition means as a fixed-width text table."""
+    """An experiment's condition means as a fixed-width text table: whole names (long ones
+    continue on the next lines), and per agent its fallback moves (count over the replicates,
+    and share of its moves; `-` for a policy)."""
+    conds = [r for r in rows if r["scope"] == "condition"]
+    longest = max([len(r["condition"]) for r in conds] + [len("condition")])
+    cw = min(CONDITION_WIDTH, longest)
+    names = [r[f"agent_{s}_name"] for r in conds for s in "ab"]
+    nw = min(NAME_WIDTH, max([len(n) for n in names] + [len("agent A")]))
+    cells = {
+        (r["condition"], s): _fallback_text(fallbacks(rows, r["condition"], s))
+        for r in conds
+        for s in "ab"
+    }
+    fw = max([len(c) for c in cells.values()] + [len("fallbackA")])
     header = (
-        f"{'condition':<32} {'A':<24} {'B':<24} {'rounds':>7} {'coopA':>6} {'coopB':>6} "
-        f"{'payA':>8} {'payB':>8} {'collapse':>8}"
+        f"{'condition':<{cw}} {'agent A':<{nw}} {'agent B':<{nw}} {'rounds':>7} {'coopA':>6} "
+        f"{'coopB':>6} {'payA':>8} {'payB':>8} {'collapse':>8} {'fallbackA':>{fw}} "
+        f"{'fallbackB':>{fw}}"
     )
     lines = [header, "-" * len(header)]
-    for row in rows:
-        if row["scope"] != "condition":
-            continue
+    for row in conds:
+        cond = row["condition"]
         lines.append(
-            f"{row['condition'][:32]:<32} {row['agent_a_name'][:24]:<24} "
-            f"{row['agent_b_name'][:24]:<24} {_fmt(row['n_rounds'], '.1f'):>7} "
+            f"{cond[:cw]:<{cw}} {row['agent_a_name'][:nw]:<{nw}} "
+            f"{row['agent_b_name'][:nw]:<{nw}} {_rounds(row['n_rounds']):>7} "
             f"{_fmt(row['agent_a_cooperation_rate'], '.2f'):>6} "
             f"{_fmt(row['agent_b_cooperation_rate'], '.2f'):>6} "
             f"{_fmt(row['agent_a_total_payoff'], '.1f'):>8} "
-            f"{_fmt(row['agent_b_total_payoff'], '.1f'):>8} {_fmt(row['time_to_collapse'], '.1f'):>8}"
+            f"{_fmt(row['agent_b_total_payoff'], '.1f'):>8} "
+            f"{_fmt(row['time_to_collapse'], '.1f'):>8} "
+            f"{cells[(cond, 'a')]:>{fw}} {cells[(cond, 'b')]:>{fw}}"
         )
+        rest = [_wrap(cond, cw)[1:], _wrap(row["agent_a_name"], nw)[1:]]
+        rest.append(_wrap(row["agent_b_name"], nw)[1:])
+        for i in range(max(len(part) for part in rest)):
+            c, a, b = (part[i] if i < len(part) else "" for part in rest)
+            lines.append(f"{c:<{cw}} {a:<{nw}} {b:<{nw}}".rstrip())
     return "\n".join(lines)
+
+
+def fallback_warnings(rows: list[dict[str, Any]]) -> list[str]:
+    """A warning per condition and agent whose moves were more than 5% fallbacks."""
+    out = []
+    for row in rows:
+        if row["scope"] != "condition":
+            continue
+        for side in "ab":
+            counts = fallbacks(rows, row["condition"], side)
+            if counts is None or not counts[1] or counts[0] / counts[1] <= FALLBACK_WARN_SHARE:
+                continue
+            count, moves = counts
+            out.append(
+                f"warning: {row['condition']}: agent {side.upper()} "
+                f"({row[f'agent_{side}_name']}) played {count} of {moves} moves "
+                f"({count / moves:.1%}) as fallbacks after invalid replies; its cooperation "
+                "rate counts them"
+            )
+    return out
 
 
 def leaderboard_table(board: list[dict[str, Any]], width: int = 24) -> str:
