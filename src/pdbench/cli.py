@@ -130,6 +130,9 @@ def _start(
     from pdbench.runners.progress import run_progress
     from pdbench.runners.session import RunOptions
 
+    if resume and cache_dir is None and not no_cache:  # the cache the run used
+        run_dir = output_dir or Path(loaded.config.run.output_dir)
+        cache_dir, no_cache = _run_cache(run_dir, loaded.kind, cache_dir, no_cache)
     units = ("rounds", "generations") if loaded.kind == "evolution" else ("rounds",)
     with run_progress(units) as progress:
         options = RunOptions(output_dir, overwrite, resume, cache_dir, not no_cache, concurrency)
@@ -304,11 +307,28 @@ def resume_run(
     if not manifest.get("config_path"):
         raise RunError(f"{run_dir}: the manifest names no config_path; cannot resume")
     loaded = _load(Path(manifest["config_path"]), kind, overrides or {})
-    if cache_dir is None and not no_cache and "cache_dir" in manifest:  # the run's own cache
-        started = manifest["cache_dir"]
-        cache_dir, no_cache = (Path(started), False) if started else (None, True)
-    cache = {"no_cache": no_cache, "cache_dir": cache_dir}
+    cache = {"no_cache": no_cache, "cache_dir": cache_dir}  # else _start takes the run's own
     _start(loaded, output_dir=run_dir, resume=True, concurrency=concurrency, **cache)
+
+
+def _run_cache(
+    run_dir: Path, kind: str, cache_dir: Path | None, no_cache: bool
+) -> tuple[Path | None, bool]:
+    """(cache_dir, no_cache) for resuming a run: the options given, else the cache the run used
+    as its manifest records it (absolute, or null for --no-cache), else the default."""
+    from pdbench.storage.run_dir import read_manifest
+    from pdbench.storage.schema import MANIFEST_FILES
+
+    if cache_dir is not None or no_cache or not (run_dir / MANIFEST_FILES[kind]).is_file():
+        return cache_dir, no_cache
+    try:
+        manifest = read_manifest(run_dir, kind)
+    except RunError:  # no run there, or not a readable one: the session says so
+        return None, False
+    if "cache_dir" not in manifest:  # a run from before the cache dir was recorded
+        return None, False
+    started = manifest["cache_dir"]
+    return (Path(started), False) if started else (None, True)
 
 
 cache_app = typer.Typer(help="Inspect or clear the response cache.", no_args_is_help=True)
