@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from pdbench.agents.providers.base import Completion
 from pdbench.core.config import BudgetConfig
 from pdbench.errors import RunError
 from pdbench.runners.broker import Budget, CallBroker
@@ -101,6 +102,19 @@ def test_session_stats_count_this_session_from_the_broker() -> None:
     broker.cached += 2  # two replies from the cache
     games[0] = 6
     assert stats() == RunStats(6, 8, True, calls=5, cached=2, tokens=120, cost_usd=0.25)
+
+
+def test_a_reply_without_a_price_makes_the_sessions_cost_unknown() -> None:
+    # An earlier session's unpriced reply is not this session's: its cost is still known.
+    budget = Budget(BudgetConfig(), 4, 100, 0.1, unpriced_calls=1)
+    broker = CallBroker(None, budget, None, 4)
+    stats = session_stats(broker, lambda: (0, 1), llm=True)
+    budget.calls += 1
+    budget.spend(Completion("C", 10, 1, 0.002))
+    assert stats().cost_usd == pytest.approx(0.002)
+    budget.calls += 1
+    budget.spend(Completion("D", 10, 1, None))  # a model nobody has a price for
+    assert stats() == RunStats(0, 1, True, calls=2, cached=0, tokens=22, cost_usd=None)
 
 
 def test_a_plain_stream_gets_lines_while_the_run_is_stalled_and_one_at_the_end() -> None:

@@ -47,20 +47,16 @@ class RunStats:
 StatsFn = Callable[[], RunStats]
 
 
-def _unpriced(broker: CallBroker) -> int:
-    return int(getattr(broker.budget, "unpriced_calls", 0) or 0)
-
-
 def session_stats(broker: CallBroker, games: Callable[[], tuple[int, int]], llm: bool) -> StatsFn:
     """Live figures of one session: what `broker` counts from now on, and `games()` as (done,
     total). A resumed run's broker starts from earlier sessions' spending; that is left out."""
     budget = broker.budget
     calls, cached, tokens = budget.calls, broker.cached, budget.tokens
-    cost, unpriced = budget.cost_usd, _unpriced(broker)
+    cost, unpriced = budget.cost_usd, budget.unpriced_calls
 
     def stats() -> RunStats:
         done, total = games()
-        unknown = budget.cost_usd is None or cost is None or _unpriced(broker) > unpriced
+        unknown = budget.unpriced_calls > unpriced  # a reply of this session had no price
         return RunStats(
             done,
             total,
