@@ -96,7 +96,8 @@ def test_every_attempt_records_finish_reason_truncation_and_served_model(
 ) -> None:
     # Three words against max_tokens 2: cut, so finish_reason "length"; the letter is lost.
     long = "thinking about it... C"
-    with FakeOpenAIServer(always(long), served_as="test-model-2026-01") as srv:
+    fake = FakeOpenAIServer(always(long), served_as="test-model-2026-01", cut_at_max_tokens=True)
+    with fake as srv:
         agent = {"max_tokens": 2, "max_retries": 1}
         cfg = write_run(tmp_path, "openai", srv.base_url, agent=agent, n_rounds=1)
         code, _, err = pdbench_run(cfg, tmp_path, capsys)

@@ -198,11 +198,13 @@ class FakeOpenAIServer:
         latency_s: float = 0.0,
         p_cooperate: float = 0.7,
         served_as: str | None = None,
+        cut_at_max_tokens: bool = False,
     ) -> None:
         """`p_cooperate`: the probability of C the fake's log-probabilities report at a C/D
         letter (when a request asks for logprobs); `served_as`: the model name its replies
-        say answered (default: the model asked); a reply longer than `max_tokens` words is cut
-        there with finish_reason "length"."""
+        say answered (default: the model asked); with `cut_at_max_tokens`, a reply longer than
+        `max_tokens` words is cut there with finish_reason "length"."""
+        self.cut_at_max_tokens = cut_at_max_tokens
         self.p_cooperate = p_cooperate
         self.served_as = served_as
         if fault_every is not None and fault_every[0] < 1:
@@ -376,7 +378,7 @@ class FakeOpenAIServer:
         prompt = sum(count_tokens(message_text(m)) for m in messages)
         finish = "stop"
         limit = body.get("max_tokens")
-        if isinstance(limit, int) and count_tokens(content) > limit:
+        if self.cut_at_max_tokens and isinstance(limit, int) and count_tokens(content) > limit:
             content, finish = " ".join(content.split()[:limit]), "length"
         completion = count_tokens(content)
         usage = {"prompt_tokens": prompt, "completion_tokens": completion,
