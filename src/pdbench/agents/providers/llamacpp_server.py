@@ -1,0 +1,136 @@
+"""llama.cpp's HTTP server (from the `xllamacpp` wheel) in a child process of pdbench.
+
+Run by the llamacpp provider as `python -m pdbench.agents.providers.llamacpp_server ...`, never
+by hand. The child loads the GGUF file, serves the OpenAI-compatible API on 127.0.0.1 on a free
+port, writes one line on its stdout (`listening http://127.0.0.1:PORT`, or `error: ...`) and then
+serves until its stdin closes (the parent's stop, or the parent's death: the kernel closes the
+pipe), SIGTERM, or, on Linux, the death of the parent (PR_SET_PDEATHSIG), so the server never
+outlives pdbench, even after `kill -9`.
+
+llama.cpp's own output (on stderr, and anything it would print on stdout) goes to the log file
+the parent gave as stderr, never to the user's terminal.
+
+Importing this module does nothing (the provider registry imports every module of the package).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import sys
+import threading
+from typing import TextIO
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+EXIT_GRACE_S = 10.0  # how long the server's own shutdown may take before the process just ends
+
+
+def _clean_up_after_parent(parent_pid: int, log_dir: str | None) -> None:
+    """A parent that died cannot remove our log directory: do it ourselves."""
+    if log_dir and os.getppid() != parent_pid:
+        shutil.rmtree(log_dir, ignore_errors=True)
+
+
+def _die_with_parent(parent_pid: int, log_dir: str | None) -> None:
+    """Ask Linux to send SIGTERM when the parent dies; exit now if it already has."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        except (OSError, AttributeError):
+            pass  # stdin EOF still stops the server
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        _clean_up_after_parent(parent_pid, log_dir)
+        os._exit(0)
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(0)
+
+
+def _wait_for_eof() -> None:
+    """Block until stdin closes (the parent stopped us, or died)."""
+    stdin = sys.stdin.buffer
+    while stdin.read(65536):
+        pass
+
+
+def _hard_exit_later() -> None:
+    """End the process if the server's shutdown hangs."""
+    timer = threading.Timer(EXIT_GRACE_S, os._exit, args=(0,))
+    timer.daemon = True
+    timer.start()
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m pdbench.agents.providers.llamacpp_server")
+    parser.add_argument("--model", required=True, help="the GGUF file")
+    parser.add_argument("--alias", required=True, help="the model name the server lists")
+    parser.add_argument("--n-ctx", type=int, required=True, help="context tokens per slot")
+    parser.add_argument("--slots", type=int, required=True, help="parallel requests (slots)")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="CPU threads (default: llama.cpp's)"
+    )
+    parser.add_argument("--parent-pid", type=int, required=True)
+    parser.add_argument("--log-dir", default=None, help="removed at exit if the parent died")
+    return parser.parse_args(argv)
+
+
+def serve(args: argparse.Namespace, out: TextIO) -> int:
+    """Start the server, report its address on `out`, serve until told to stop."""
+    try:
+        import xllamacpp
+    except ImportError as exc:
+        out.write(f"error: xllamacpp is not installed ({exc})\n")
+        out.flush()
+        return 3
+    params = xllamacpp.CommonParams()
+    params.model.path = args.model
+    params.model_alias = {args.alias}
+    params.n_parallel = args.slots
+    params.n_ctx = args.n_ctx * args.slots  # llama.cpp splits the context between its slots
+    if args.threads is not None:
+        params.cpuparams.n_threads = args.threads
+        params.cpuparams_batch.n_threads = args.threads
+    params.hostnames = ["127.0.0.1"]
+    params.port = 0  # a free port, chosen by the OS
+    try:
+        server = xllamacpp.Server(params)
+    except Exception as exc:  # noqa: BLE001 - reported to the parent, the log says more
+        out.write(f"error: {exc}\n")
+        out.flush()
+        return 1
+    try:
+        out.write(f"listening {server.listening_address}\n")
+        out.flush()
+        _wait_for_eof()
+    finally:
+        _hard_exit_later()
+        del server  # stops the HTTP server and frees the model
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    # Our stdout is the pipe to the parent: keep it for the one line, and send whatever the
+    # C++ code prints on stdout to the log (stderr) like the rest of its output.
+    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    # Ctrl-C reaches the whole foreground process group: pdbench handles it and stops us.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent(args.parent_pid, args.log_dir)
+    try:
+        return serve(args, out)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 0
+    finally:
+        _clean_up_after_parent(args.parent_pid, args.log_dir)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
