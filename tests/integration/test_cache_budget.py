@@ -19,7 +19,7 @@ from tests.support.cli import run_in_process
 from tests.support.configs import execute
 from tests.support.openai_server import FakeOpenAIServer, Fault
 
-from pdbench.agents.providers.base import CallTag, CompletionRequest
+from pdbench.agents.providers.base import CallTag, CompletionRequest, ProviderBase
 from pdbench.core.config import BudgetConfig
 from pdbench.errors import RunError
 from pdbench.runners.broker import Budget, CallBroker
@@ -209,8 +209,10 @@ def test_rerun_from_cache_makes_no_calls_and_same_rounds(
 
 
 def _bound(broker: CallBroker, cfg: Any, replicate: int, game_seed: int) -> Any:
+    # A provider that is never called: the key is a function of the request and settings.
+    provider = ProviderBase(cfg, None)
     return broker.bind(
-        None, cfg, condition="c", replicate=replicate, agent_key="agent_a", game_seed=game_seed
+        provider, cfg, condition="c", replicate=replicate, agent_key="agent_a", game_seed=game_seed
     )
 
 

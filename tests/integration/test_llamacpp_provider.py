@@ -246,6 +246,45 @@ def test_the_server_binds_127_0_0_1_on_a_free_port_and_answers() -> None:
     asyncio.run(scenario())
 
 
+def test_a_reply_depends_on_its_prompt_only_not_on_the_call_before() -> None:
+    """Without `prompt_cache`, llama.cpp evaluates every prompt from scratch: the same prompt
+    gives the same log-probabilities whichever prompt (sharing a long start) came before."""
+    system = "You play the Prisoner's Dilemma. " * 8
+
+    def request(prompt: str) -> CompletionRequest:
+        return CompletionRequest(
+            system=system,
+            prompt=prompt,
+            temperature=0.0,
+            max_tokens=12,
+            seed=3,
+            output_format="choice",
+            logprobs=True,
+        )
+
+    def logprobs(reply: object) -> list[tuple[str, float]]:
+        return [(t.token, t.logprob) for t in reply.tokens]  # type: ignore[attr-defined]
+
+    async def scenario() -> None:
+        provider = llamacpp.LlamaCppProvider(agent(), None)
+        try:
+            assert provider.extra_body == {"cache_prompt": False}
+            first = await provider.complete(request("Round 1. Choose C or D."))
+            await provider.complete(request("Round 2. The opponent played D. Choose C or D."))
+            again = await provider.complete(request("Round 1. Choose C or D."))
+            assert logprobs(first) and logprobs(again) == logprobs(first)
+        finally:
+            await provider.aclose()
+        cached = llamacpp.LlamaCppProvider(agent(prompt_cache=True), None)
+        try:
+            assert cached.extra_body == {"cache_prompt": True}
+            assert cached.cache_identity()["prompt_cache"] is True
+        finally:
+            await cached.aclose()
+
+    asyncio.run(scenario())
+
+
 def test_the_same_settings_share_one_server_until_the_last_user_closes() -> None:
     async def scenario() -> None:
         first = llamacpp.LlamaCppProvider(agent(), None)
@@ -264,6 +303,55 @@ def test_the_same_settings_share_one_server_until_the_last_user_closes() -> None
         assert alive(pids[2])
         await other.aclose()
         assert wait_gone(pids[2])
+
+    asyncio.run(scenario())
+
+
+def test_the_pool_and_the_cache_key_tell_local_models_and_settings_apart(tmp_path: Path) -> None:
+    """Two agents with one model name but another GGUF file or context get their own server,
+    and their replies their own cache keys; the same settings share both."""
+    bundled = llamacpp.bundled_model_path()
+    copy = tmp_path / "copy.gguf"
+    copy.write_bytes(bundled.read_bytes())
+    edited = tmp_path / "edited.gguf"
+    data = bytearray(bundled.read_bytes())
+    data[-1] ^= 0xFF  # the last byte: same size and header, other weights
+    edited.write_bytes(bytes(data))
+    assert llamacpp.file_fingerprint(copy) == llamacpp.file_fingerprint(bundled)
+    assert llamacpp.file_fingerprint(edited) != llamacpp.file_fingerprint(bundled)
+
+    async def scenario() -> None:
+        from pdbench.core.config import BudgetConfig
+        from pdbench.runners.broker import Budget, CallBroker
+
+        pool = ProviderPool()
+        configs = {
+            "bundled": agent(),
+            "same": agent(timeout_s=30),
+            "copy": agent(model_path=str(copy)),
+            "n_ctx": agent(n_ctx=1024),
+        }
+        providers = {name: pool.get(cfg) for name, cfg in configs.items()}
+        try:
+            servers = {name: p.server.process.pid for name, p in providers.items()}  # type: ignore[attr-defined]
+            assert servers["same"] == servers["bundled"]
+            assert len({servers["bundled"], servers["copy"], servers["n_ctx"]}) == 3
+            broker = CallBroker(cache=None, budget=Budget(BudgetConfig()), log=None, concurrency=1)
+            request = CompletionRequest(
+                system="s", prompt="p", temperature=0.0, max_tokens=16, seed=1
+            )
+            keys = {
+                name: broker.bind(
+                    providers[name], cfg, condition="c", replicate=0, agent_key="a", game_seed=1
+                ).key_for(request)
+                for name, cfg in configs.items()
+            }
+            # A copy of the file is the same model; another context is not.
+            assert keys["copy"] == keys["bundled"]
+            assert keys["n_ctx"] != keys["bundled"]
+            assert providers["n_ctx"].cache_identity()["n_ctx"] == 1024
+        finally:
+            await pool.aclose()
 
     asyncio.run(scenario())
 

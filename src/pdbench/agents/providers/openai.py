@@ -39,6 +39,8 @@ class OpenAIProvider(ProviderBase):
             timeout=cfg.timeout_s,
             max_retries=0,
         )
+        # Server-specific request fields (llama.cpp's `cache_prompt`), sent as they are.
+        self.extra_body: dict[str, Any] = {}
 
     async def complete(self, request: CompletionRequest) -> Completion:
         """One chat completion, with the request's seed when it has one; errors become
@@ -52,6 +54,8 @@ class OpenAIProvider(ProviderBase):
         if request.seed is not None:
             kwargs["seed"] = request.seed
         kwargs.update(openai_options(request))
+        if self.extra_body:
+            kwargs["extra_body"] = dict(self.extra_body)
         try:
             response = await self._client.chat.completions.create(**kwargs)
             return chat_completion(response)

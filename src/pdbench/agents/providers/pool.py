@@ -24,8 +24,8 @@ def require_api_key(cfg: LLMAgentConfig) -> str | None:
 
 
 class ProviderPool:
-    """Provider clients keyed by provider, model, base_url, key variable, timeout and mock
-    settings. Keys are read from the variable named by `api_key_env` (environment, then
+    """Provider clients keyed by provider, model, base_url, key variable, timeout, mock
+    settings and a local model's file and settings. Keys are read from the variable named by `api_key_env` (environment, then
     `.env`); a missing key is a RunError naming the variable, never showing any value."""
 
     def __init__(self) -> None:
@@ -41,6 +41,12 @@ class ProviderPool:
                 cfg.api_key_env,
                 cfg.timeout_s,
                 cfg.mock.model_dump(),
+                # a local server (llamacpp) is its model file and settings, not only its name
+                cfg.model_path,
+                cfg.n_ctx,
+                cfg.n_threads,
+                cfg.prompt_cache,
+                cfg.max_concurrency if cfg.provider == "llamacpp" else None,
             ]
         )
         if key not in self._clients:
