@@ -185,7 +185,8 @@ def _conditions(game: Game) -> None:
             )
         else:
             config[column] = st.column_config.NumberColumn(label, format="%.1f")
-    failures = [c for c in ("agent_a_parse_failures", "agent_b_parse_failures") if c in table]
+    # The share of each agent's moves that were fallbacks, shown when there are any.
+    failures = [c for c in ("agent_a_fallback_rate", "agent_b_fallback_rate") if c in table]
     shown = [" ", "condition", "agent_a", "agent_b", "n_replicates", "n_rounds"]
     shown += [c for c in KEY_CONDITION_COLUMNS if c in table.columns]
     if failures and table[failures].fillna(0).to_numpy().sum() > 0:
