@@ -141,7 +141,7 @@ async def replay_old_way(
 
 def measure(fmt: str, args: argparse.Namespace, work: Path) -> dict[str, Any]:
     config = write_configs(
-        work / fmt / "configs", fmt, args.rounds, args.threads, args.prompt_cache
+        work / fmt / "configs", fmt, args.rounds, args.threads, args.prompt_cache, args.temperature
     )
     run_dir = work / fmt / "run"
     started = time.perf_counter()
