@@ -14,17 +14,28 @@ Moves are given as boolean arrays, True for C. Definitions (also in the README):
   the rounds X decided itself (fallbacks left out; None when there is none).
 - mean_p_cooperate (X): mean over X's decisions of the model's probability of C (renormalised
   over C and D, from the answer token's log-probabilities); None when none was recorded.
+- collapsed_fraction: 1 when the game collapsed (has a time_to_collapse), else 0; on the
+  condition row, the share of games that collapsed (time_to_collapse there is the mean over the
+  games that collapsed only).
+- memory-one profile and Fontana et al.'s five dimensions of each agent: see core/behaviour.py.
+
+Condition rows hold the mean over games of each metric (memory-one: the ratio of counts pooled
+over games; visit counts: their sum) and, for each, `<metric>_ci_low`/`_ci_high`: a 95% interval
+with the game as the unit (core/stats.py).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import orjson
+
+from pdbench.core.behaviour import STATES, behaviour_column_names, behaviour_columns
+from pdbench.core.stats import IntervalSettings, mean_intervals, ratio_interval, resample_weights
 
 DEFAULT_COLLAPSE_K = 10
 DEFAULT_COLLAPSE_THRESHOLD = 0.2
@@ -52,7 +63,18 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "agent_b_decided_cooperation_rate",
     "agent_a_mean_p_cooperate",
     "agent_b_mean_p_cooperate",
+    "collapsed_fraction",
+    *behaviour_column_names("a"),
+    *behaviour_column_names("b"),
 )
+
+# Visit counts of the memory-one states: summed over games on the condition row, no interval.
+COUNT_COLUMNS: tuple[str, ...] = tuple(f"agent_{side}_n_{s}" for side in "ab" for s in STATES)
+# Pooled ratios: condition value = summed cooperations / summed visits.
+POOLED_COLUMNS: dict[str, str] = {
+    f"agent_{side}_p_coop_after_{s}": f"agent_{side}_n_{s}" for side in "ab" for s in STATES
+}
+BAND_RESAMPLES = 400  # resamples for the per-round bands of cooperation_rate_over_time
 
 AGGREGATE_COLUMNS: tuple[str, ...] = (
     "run_id",
@@ -151,6 +173,8 @@ def game_metrics(
     ret_a, forg_a = retaliation_and_forgiveness(a, b)
     ret_b, forg_b = retaliation_and_forgiveness(b, a)
     n = int(a.size)
+    collapse_at = time_to_collapse(a, b, collapse.k, collapse.threshold)
+    collapsed = collapse_at is not None
     return {
         "n_rounds": n,
         "agent_a_cooperation_rate": cooperation_rate(a),
@@ -165,7 +189,7 @@ def game_metrics(
         "agent_b_total_payoff": total_b,
         "agent_a_exploitability_payoff_gap": total_b - total_a,
         "agent_b_exploitability_payoff_gap": total_a - total_b,
-        "time_to_collapse": time_to_collapse(a, b, collapse.k, collapse.threshold),
+        "time_to_collapse": collapse_at,
         "agent_a_parse_failures": int(a_parse_failures),
         "agent_b_parse_failures": int(b_parse_failures),
         "agent_a_fallback_rate": a_parse_failures / n if n else None,
@@ -174,6 +198,9 @@ def game_metrics(
         "agent_b_decided_cooperation_rate": decided_cooperation_rate(b, b_fallback),
         "agent_a_mean_p_cooperate": mean_probability(a_p_cooperate),
         "agent_b_mean_p_cooperate": mean_probability(b_p_cooperate),
+        "collapsed_fraction": None if collapse_at is None and n == 0 else float(collapsed),
+        **behaviour_columns("a", a, b),
+        **behaviour_columns("b", b, a),
     }
 
 
@@ -221,15 +248,138 @@ def mean_over_time(series: Sequence[Sequence[float]]) -> list[float]:
 
 
 def condition_summary(replicate_rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The condition row: mean of each metric over replicates (None ignored) and n_replicates."""
+    """The condition row: mean of each metric over replicates (None ignored) and n_replicates;
+    memory-one probabilities pooled over games, visit counts summed."""
     out: dict[str, Any] = {"n_replicates": len(replicate_rows)}
     for column in METRIC_COLUMNS:
         if column == "cooperation_rate_over_time":
             series = [orjson.loads(r[column]) for r in replicate_rows if r.get(column)]
             out[column] = _json_list(mean_over_time(series))
+        elif column in COUNT_COLUMNS:
+            out[column] = int(sum(int(r.get(column) or 0) for r in replicate_rows))
+        elif column in POOLED_COLUMNS:
+            visits, coops = _pooled(replicate_rows, column)
+            out[column] = float(coops.sum() / visits.sum()) if visits.sum() > 0 else None
         else:
             out[column] = _mean_ignoring_none(r.get(column) for r in replicate_rows)
     return out
+
+
+def _pooled(rows: Sequence[Mapping[str, Any]], column: str) -> tuple[np.ndarray, np.ndarray]:
+    """(visits, cooperations) per game of a memory-one state (from the per-game ratio)."""
+    visits = np.array([float(r.get(POOLED_COLUMNS[column]) or 0) for r in rows])
+    ratio = np.array([float(r.get(column) or 0.0) for r in rows])
+    return visits, np.round(ratio * visits)
+
+
+def _numeric(value: Any) -> float:
+    if value is None or isinstance(value, (str, bytes)):
+        return math.nan
+    return float(value)
+
+
+def _bounds(column: str) -> tuple[float, float] | None:
+    """The range a Student-t interval is clipped to: [0, 1] for rates and shares."""
+    if any(word in column for word in ("rate", "fraction", "p_coop", "fontana", "p_cooperate")):
+        return (0.0, 1.0)
+    if column.endswith("first_move_cooperation"):
+        return (0.0, 1.0)
+    return None
+
+
+IDENTITY_COLUMNS = frozenset(
+    {"run_id", "condition", "scope", "replicate", "n_replicates", "agent_a_name", "agent_b_name"}
+)
+
+
+def interval_columns(columns: Iterable[str]) -> list[str]:
+    """Of these aggregate columns, those that get an interval: every per-game metric (usage
+    columns included) except identities, visit counts and the per-round series."""
+    return [
+        c
+        for c in columns
+        if c not in IDENTITY_COLUMNS
+        and c not in COUNT_COLUMNS
+        and c != "cooperation_rate_over_time"
+        and not c.endswith(("_ci_low", "_ci_high"))
+    ]
+
+
+def add_intervals(
+    rows: list[dict[str, Any]],
+    settings: IntervalSettings,
+    generator_for: Callable[[str], np.random.Generator],
+) -> list[dict[str, Any]]:
+    """Give each condition row `<metric>_ci_low`/`_ci_high` for every metric (replicate rows
+    get nulls): 95% intervals over the condition's games, see core/stats.py.
+    `generator_for(condition)` gives the condition's generator (seeded from the run seed and
+    the condition's name by the caller, so adding a condition changes no other interval)."""
+    names = interval_columns(rows[0]) if rows else []
+    by_condition: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        if row.get("scope") == "replicate":
+            by_condition.setdefault(str(row["condition"]), []).append(row)
+    for row in rows:
+        for column in names:
+            row[f"{column}_ci_low"] = None
+            row[f"{column}_ci_high"] = None
+        row["cooperation_rate_over_time_ci_low"] = None
+        row["cooperation_rate_over_time_ci_high"] = None
+        if row.get("scope") != "condition":
+            continue
+        games = by_condition.get(str(row["condition"]), [])
+        if not games:
+            continue
+        rng = generator_for(str(row["condition"]))
+        weights = resample_weights(len(games), settings.resamples, rng)
+        plain = [c for c in names if c not in POOLED_COLUMNS]
+        matrix = np.array([[_numeric(g.get(c)) for c in plain] for g in games], dtype=np.float64)
+        found = mean_intervals(
+            matrix.reshape(len(games), len(plain)),
+            weights,
+            settings.level,
+            [_bounds(c) for c in plain],
+        )
+        for column, (low, high) in zip(plain, found, strict=True):
+            row[f"{column}_ci_low"], row[f"{column}_ci_high"] = low, high
+        for column in names:
+            if column in POOLED_COLUMNS:
+                visits, coops = _pooled(games, column)
+                low, high = ratio_interval(coops, visits, weights, settings.level)
+                row[f"{column}_ci_low"], row[f"{column}_ci_high"] = low, high
+        _add_bands(row, games, rng, settings)
+    return rows
+
+
+def _add_bands(
+    row: dict[str, Any],
+    games: Sequence[Mapping[str, Any]],
+    rng: np.random.Generator,
+    settings: IntervalSettings,
+) -> None:
+    """Per-round intervals of cooperation_rate_over_time (the mean over the games that reached
+    the round), as JSON lists like the series itself."""
+    series = [
+        orjson.loads(g["cooperation_rate_over_time"])
+        for g in games
+        if g.get("cooperation_rate_over_time")
+    ]
+    if not series:
+        return
+    longest = max(len(s) for s in series)
+    matrix = np.full((len(series), longest), np.nan)
+    for i, values in enumerate(series):
+        matrix[i, : len(values)] = values
+    weights = resample_weights(len(series), min(BAND_RESAMPLES, settings.resamples), rng)
+    bands = mean_intervals(matrix, weights, settings.level, [(0.0, 1.0)] * longest)
+    if all(low is None for low, _ in bands):
+        return
+    row["cooperation_rate_over_time_ci_low"] = _json_list([_rounded(low) for low, _ in bands])
+    row["cooperation_rate_over_time_ci_high"] = _json_list([_rounded(high) for _, high in bands])
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
 
 
 def mean_and_ci95(values: Sequence[float]) -> tuple[float | None, float | None, float | None]:

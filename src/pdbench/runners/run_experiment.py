@@ -18,10 +18,16 @@ import numpy as np
 from pdbench.core.config import ExperimentConfig
 from pdbench.core.metrics import GameOutcome, aggregate_rows
 from pdbench.core.rng import game_seed
+from pdbench.core.stats import IntervalSettings
 from pdbench.runners.engine import GamePlan, ProgressFn
 from pdbench.runners.loader import LoadedConfig
 from pdbench.runners.session import RunOptions, RunSession
-from pdbench.storage.aggregate import add_usage_columns, usage_by_game, write_aggregates
+from pdbench.storage.aggregate import (
+    add_usage_columns,
+    usage_by_game,
+    with_intervals,
+    write_aggregates,
+)
 from pdbench.storage.schema import AGGREGATES_FILE
 
 __all__ = ["ProgressFn", "RunSummary", "plan_games", "run_experiment"]
@@ -97,24 +103,29 @@ def run_experiment(loaded: LoadedConfig, options: RunOptions | None = None) -> R
     options = options or RunOptions()
     cfg: ExperimentConfig = loaded.config
     plans = plan_games(loaded)
+    intervals = IntervalSettings(seed=cfg.run.seed)
     extra = {
         "replicates": cfg.experiment.replicates,
         "collapse": {"k": cfg.metrics.collapse.k, "threshold": cfg.metrics.collapse.threshold},
         "conditions": manifest_conditions(loaded, plans),
         "totals": {"games": len(plans), "rounds": sum(p.n_rounds for p in plans)},
+        "intervals": intervals.describe(),
     }
     rows: list[dict[str, Any]] = []
 
     def finish(outcomes: dict[int, GameOutcome], run_dir: Path) -> dict[str, Any]:
         rows.extend(
-            add_usage_columns(
-                aggregate_rows(
-                    cfg.run.run_id,
-                    [outcomes[p.index] for p in plans],
-                    [c.name for c in cfg.experiment.conditions],
-                    cfg.metrics.collapse_params(),
+            with_intervals(
+                add_usage_columns(
+                    aggregate_rows(
+                        cfg.run.run_id,
+                        [outcomes[p.index] for p in plans],
+                        [c.name for c in cfg.experiment.conditions],
+                        cfg.metrics.collapse_params(),
+                    ),
+                    usage_by_game(run_dir),
                 ),
-                usage_by_game(run_dir),
+                intervals,
             )
         )
         write_aggregates(rows, run_dir / AGGREGATES_FILE)

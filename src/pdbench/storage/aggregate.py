@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from pdbench.core.metrics import CollapseParams, GameOutcome, aggregate_rows
+from pdbench.core.metrics import CollapseParams, GameOutcome, add_intervals, aggregate_rows
+from pdbench.core.rng import derive_seed
+from pdbench.core.stats import DEFAULT_RESAMPLES, LEVEL, IntervalSettings
 from pdbench.errors import PdbenchError, RunError
 from pdbench.storage.parquet import write_rows
 from pdbench.storage.run_dir import RunLock, read_manifest
@@ -153,8 +156,34 @@ def _aggregate_locked(run_dir: Path) -> list[dict[str, Any]]:
         manifest.get("run_id", ""), outcomes_from_table(table), condition_order, collapse
     )
     rows = add_usage_columns(rows, usage_by_game(run_dir))
+    rows = with_intervals(rows, interval_settings(manifest))
     write_aggregates(rows, run_dir / AGGREGATES_FILE)
     return rows
+
+
+def interval_settings(manifest: dict[str, Any]) -> IntervalSettings:
+    """The interval settings a run's manifest records (the run seed when it records none)."""
+    recorded = manifest.get("intervals") or {}
+    return IntervalSettings(
+        resamples=int(recorded.get("resamples", DEFAULT_RESAMPLES)),
+        level=float(recorded.get("level", LEVEL)),
+        seed=int(recorded.get("seed", manifest.get("seed") or 0)),
+    )
+
+
+def interval_generators(settings: IntervalSettings) -> Callable[[str], np.random.Generator]:
+    """The generator of each condition's intervals: seeded from the run seed and the
+    condition's name (`derive_seed(seed, "intervals", condition)`)."""
+
+    def generator_for(condition: str) -> np.random.Generator:
+        return np.random.default_rng(derive_seed(settings.seed, "intervals", condition))
+
+    return generator_for
+
+
+def with_intervals(rows: list[dict[str, Any]], settings: IntervalSettings) -> list[dict[str, Any]]:
+    """`rows` with the interval columns of every condition row (core.metrics.add_intervals)."""
+    return add_intervals(rows, settings, interval_generators(settings))
 
 
 def usage_by_game(run_dir: Path) -> dict[tuple[str, int, str], dict[str, Any]]:

@@ -16,7 +16,7 @@ import types
 import typing
 from typing import Any, NamedTuple
 
-from pdbench.core.metrics import AGGREGATE_COLUMNS
+from pdbench.core.metrics import AGGREGATE_COLUMNS, COUNT_COLUMNS, interval_columns
 from pdbench.errors import PdbenchError
 
 SCHEMA_VERSION = 2  # 2: p_cooperate per round and agent, attempt facts
@@ -162,8 +162,18 @@ def aggregates_arrow_schema() -> Any:
         "agent_b_name": pa.string(),
         "cooperation_rate_over_time": pa.string(),
     }
+    columns = AGGREGATE_COLUMNS + USAGE_COLUMNS
+    intervals = [
+        f"{name}_{end}"
+        for name in (*interval_columns(columns), "cooperation_rate_over_time")
+        for end in ("ci_low", "ci_high")
+    ]
+    types_["cooperation_rate_over_time_ci_low"] = pa.string()
+    types_["cooperation_rate_over_time_ci_high"] = pa.string()
+    for name in COUNT_COLUMNS:
+        types_[name] = pa.int64()
     return pa.schema(
-        [(name, types_.get(name, pa.float64())) for name in AGGREGATE_COLUMNS + USAGE_COLUMNS]
+        [(name, types_.get(name, pa.float64())) for name in columns + tuple(intervals)]
     )
 
 

@@ -332,7 +332,12 @@ def _aggregates_from_rounds(
     path: str, mtime_ns: int, size: int, manifest_json: str
 ) -> pd.DataFrame:
     del mtime_ns, size  # cache key only
-    from pdbench.storage.aggregate import outcomes_from_table, read_rounds_table
+    from pdbench.storage.aggregate import (
+        interval_settings,
+        outcomes_from_table,
+        read_rounds_table,
+        with_intervals,
+    )
 
     manifest = json.loads(manifest_json)
     rows = aggregate_rows(
@@ -341,7 +346,7 @@ def _aggregates_from_rounds(
         condition_order(manifest),
         collapse_params(manifest),
     )
-    return pd.DataFrame(rows)
+    return pd.DataFrame(with_intervals(rows, interval_settings(manifest)))
 
 
 def load_aggregates(run_dir: str | Path, manifest: Mapping[str, Any]) -> tuple[pd.DataFrame, str]:

@@ -1,0 +1,163 @@
+"""Behavioural profiles of one agent in one game: the memory-one profile and the five dimensions
+of Fontana et al. 2024. Moves are boolean arrays, True for C; `mine` is the agent's, `theirs` the
+opponent's.
+
+Memory-one profile: for each state (the agent's own previous move, then the opponent's previous
+move: CC, CD, DC, DD, as the Axelrod library's state-to-action distribution defines it) the number
+of rounds t >= 1 entering that state (`n_cc`, ...) and the fraction of them where the agent then
+cooperated (`p_coop_after_cc`, ...; None when the state was never visited). Over several games the
+profile pools the counts (the ratio of summed cooperations to summed visits).
+
+Fontana et al. 2024 ("Nicer than humans"): nice, forgiving, retaliatory, troublemaking and
+emulative, exactly as the authors' released analysis code computes them (0, not None, when
+undefined); see the README and `../shared/reference/behavioural-dimensions.md`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+STATES: tuple[str, ...] = ("cc", "cd", "dc", "dd")
+FONTANA_DIMENSIONS: tuple[str, ...] = (
+    "nice",
+    "forgiving",
+    "retaliatory",
+    "troublemaking",
+    "emulative",
+)
+
+
+def _bools(moves: Sequence[bool] | np.ndarray) -> np.ndarray:
+    return np.asarray(moves, dtype=bool)
+
+
+def memory_one_counts(
+    mine: Sequence[bool] | np.ndarray, theirs: Sequence[bool] | np.ndarray
+) -> dict[str, tuple[int, int]]:
+    """Per state ("cc", "cd", "dc", "dd"): (visits, cooperations after it)."""
+    me = _bools(mine)
+    them = _bools(theirs)
+    if me.size < 2:
+        return {state: (0, 0) for state in STATES}
+    # state index: 0 = CC, 1 = CD, 2 = DC, 3 = DD (own move first)
+    state = (~me[:-1]).astype(np.int64) * 2 + (~them[:-1]).astype(np.int64)
+    nxt = me[1:]
+    visits = np.bincount(state, minlength=4)
+    coops = np.bincount(state, weights=nxt.astype(np.float64), minlength=4)
+    return {s: (int(visits[i]), int(round(coops[i]))) for i, s in enumerate(STATES)}
+
+
+def memory_one_profile(
+    mine: Sequence[bool] | np.ndarray, theirs: Sequence[bool] | np.ndarray
+) -> dict[str, float | int | None]:
+    """`p_coop_after_<state>` (None when unvisited), `n_<state>` and `first_move_cooperation`."""
+    counts = memory_one_counts(mine, theirs)
+    me = _bools(mine)
+    out: dict[str, float | int | None] = {}
+    for state in STATES:
+        visits, coops = counts[state]
+        out[f"p_coop_after_{state}"] = coops / visits if visits else None
+        out[f"n_{state}"] = visits
+    out["first_move_cooperation"] = float(me[0]) if me.size else None
+    return out
+
+
+def fontana_nice(mine: np.ndarray, theirs: np.ndarray) -> float:
+    """0 if the agent defects at or before the opponent's first defection, else 1."""
+    for me, them in zip(mine, theirs, strict=True):
+        if not me:
+            return 0.0
+        if not them:
+            return 1.0
+    return 1.0
+
+
+def fontana_forgiving(mine: np.ndarray, theirs: np.ndarray) -> float:
+    """Forgivenesses / (opponent defections + penalties), 0 when the denominator is 0."""
+    n = len(mine)
+    grudge = False
+    forgiven = penalties = provoked = 0
+    for i in range(n):
+        if mine[i] and grudge:
+            forgiven += 1
+            grudge = False
+        if i < n - 1 and theirs[i] and grudge and not mine[i + 1]:
+            penalties += 1
+        if not theirs[i] and not grudge:
+            provoked += 1
+            grudge = True
+    denominator = provoked + penalties
+    return forgiven / denominator if denominator else 0.0
+
+
+def fontana_retaliatory(mine: np.ndarray, theirs: np.ndarray) -> float:
+    """Answered provocations / provocations (an opponent D at i when i = 0 or the agent
+    cooperated at i-1; answered by the agent's D at i+1); 0 when there is none."""
+    provocations = answered = 0
+    for i in range(len(mine) - 1):
+        if not theirs[i] and (i == 0 or mine[i - 1]):
+            provocations += 1
+            if not mine[i + 1]:
+                answered += 1
+    return answered / provocations if provocations else 0.0
+
+
+def fontana_troublemaking(mine: np.ndarray, theirs: np.ndarray) -> float:
+    """Uncalled defections / occasions (round 0 and each opponent C before the last round)."""
+    if len(mine) == 0:
+        return 0.0
+    occasions = 1
+    uncalled = 0 if mine[0] else 1
+    for i in range(len(mine) - 1):
+        if theirs[i]:
+            occasions += 1
+            if not mine[i + 1]:
+                uncalled += 1
+    return uncalled / occasions
+
+
+def fontana_emulative(mine: np.ndarray, theirs: np.ndarray) -> float:
+    """Share of rounds i < n-1 where the agent's move at i+1 equals the opponent's at i."""
+    n = len(mine)
+    if n <= 1:
+        return 0.0
+    return float(np.mean(mine[1:] == theirs[:-1]))
+
+
+def fontana_dimensions(
+    mine: Sequence[bool] | np.ndarray, theirs: Sequence[bool] | np.ndarray
+) -> dict[str, float]:
+    """The five dimensions of one game, keyed by name (see FONTANA_DIMENSIONS)."""
+    me = [bool(x) for x in _bools(mine)]
+    them = [bool(x) for x in _bools(theirs)]
+    arr_me, arr_them = np.asarray(me, dtype=bool), np.asarray(them, dtype=bool)
+    return {
+        "nice": fontana_nice(arr_me, arr_them),
+        "forgiving": fontana_forgiving(arr_me, arr_them),
+        "retaliatory": fontana_retaliatory(arr_me, arr_them),
+        "troublemaking": fontana_troublemaking(arr_me, arr_them),
+        "emulative": fontana_emulative(arr_me, arr_them),
+    }
+
+
+def behaviour_columns(
+    side: str, mine: Sequence[bool] | np.ndarray, theirs: Sequence[bool] | np.ndarray
+) -> dict[str, float | int | None]:
+    """The memory-one profile and Fontana dimensions of one agent, as aggregate columns."""
+    out: dict[str, float | int | None] = {}
+    for key, value in memory_one_profile(mine, theirs).items():
+        out[f"agent_{side}_{key}"] = value
+    for key, value in fontana_dimensions(mine, theirs).items():
+        out[f"agent_{side}_fontana_{key}"] = value
+    return out
+
+
+def behaviour_column_names(side: str) -> tuple[str, ...]:
+    """The names `behaviour_columns` gives, in order."""
+    names = [f"agent_{side}_p_coop_after_{s}" for s in STATES]
+    names += [f"agent_{side}_n_{s}" for s in STATES]
+    names.append(f"agent_{side}_first_move_cooperation")
+    names += [f"agent_{side}_fontana_{d}" for d in FONTANA_DIMENSIONS]
+    return tuple(names)
