@@ -383,6 +383,29 @@ def aggregate(
         typer.echo(line)
 
 
+@app.command(epilog="Example: pdbench profile data/runs/phase1_smoke_v1")
+def profile(
+    run_dir: Annotated[
+        Path, typer.Argument(help="An experiment run directory.", show_default=False)
+    ],
+    library: Annotated[
+        str,
+        typer.Option(
+            "--library",
+            help="builtin: the built-in policies and the memory-one family; all: also the "
+            "Axelrod library's deterministic strategies (slower; the axelrod extra).",
+        ),
+    ] = "builtin",
+    top: Annotated[int, typer.Option("--top", min=1, help="Strategies shown per agent.")] = 3,
+) -> None:
+    """Which strategy does each agent play like? Writes strategy_fit.parquet."""
+    from pdbench.runners.profile import profile_run, strategy_table
+
+    result = profile_run(run_dir, library)
+    typer.echo(f"{run_dir}: {result.path.name} written ({len(result.rows)} rows)")
+    typer.echo(strategy_table(result.rows, top))
+
+
 @app.command(epilog="Example: pdbench ui data/runs/phase1_smoke_v1 --port 8501")
 def ui(
     run_dir: Annotated[

@@ -1,0 +1,362 @@
+"""Which strategy does an agent play like? Likelihoods with trembles, and the mixture shares of
+the strategy-frequency estimation method (SFEM) of Dal Bo and Frechette (2011), from the moves
+an agent actually made (pure: the random generator for the bootstrap is passed in).
+
+A candidate strategy is a state machine (core.batch.StateMachine) run on the ACTUAL history of
+both players, as in Dal Bo and Frechette: in every round it is in a known state. A state whose
+P(C) is 0 or 1 prescribes a move, which the agent plays with probability 1 - tremble; a state
+with a fractional P(C) (GTFT's forgiveness, RANDOM's rate, the memory-one family's four
+probabilities and first move) is a free parameter, fitted by maximum likelihood. Candidates
+given as prescribed moves per round (the Axelrod library's deterministic strategies) have only
+prescribing rounds.
+
+Observations: the agent's decided moves (fallback moves after invalid LLM replies are left out:
+they are not the agent's choice). When the model's probability of C is known for a round (from
+log-probabilities), it replaces the 0/1 move as a soft label y in [0, 1]: the log-likelihood of
+a round with P(C) = q is y log q + (1 - y) log(1 - q), the expected log-likelihood of a move drawn
+from the model's own distribution.
+
+Fit of one strategy to a set of games (pooled): tremble = (expected) mismatches / prescribing
+rounds, clipped to [TREMBLE_FLOOR, 0.5] so a perfect fit keeps a finite likelihood; a free
+state's P(C) = cooperations / visits (clipped likewise in the likelihood). That is the
+joint maximum likelihood (the free states' likelihood does not depend on the tremble). Ranking:
+BIC = -2 log-likelihood + parameters x ln(decided moves); parameters = 1 for the tremble (when
+the strategy prescribes in some state) + 1 per free state; ties go to fewer parameters, then
+library order.
+
+SFEM: each game is played by one strategy of the mixture throughout; shares phi and a tremble
+common to all strategies maximise sum_games log sum_k phi_k L_k(game), by EM. In the mixture
+every strategy keeps its own definition (GTFT's forgiveness and RANDOM's rate at the values of
+its machine, e.g. 1/3 and 1/2), as Dal Bo and Frechette's strategies are fixed: a strategy with
+free parameters would otherwise mimic the strategies it nests (GTFT with forgiveness 0 is TFT)
+and their shares would not be identified. The individually fitted parameters are reported per
+strategy. Shares get bootstrap intervals over games
+(expanded percentile, as core/stats.py). The memory-one family nests every memory-one policy, so
+it is fitted and ranked but kept out of the mixture (its share is null).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pdbench.core.batch import N_STATES, StateMachine
+from pdbench.core.stats import expanded_tail
+
+TREMBLE_FLOOR = 1e-3
+EM_ITERATIONS = 500
+EM_TOLERANCE = 1e-8  # relative change of the log-likelihood
+DEFAULT_BOOTSTRAP = 200
+
+
+def memory_one_machine(first: float, cc: float, cd: float, dc: float, dd: float) -> StateMachine:
+    """The memory-one strategy with these probabilities of C (state = own move, opponent's)."""
+    to = ((1, 2), (3, 4))  # next state after (my_D, opp_D)
+    return StateMachine((first, cc, cd, dc, dd), (to,) * 5)
+
+
+MEMORY_ONE_FREE = memory_one_machine(0.5, 0.5, 0.5, 0.5, 0.5)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A strategy to fit: a state machine (fractional states are free parameters), or
+    prescribed moves per game (1.0 = C, 0.0 = D; NaN = no prescription that round)."""
+
+    name: str
+    machine: StateMachine | None = None
+    prescribed: Sequence[np.ndarray] | None = None
+    in_mixture: bool = True
+    state_names: tuple[str, ...] = ()  # names of the machine's states, for fitted parameters
+
+    def parameters(self, free_probabilities: dict[int, float]) -> dict[str, float]:
+        """Fitted free probabilities keyed by state name."""
+        return {
+            (self.state_names[s] if s < len(self.state_names) else f"state_{s}"): p
+            for s, p in sorted(free_probabilities.items())
+        }
+
+
+@dataclass(slots=True)
+class GameStats:
+    """Sufficient statistics of games (rows) under candidates (columns)."""
+
+    mismatches: np.ndarray  # (games, candidates): expected mismatches in prescribing rounds
+    prescribing: np.ndarray  # (games, candidates): decided rounds in a prescribing state
+    visits: np.ndarray  # (games, candidates, N_STATES): decided rounds in each free state
+    coops: np.ndarray  # (games, candidates, N_STATES): (expected) cooperations there
+    moves: np.ndarray  # (games,): decided rounds
+    free: np.ndarray = field(default_factory=lambda: np.zeros((0, N_STATES), dtype=bool))
+
+
+def _labels(
+    mine: np.ndarray, decided: np.ndarray | None, p_cooperate: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(y in [0, 1] per round, decided mask)."""
+    y = np.asarray(mine, dtype=np.float64)
+    if p_cooperate is not None:
+        p = np.asarray(p_cooperate, dtype=np.float64)
+        y = np.where(np.isnan(p), y, p)
+    mask = np.ones(y.size, dtype=bool) if decided is None else np.asarray(decided, dtype=bool)
+    return y, mask
+
+
+def game_stats(
+    games: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]],
+    candidates: Sequence[Candidate],
+) -> GameStats:
+    """Statistics of each game under each candidate. A game is (own moves, opponent's moves,
+    decided mask or None, P(C) per round or None), moves as booleans (True = C)."""
+    g, k = len(games), len(candidates)
+    stats = GameStats(
+        np.zeros((g, k)),
+        np.zeros((g, k)),
+        np.zeros((g, k, N_STATES)),
+        np.zeros((g, k, N_STATES)),
+        np.zeros(g),
+        np.zeros((k, N_STATES), dtype=bool),
+    )
+    machines = [(j, c.machine) for j, c in enumerate(candidates) if c.machine is not None]
+    if machines:
+        probs = np.stack([m.arrays()[0] for _, m in machines])  # (M, S)
+        nexts = np.stack([m.arrays()[1] for _, m in machines])  # (M, S, 2, 2)
+        fixed = (probs == 0.0) | (probs == 1.0)
+        for row, (j, _) in enumerate(machines):
+            stats.free[j] = ~fixed[row]
+        index = [j for j, _ in machines]
+    for i, (mine, theirs, decided, p_coop) in enumerate(games):
+        own = np.asarray(mine, dtype=bool)
+        opp = np.asarray(theirs, dtype=bool)
+        y, mask = _labels(own, decided, p_coop)
+        stats.moves[i] = mask.sum()
+        if machines:
+            _machine_stats(stats, i, index, probs, nexts, fixed, own, opp, y, mask)
+        for j, cand in enumerate(candidates):
+            if cand.prescribed is not None:
+                pres = np.asarray(cand.prescribed[i], dtype=np.float64)
+                use = mask & ~np.isnan(pres)
+                stats.prescribing[i, j] = use.sum()
+                stats.mismatches[i, j] = float(np.abs(y[use] - pres[use]).sum())
+    return stats
+
+
+def _machine_stats(
+    stats: GameStats,
+    i: int,
+    index: list[int],
+    probs: np.ndarray,
+    nexts: np.ndarray,
+    fixed: np.ndarray,
+    own: np.ndarray,
+    opp: np.ndarray,
+    y: np.ndarray,
+    mask: np.ndarray,
+) -> None:
+    """Run every machine over one game's actual history at once; accumulate its statistics."""
+    m = probs.shape[0]
+    n = own.size
+    states = np.zeros((n, m), dtype=np.int64)
+    state = np.zeros(m, dtype=np.int64)
+    rows = np.arange(m)
+    my_d = (~own).astype(np.int64)
+    opp_d = (~opp).astype(np.int64)
+    for t in range(n):
+        states[t] = state
+        state = nexts[rows, state, my_d[t], opp_d[t]]
+    p = probs[rows[None, :], states]  # (n, m)
+    is_fixed = fixed[rows[None, :], states]
+    weight = mask[:, None] & is_fixed
+    stats.prescribing[i, index] = weight.sum(axis=0)
+    stats.mismatches[i, index] = (np.abs(y[:, None] - p) * weight).sum(axis=0)
+    free_rounds = mask[:, None] & ~is_fixed
+    for row, j in enumerate(index):
+        sel = free_rounds[:, row]
+        if sel.any():
+            s = states[sel, row]
+            stats.visits[i, j] = np.bincount(s, minlength=N_STATES)
+            stats.coops[i, j] = np.bincount(s, weights=y[sel], minlength=N_STATES)
+
+
+def _xlogy(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return np.where(x > 0, x * np.log(y), 0.0)
+
+
+def _loglik(
+    mismatches: np.ndarray,
+    prescribing: np.ndarray,
+    visits: np.ndarray,
+    coops: np.ndarray,
+    tremble: np.ndarray | float,
+    q: np.ndarray,
+) -> np.ndarray:
+    """Log-likelihood from statistics (broadcast over leading axes); q: free-state P(C)."""
+    eps = np.asarray(tremble, dtype=np.float64)
+    fixed = _xlogy(mismatches, eps) + _xlogy(prescribing - mismatches, 1.0 - eps)
+    qc = np.clip(q, TREMBLE_FLOOR, 1.0 - TREMBLE_FLOOR)
+    free = (_xlogy(coops, qc) + _xlogy(visits - coops, 1.0 - qc)).sum(axis=-1)
+    return fixed + free
+
+
+@dataclass(frozen=True, slots=True)
+class StrategyFit:
+    """One candidate fitted alone to a set of games."""
+
+    strategy: str
+    log_likelihood: float
+    tremble: float | None  # None: the strategy prescribes in no state (e.g. RANDOM)
+    n_params: int
+    bic: float
+    free_probabilities: dict[int, float]  # state -> fitted P(C)
+    rank: int = 0
+
+
+def fit_each(
+    stats: GameStats, candidates: Sequence[Candidate], weights: np.ndarray | None = None
+) -> list[StrategyFit]:
+    """Every candidate fitted alone to the games (weighted), ranked by BIC (1 = best)."""
+    w = np.ones(stats.moves.size) if weights is None else np.asarray(weights, dtype=np.float64)
+    moves = float(w @ stats.moves)
+    fits = []
+    for j, cand in enumerate(candidates):
+        mis = float(w @ stats.mismatches[:, j])
+        pres = float(w @ stats.prescribing[:, j])
+        visits = w @ stats.visits[:, j]
+        coops = w @ stats.coops[:, j]
+        free_states = stats.free[j] & (visits > 0)
+        tremble = min(0.5, max(TREMBLE_FLOOR, mis / pres)) if pres > 0 else None
+        q = np.where(visits > 0, coops / np.maximum(visits, 1e-300), 0.5)
+        ll = float(_loglik(mis, pres, visits, coops, tremble or 0.5, q))
+        n_params = (1 if tremble is not None else 0) + int(free_states.sum())
+        bic = -2.0 * ll + n_params * math.log(max(moves, 1.0))
+        free_p = {int(s): float(q[s]) for s in np.flatnonzero(free_states)}
+        fits.append(StrategyFit(cand.name, ll, tremble, n_params, bic, free_p))
+    order = sorted(range(len(fits)), key=lambda j: (round(fits[j].bic, 9), fits[j].n_params, j))
+    ranked = list(fits)
+    for position, j in enumerate(order, start=1):
+        f = fits[j]
+        ranked[j] = StrategyFit(
+            f.strategy,
+            f.log_likelihood,
+            f.tremble,
+            f.n_params,
+            f.bic,
+            f.free_probabilities,
+            position,
+        )
+    return ranked
+
+
+@dataclass(frozen=True, slots=True)
+class Mixture:
+    """The SFEM estimate: shares (in candidate order; NaN for candidates not in the mixture),
+    the common tremble and the log-likelihood."""
+
+    shares: np.ndarray
+    tremble: float
+    log_likelihood: float
+
+
+@dataclass(frozen=True, slots=True)
+class _MixtureData:
+    """The mixture members' statistics; the free states' log-likelihood at each strategy's own
+    probabilities does not change during EM, so it is computed once."""
+
+    members: np.ndarray  # candidate indexes in the mixture
+    mismatches: np.ndarray  # (games, k)
+    prescribing: np.ndarray  # (games, k)
+    free_loglik: np.ndarray  # (games, k)
+
+
+def _mixture_data(stats: GameStats, candidates: Sequence[Candidate]) -> _MixtureData:
+    members = np.flatnonzero([c.in_mixture for c in candidates])
+    free = np.zeros((stats.moves.size, members.size))
+    for j, c in enumerate(members):
+        machine = candidates[c].machine
+        for state in np.flatnonzero(stats.free[c]):
+            if machine is None:
+                continue
+            q = min(1.0 - TREMBLE_FLOOR, max(TREMBLE_FLOOR, machine.coop_prob[state]))
+            visits = stats.visits[:, c, state]
+            coops = stats.coops[:, c, state]
+            free[:, j] += _xlogy(coops, np.float64(q)) + _xlogy(visits - coops, np.float64(1 - q))
+    return _MixtureData(members, stats.mismatches[:, members], stats.prescribing[:, members], free)
+
+
+def _em(
+    data: _MixtureData, weights: np.ndarray, phi: np.ndarray, eps: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """EM for a batch of game weightings (B, games), from starting shares phi (B, k) and
+    trembles eps (B,); returns (phi, eps, log-likelihood per batch)."""
+    previous = np.full(weights.shape[0], -np.inf)
+    total = previous
+    wsum = weights.sum(axis=1)
+    for _ in range(EM_ITERATIONS):
+        e = eps[:, None, None]
+        ll = (
+            _xlogy(data.mismatches[None], e)
+            + _xlogy((data.prescribing - data.mismatches)[None], 1.0 - e)
+            + data.free_loglik[None]
+        )  # (B, games, k)
+        with np.errstate(divide="ignore"):
+            logp = ll + np.log(phi)[:, None, :]
+        top = logp.max(axis=2, keepdims=True)
+        game_ll = top[..., 0] + np.log(np.exp(logp - top).sum(axis=2))  # (B, games)
+        total = (weights * game_ll).sum(axis=1)
+        resp = np.exp(logp - game_ll[..., None]) * weights[..., None]  # (B, games, k)
+        phi = resp.sum(axis=1) / wsum[:, None]
+        num = (resp * data.mismatches[None]).sum(axis=(1, 2))
+        den = (resp * data.prescribing[None]).sum(axis=(1, 2))
+        with np.errstate(all="ignore"):
+            eps = np.clip(np.where(den > 0, num / den, 0.5), TREMBLE_FLOOR, 0.5)
+        if np.all(np.abs(total - previous) < EM_TOLERANCE * np.maximum(1.0, np.abs(total))):
+            break
+        previous = total
+    return phi, eps, total
+
+
+def sfem(
+    stats: GameStats, candidates: Sequence[Candidate], weights: np.ndarray | None = None
+) -> Mixture:
+    """Dal Bo-Frechette mixture by EM over the candidates with `in_mixture` (games weighted)."""
+    data = _mixture_data(stats, candidates)
+    shares = np.full(len(candidates), np.nan)
+    if data.members.size == 0 or stats.moves.size == 0:
+        return Mixture(shares, math.nan, math.nan)
+    w = np.ones((1, stats.moves.size)) if weights is None else np.asarray(weights)[None, :]
+    k = data.members.size
+    phi, eps, total = _em(data, w, np.full((1, k), 1.0 / k), np.array([0.1]))
+    shares[data.members] = phi[0]
+    return Mixture(shares, float(eps[0]), float(total[0]))
+
+
+def share_intervals(
+    stats: GameStats,
+    candidates: Sequence[Candidate],
+    rng: np.random.Generator,
+    resamples: int = DEFAULT_BOOTSTRAP,
+    level: float = 0.95,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(low, high) per candidate: bootstrap over games of the SFEM shares (expanded percentile;
+    NaN with fewer than 2 games or outside the mixture). Every resample's EM starts from the
+    full sample's estimate (nudged off zero), all resamples at once."""
+    n = stats.moves.size
+    k_all = len(candidates)
+    data = _mixture_data(stats, candidates)
+    low = np.full(k_all, np.nan)
+    high = np.full(k_all, np.nan)
+    if n < 2 or data.members.size == 0:
+        return low, high
+    k = data.members.size
+    phi0, eps0, _ = _em(data, np.ones((1, n)), np.full((1, k), 1.0 / k), np.array([0.1]))
+    draws = rng.multinomial(n, np.full(n, 1.0 / n), size=resamples).astype(np.float64)
+    start = (phi0 + 1e-3) / (1.0 + 1e-3 * k)  # a share of exactly 0 could not grow again
+    phi, _, _ = _em(data, draws, np.repeat(start, resamples, axis=0), np.repeat(eps0, resamples))
+    tail = expanded_tail(n, level)
+    low[data.members], high[data.members] = np.percentile(
+        phi, [100 * tail, 100 * (1 - tail)], axis=0
+    )
+    return low, high

@@ -1,0 +1,162 @@
+"""`pdbench profile RUN_DIR`: strategy inference for every condition and agent of an experiment
+run, written to strategy_fit.parquet (see core/strategy_fit.py for the method)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pdbench.agents.strategy_library import LIBRARIES, axelrod_candidates, builtin_candidates
+from pdbench.core.metrics import GameOutcome
+from pdbench.core.payoff import PayoffMatrix
+from pdbench.core.rng import derive_seed
+from pdbench.core.strategy_fit import (
+    DEFAULT_BOOTSTRAP,
+    fit_each,
+    game_stats,
+    sfem,
+    share_intervals,
+)
+from pdbench.errors import RunError
+from pdbench.storage.aggregate import RunDirError, outcomes_from_table, read_rounds_table
+from pdbench.storage.run_dir import RunLock, read_manifest
+from pdbench.storage.schema import ROUNDS_FILE
+from pdbench.storage.strategy_fit import STRATEGY_FIT_FILE, write_strategy_fit
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileResult:
+    """The rows written and where."""
+
+    rows: list[dict[str, Any]]
+    path: Path
+
+
+def _matrix(manifest: dict[str, Any]) -> PayoffMatrix:
+    game = (manifest.get("config") or {}).get("game") or {}
+    table = game.get("payoff_matrix")
+    return PayoffMatrix.from_nested(table) if table else PayoffMatrix()
+
+
+def _side_games(
+    games: list[GameOutcome], side: str
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]]:
+    out = []
+    for g in games:
+        own, opp = (g.a_coop, g.b_coop) if side == "a" else (g.b_coop, g.a_coop)
+        fallback = g.a_fallback if side == "a" else g.b_fallback
+        p_coop = g.a_p_cooperate if side == "a" else g.b_p_cooperate
+        decided = None if fallback is None else ~np.asarray(fallback, dtype=bool)
+        out.append((own, opp, decided, p_coop))
+    return out
+
+
+def profile_rows(
+    manifest: dict[str, Any],
+    outcomes: list[GameOutcome],
+    library: str = "builtin",
+    resamples: int = DEFAULT_BOOTSTRAP,
+) -> list[dict[str, Any]]:
+    """strategy_fit rows of every condition (config order) and agent."""
+    if library not in LIBRARIES:
+        raise RunError(f"unknown strategy library {library!r} (valid: {', '.join(LIBRARIES)})")
+    matrix = _matrix(manifest)
+    seed = int(manifest.get("seed") or 0)
+    by_condition: dict[str, list[GameOutcome]] = {}
+    for outcome in outcomes:
+        by_condition.setdefault(outcome.condition, []).append(outcome)
+    order = [c["name"] for c in manifest.get("conditions", []) if c.get("name") in by_condition]
+    order += sorted(set(by_condition) - set(order))
+    rows: list[dict[str, Any]] = []
+    for condition in order:
+        games = sorted(by_condition[condition], key=lambda g: g.replicate)
+        for side_index, side in enumerate(("a", "b")):
+            data = _side_games(games, side)
+            candidates = builtin_candidates(matrix, side_index)
+            if library == "all":
+                candidates += axelrod_candidates([(own, opp) for own, opp, _, _ in data])
+            stats = game_stats(data, candidates)
+            fits = fit_each(stats, candidates)
+            mixture = sfem(stats, candidates)
+            rng = np.random.default_rng(derive_seed(seed, "strategy_fit", condition, side))
+            low, high = share_intervals(stats, candidates, rng, resamples)
+            name = games[0].agent_a_name if side == "a" else games[0].agent_b_name
+            for cand, fit, share, lo, hi in zip(
+                candidates, fits, mixture.shares, low, high, strict=True
+            ):
+                rows.append(
+                    {
+                        "condition": condition,
+                        "agent": side,
+                        "agent_name": name,
+                        "strategy": fit.strategy,
+                        "rank": fit.rank,
+                        "log_likelihood": fit.log_likelihood,
+                        "bic": fit.bic,
+                        "n_params": fit.n_params,
+                        "tremble": fit.tremble,
+                        "parameters": json.dumps(cand.parameters(fit.free_probabilities)),
+                        "share": _finite(share),
+                        "share_ci_low": _finite(lo),
+                        "share_ci_high": _finite(hi),
+                        "mixture_tremble": _finite(mixture.tremble),
+                        "n_games": len(games),
+                        "n_moves": int(stats.moves.sum()),
+                        "soft_labels": bool(
+                            any(p is not None and np.any(~np.isnan(p)) for *_, p in data)
+                        ),
+                    }
+                )
+    rows.sort(key=lambda r: (order.index(r["condition"]), r["agent"], r["rank"]))
+    return rows
+
+
+def _finite(value: float) -> float | None:
+    return None if value is None or not np.isfinite(value) else float(value)
+
+
+def profile_run(
+    run_dir: Path, library: str = "builtin", resamples: int = DEFAULT_BOOTSTRAP
+) -> ProfileResult:
+    """Fit every condition and agent of an experiment run; write strategy_fit.parquet."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise RunDirError(f"{run_dir}: not a directory")
+    manifest = read_manifest(run_dir, "experiment")
+    with RunLock(run_dir):
+        outcomes = outcomes_from_table(read_rounds_table(run_dir / ROUNDS_FILE))
+        rows = profile_rows(manifest, outcomes, library, resamples)
+        path = run_dir / STRATEGY_FIT_FILE
+        write_strategy_fit(rows, path)
+    return ProfileResult(rows, path)
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.0f}%"
+
+
+def strategy_table(rows: list[dict[str, Any]], top: int = 3) -> str:
+    """The best-ranked strategies of each condition and agent, one line each: BIC rank, the
+    tremble, and the mixture share with its interval."""
+    lines = [
+        f"{'condition':24} {'agent':28} {'rank':>4} {'strategy':22} {'tremble':>7} "
+        f"{'share [95% CI]':>18}  parameters"
+    ]
+    for row in rows:
+        if row["rank"] > top:
+            continue
+        share = _pct(row["share"])
+        if row["share_ci_low"] is not None:
+            share += f" [{_pct(row['share_ci_low'])}, {_pct(row['share_ci_high'])}]"
+        tremble = "-" if row["tremble"] is None else f"{row['tremble']:.3f}"
+        params = json.loads(row["parameters"])
+        shown = ", ".join(f"{k} {v:.2f}" for k, v in params.items())
+        lines.append(
+            f"{row['condition'][:24]:24} {row['agent']}: {row['agent_name'][:25]:25} "
+            f"{row['rank']:>4} {row['strategy'][:22]:22} {tremble:>7} {share:>18}  {shown}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,51 @@
+"""strategy_fit.parquet: written by `pdbench profile`, read by the report and the app."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pdbench.storage.parquet import write_rows
+
+STRATEGY_FIT_FILE = "strategy_fit.parquet"
+STRATEGY_FIT_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("condition", "string"),
+    ("agent", "string"),
+    ("agent_name", "string"),
+    ("strategy", "string"),
+    ("rank", "int64"),
+    ("log_likelihood", "float64"),
+    ("bic", "float64"),
+    ("n_params", "int64"),
+    ("tremble", "float64"),
+    ("parameters", "string"),
+    ("share", "float64"),
+    ("share_ci_low", "float64"),
+    ("share_ci_high", "float64"),
+    ("mixture_tremble", "float64"),
+    ("n_games", "int64"),
+    ("n_moves", "int64"),
+    ("soft_labels", "bool"),
+)
+
+
+def strategy_fit_schema() -> Any:
+    """The pyarrow schema of strategy_fit.parquet."""
+    import pyarrow as pa
+
+    return pa.schema([(name, pa.type_for_alias(kind)) for name, kind in STRATEGY_FIT_COLUMNS])
+
+
+def write_strategy_fit(rows: list[dict[str, Any]], path: Path) -> None:
+    """Write the rows atomically."""
+    write_rows(path, rows, strategy_fit_schema())
+
+
+def read_strategy_fit(run_dir: Path) -> list[dict[str, Any]] | None:
+    """The rows of RUN_DIR/strategy_fit.parquet, or None when there is none."""
+    path = Path(run_dir) / STRATEGY_FIT_FILE
+    if not path.is_file():
+        return None
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path).to_pylist()
