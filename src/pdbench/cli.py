@@ -406,6 +406,30 @@ def profile(
     typer.echo(strategy_table(result.rows, top))
 
 
+@app.command(
+    epilog="Example: pdbench compare data/runs/phase1_smoke_v1 --metric overall_cooperation_rate"
+)
+def compare(
+    run_dir: Annotated[
+        Path, typer.Argument(help="An experiment run directory.", show_default=False)
+    ],
+    metric: Annotated[
+        str, typer.Option("--metric", help="A per-game metric of aggregates.parquet.")
+    ] = "agent_a_cooperation_rate",
+    baseline: Annotated[
+        str | None,
+        typer.Option("--baseline", help="The condition to compare with (default: the first)."),
+    ] = None,
+) -> None:
+    """Each condition against a baseline: difference, bootstrap interval, permutation p-value
+    (Holm-adjusted); writes comparisons.parquet."""
+    from pdbench.runners.compare import compare_run, comparison_table
+
+    rows = compare_run(run_dir, metric, baseline)
+    typer.echo(comparison_table(rows))
+    typer.echo(f"{run_dir}: comparisons.parquet written ({len(rows)} rows)")
+
+
 @app.command(epilog="Example: pdbench ui data/runs/phase1_smoke_v1 --port 8501")
 def ui(
     run_dir: Annotated[

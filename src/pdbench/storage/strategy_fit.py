@@ -41,6 +41,24 @@ def write_strategy_fit(rows: list[dict[str, Any]], path: Path) -> None:
     write_rows(path, rows, strategy_fit_schema())
 
 
+def write_table(
+    path: Path, rows: list[dict[str, Any]], columns: tuple[tuple[str, str], ...]
+) -> None:
+    """Write rows with these (name, pyarrow type alias) columns atomically."""
+    import pyarrow as pa
+
+    write_rows(path, rows, pa.schema([(n, pa.type_for_alias(k)) for n, k in columns]))
+
+
+def read_table_rows(path: Path) -> list[dict[str, Any]] | None:
+    """The rows of a Parquet artifact, or None when there is none."""
+    if not Path(path).is_file():
+        return None
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path).to_pylist()
+
+
 def read_strategy_fit(run_dir: Path) -> list[dict[str, Any]] | None:
     """The rows of RUN_DIR/strategy_fit.parquet, or None when there is none."""
     path = Path(run_dir) / STRATEGY_FIT_FILE

@@ -1,0 +1,123 @@
+"""Comparing conditions with the game as the unit (pure: generators are passed in).
+
+For a metric with one value per game, each condition is compared with a baseline:
+- difference = mean(condition) - mean(baseline), over the games where the metric is defined;
+- a 95% interval: percentile bootstrap, resampling games within each condition independently;
+- a two-sided permutation p-value for "the labels do not matter": the games of both conditions
+  pooled and relabelled, |difference| at least as large as observed; exact (every relabelling)
+  when there are at most EXACT_LIMIT of them, else Monte Carlo with `permutations` draws and the
+  +1 correction (p = (hits + 1) / (draws + 1)), so p is never 0;
+- Holm's step-down adjustment of the p-values over all contrasts of the call.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+EXACT_LIMIT = 20_000
+DEFAULT_PERMUTATIONS = 9_999
+DEFAULT_RESAMPLES = 2_000
+
+
+@dataclass(frozen=True, slots=True)
+class Contrast:
+    """One condition against the baseline."""
+
+    n_baseline: int
+    n_condition: int
+    baseline_mean: float | None
+    condition_mean: float | None
+    difference: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    method: str
+
+
+def _clean(values: Sequence[float | None]) -> np.ndarray:
+    arr = np.array([np.nan if v is None else float(v) for v in values], dtype=np.float64)
+    return arr[~np.isnan(arr)]
+
+
+def permutation_p_value(
+    baseline: np.ndarray,
+    condition: np.ndarray,
+    rng: np.random.Generator,
+    permutations: int = DEFAULT_PERMUTATIONS,
+) -> tuple[float, str]:
+    """Two-sided permutation p-value of the difference of means, and how it was computed."""
+    pooled = np.concatenate([baseline, condition])
+    n, m = baseline.size, pooled.size
+    observed = abs(condition.mean() - baseline.mean())
+    tolerance = 1e-12 * max(1.0, observed)
+    if math.comb(m, n) <= EXACT_LIMIT:
+        total = pooled.sum()
+        hits = count = 0
+        for chosen in itertools.combinations(range(m), n):
+            base_sum = pooled[list(chosen)].sum()
+            diff = abs((total - base_sum) / (m - n) - base_sum / n)
+            hits += diff >= observed - tolerance
+            count += 1
+        return hits / count, "exact"
+    hits = 0
+    for _ in range(permutations):
+        shuffled = rng.permutation(pooled)
+        diff = abs(shuffled[n:].mean() - shuffled[:n].mean())
+        hits += diff >= observed - tolerance
+    return (hits + 1) / (permutations + 1), f"monte carlo ({permutations})"
+
+
+def bootstrap_difference(
+    baseline: np.ndarray,
+    condition: np.ndarray,
+    rng: np.random.Generator,
+    resamples: int = DEFAULT_RESAMPLES,
+) -> tuple[float, float]:
+    """95% percentile interval of mean(condition) - mean(baseline), games resampled within
+    each condition."""
+    b = rng.integers(0, baseline.size, size=(resamples, baseline.size))
+    c = rng.integers(0, condition.size, size=(resamples, condition.size))
+    diffs = condition[c].mean(axis=1) - baseline[b].mean(axis=1)
+    low, high = np.percentile(diffs, [2.5, 97.5])
+    return float(low), float(high)
+
+
+def contrast(
+    baseline_values: Sequence[float | None],
+    condition_values: Sequence[float | None],
+    rng: np.random.Generator,
+    resamples: int = DEFAULT_RESAMPLES,
+    permutations: int = DEFAULT_PERMUTATIONS,
+) -> Contrast:
+    """One condition against the baseline (None values, undefined in a game, left out)."""
+    base = _clean(baseline_values)
+    cond = _clean(condition_values)
+    if base.size == 0 or cond.size == 0:
+        return Contrast(base.size, cond.size, None, None, None, None, None, None, "no values")
+    diff = float(cond.mean() - base.mean())
+    low = high = p = None
+    method = "too few games"
+    if base.size >= 2 and cond.size >= 2:
+        low, high = bootstrap_difference(base, cond, rng, resamples)
+        p, how = permutation_p_value(base, cond, rng, permutations)
+        method = f"bootstrap over games ({resamples}); permutation p {how}"
+    return Contrast(
+        base.size, cond.size, float(base.mean()), float(cond.mean()), diff, low, high, p, method
+    )
+
+
+def holm(p_values: Sequence[float | None]) -> list[float | None]:
+    """Holm's step-down adjusted p-values (None stays None and is not counted)."""
+    indexed = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
+    k = len(indexed)
+    adjusted: list[float | None] = [None] * len(p_values)
+    running = 0.0
+    for rank, (p, i) in enumerate(indexed):
+        running = max(running, min(1.0, (k - rank) * p))
+        adjusted[i] = running
+    return adjusted

@@ -1,0 +1,146 @@
+"""`pdbench compare RUN_DIR`: every condition of an experiment against a baseline condition for
+one per-game metric, written to comparisons.parquet (method: core/compare.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pdbench.core.compare import contrast, holm
+from pdbench.core.metrics import COUNT_COLUMNS, IDENTITY_COLUMNS
+from pdbench.core.rng import derive_seed
+from pdbench.errors import RunError
+from pdbench.storage.aggregate import aggregate_run_dir
+from pdbench.storage.run_dir import read_manifest
+from pdbench.storage.schema import AGGREGATES_FILE
+from pdbench.storage.strategy_fit import write_table
+
+COMPARISONS_FILE = "comparisons.parquet"
+DEFAULT_METRIC = "agent_a_cooperation_rate"
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("metric", "string"),
+    ("baseline", "string"),
+    ("condition", "string"),
+    ("n_baseline", "int64"),
+    ("n_condition", "int64"),
+    ("baseline_mean", "float64"),
+    ("condition_mean", "float64"),
+    ("difference", "float64"),
+    ("ci_low", "float64"),
+    ("ci_high", "float64"),
+    ("p_value", "float64"),
+    ("p_holm", "float64"),
+    ("method", "string"),
+)
+
+
+def per_game_metrics(rows: list[dict[str, Any]]) -> list[str]:
+    """The metrics a comparison can use: numeric per-game columns of the replicate rows."""
+    sample = next((r for r in rows if r.get("scope") == "replicate"), {})
+    return [
+        c
+        for c, v in sample.items()
+        if c not in IDENTITY_COLUMNS
+        and c not in COUNT_COLUMNS
+        and not c.endswith(("_ci_low", "_ci_high"))
+        and c != "cooperation_rate_over_time"
+    ]
+
+
+def comparison_rows(
+    rows: list[dict[str, Any]],
+    order: list[str],
+    seed: int,
+    metric: str = DEFAULT_METRIC,
+    baseline: str | None = None,
+) -> list[dict[str, Any]]:
+    """One row per condition other than the baseline, Holm-adjusted together."""
+    metrics = per_game_metrics(rows)
+    if metric not in metrics:
+        raise RunError(f"unknown metric {metric!r} (valid: {', '.join(metrics)})")
+    games: dict[str, list[Any]] = {}
+    for row in rows:
+        if row.get("scope") == "replicate":
+            games.setdefault(str(row["condition"]), []).append(row.get(metric))
+    conditions = [c for c in order if c in games] + sorted(set(games) - set(order))
+    baseline = baseline or conditions[0]
+    if baseline not in games:
+        raise RunError(f"unknown baseline condition {baseline!r} (valid: {', '.join(conditions)})")
+    out = []
+    for condition in conditions:
+        if condition == baseline:
+            continue
+        rng = np.random.default_rng(derive_seed(seed, "compare", metric, baseline, condition))
+        result = contrast(games[baseline], games[condition], rng)
+        out.append(
+            {
+                "metric": metric,
+                "baseline": baseline,
+                "condition": condition,
+                "n_baseline": result.n_baseline,
+                "n_condition": result.n_condition,
+                "baseline_mean": result.baseline_mean,
+                "condition_mean": result.condition_mean,
+                "difference": result.difference,
+                "ci_low": result.ci_low,
+                "ci_high": result.ci_high,
+                "p_value": result.p_value,
+                "method": result.method,
+            }
+        )
+    for row, adjusted in zip(out, holm([r["p_value"] for r in out]), strict=True):
+        row["p_holm"] = adjusted
+    return out
+
+
+def read_aggregate_rows(run_dir: Path) -> list[dict[str, Any]]:
+    """aggregates.parquet's rows (recomputed from rounds.jsonl when absent or older than the
+    interval columns)."""
+    import pyarrow.parquet as pq
+
+    path = Path(run_dir) / AGGREGATES_FILE
+    if path.is_file():
+        table = pq.read_table(path)
+        if "collapsed_fraction" in table.column_names:
+            return table.to_pylist()
+    return aggregate_run_dir(run_dir)
+
+
+def compare_run(
+    run_dir: Path, metric: str = DEFAULT_METRIC, baseline: str | None = None
+) -> list[dict[str, Any]]:
+    """Compare the conditions of an experiment run; write comparisons.parquet."""
+    run_dir = Path(run_dir)
+    manifest = read_manifest(run_dir, "experiment")
+    rows = read_aggregate_rows(run_dir)
+    order = [c["name"] for c in manifest.get("conditions", [])]
+    out = comparison_rows(rows, order, int(manifest.get("seed") or 0), metric, baseline)
+    write_table(run_dir / COMPARISONS_FILE, out, COLUMNS)
+    return out
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:+.{digits}f}"
+
+
+def comparison_table(rows: list[dict[str, Any]]) -> str:
+    """The terminal table."""
+    if not rows:
+        return "(only one condition: nothing to compare)"
+    head = rows[0]
+    lines = [
+        f"{head['metric']}: each condition minus {head['baseline']!r} (games as the unit)",
+        f"{'condition':28} {'n':>4} {'mean':>8} {'difference [95% CI]':>30} {'p':>8} {'p (Holm)':>9}",
+    ]
+    for row in rows:
+        ci = "" if row["ci_low"] is None else f" [{_num(row['ci_low'])}, {_num(row['ci_high'])}]"
+        mean = "-" if row["condition_mean"] is None else f"{row['condition_mean']:.3f}"
+        p = "-" if row["p_value"] is None else f"{row['p_value']:.4f}"
+        ph = "-" if row["p_holm"] is None else f"{row['p_holm']:.4f}"
+        lines.append(
+            f"{row['condition'][:28]:28} {row['n_condition']:>4} {mean:>8} "
+            f"{_num(row['difference']) + ci:>30} {p:>8} {ph:>9}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,95 @@
+"""Comparisons of conditions: Holm's adjustment and the exact permutation p-value by hand, the
+bootstrap interval of a difference against a direct computation, the false-positive rate of the
+permutation test under the null, and `pdbench compare` end to end."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from tests.support.cli import run_in_process
+from tests.support.configs import experiment, policy, write_config
+
+from pdbench.core.compare import contrast, holm, permutation_p_value
+from pdbench.runners.loader import load_config
+from pdbench.runners.run_experiment import RunOptions, run_experiment
+
+
+def test_holm_by_hand() -> None:
+    # Sorted p: 0.01 (x3 = 0.03), 0.02 (x2 = 0.04), 0.04 (x1 = 0.04); then back in order.
+    assert holm([0.04, 0.01, 0.02]) == pytest.approx([0.04, 0.03, 0.04])
+    # Sorted 0.02 (x3 = 0.06), 0.03 (x2 = 0.06), 0.5 (x1 = 0.5).
+    assert holm([0.5, 0.03, 0.02]) == pytest.approx([0.5, 0.06, 0.06])
+    # Monotone step-down: 0.01 x3 = 0.03, 0.012 x2 = 0.024 -> raised to 0.03.
+    assert holm([0.012, 0.01, 0.3]) == pytest.approx([0.03, 0.03, 0.3])
+    assert holm([None, 0.2]) == [None, 0.2]
+    assert holm([0.6, 0.9]) == pytest.approx([1.0, 1.0])
+
+
+def test_exact_permutation_p_value_by_hand() -> None:
+    # Baseline {0, 1}, condition {2, 3}: observed |2.5 - 0.5| = 2. Of the C(4,2) = 6 ways to
+    # pick the baseline pair, {0,1} and {2,3} give |difference| 2, the other four give 0 or 1.
+    p, how = permutation_p_value(
+        np.array([0.0, 1.0]), np.array([2.0, 3.0]), np.random.default_rng(0)
+    )
+    assert how == "exact" and p == pytest.approx(2 / 6)
+    # Baseline {0, 0, 1}, condition {1, 1}: observed |1 - 1/3| = 2/3. Baselines of 3 out of
+    # {0, 0, 1, 1, 1} (10 ways): {0,0,1} (3 ways) gives 2/3; {0,1,1} (6 ways) gives
+    # |1/2 - 2/3| = 1/6; {1,1,1} (1 way) gives |0 - 1| = 1 -> p = 4/10.
+    p, _ = permutation_p_value(
+        np.array([0.0, 0.0, 1.0]), np.array([1.0, 1.0]), np.random.default_rng(0)
+    )
+    assert p == pytest.approx(0.4)
+
+
+def test_the_permutation_test_rejects_about_5_percent_under_the_null() -> None:
+    rng = np.random.default_rng(2024)
+    rejections = 0
+    trials = 300
+    for _ in range(trials):
+        a, b = rng.normal(size=12), rng.normal(size=12)  # C(24, 12) > limit: Monte Carlo
+        p, how = permutation_p_value(a, b, rng, permutations=499)
+        rejections += p <= 0.05
+    assert how.startswith("monte carlo")
+    assert 0.02 <= rejections / trials <= 0.09
+
+
+def test_the_difference_and_its_interval() -> None:
+    rng = np.random.default_rng(1)
+    result = contrast([0.1, 0.2, 0.3, None], [0.5, 0.6, 0.7], rng)
+    assert result.difference == pytest.approx(0.4)
+    assert result.n_baseline == 3 and result.n_condition == 3
+    assert result.ci_low is not None and result.ci_high is not None
+    # Resampled means lie within [0.1, 0.3] and [0.5, 0.7]: the difference within [0.2, 0.6].
+    assert 0.2 <= result.ci_low <= 0.4 <= result.ci_high <= 0.6
+
+
+def test_compare_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = experiment(
+        [
+            ("allc", policy("ALLC"), policy("TFT")),
+            ("random", policy("RANDOM"), policy("TFT")),
+            ("alld", policy("ALLD"), policy("TFT")),
+        ],
+        replicates=5,
+    )
+    data["run"]["output_dir"] = str(tmp_path / "run")
+    run_experiment(load_config(write_config(data, tmp_path)), RunOptions())
+    code, out, err = run_in_process(["compare", str(tmp_path / "run")], capsys)
+    assert code == 0, err
+    assert "each condition minus 'allc'" in out
+    rows = pq.read_table(tmp_path / "run" / "comparisons.parquet").to_pylist()
+    assert [r["condition"] for r in rows] == ["random", "alld"]
+    alld = rows[1]
+    assert alld["difference"] == pytest.approx(-1.0)  # ALLC cooperates always, ALLD never
+    # 5 vs 5 games, all values apart: the exact p is 2 / C(10, 5) = 2 / 252.
+    assert alld["p_value"] == pytest.approx(2 / 252)
+    assert alld["p_holm"] >= alld["p_value"]
+    code, out, err = run_in_process(
+        ["compare", str(tmp_path / "run"), "--baseline", "nope"], capsys
+    )
+    assert code == 2 and "unknown baseline condition 'nope'" in err and "allc" in err
+    code, out, err = run_in_process(["compare", str(tmp_path / "run"), "--metric", "x"], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1
