@@ -430,6 +430,33 @@ def compare(
     typer.echo(f"{run_dir}: comparisons.parquet written ({len(rows)} rows)")
 
 
+@app.command(epilog="Example: pdbench report data/runs/phase1_smoke_v1")
+def report(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory.", show_default=False)],
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write here (default RUN_DIR/report.html)."),
+    ] = None,
+) -> None:
+    """One self-contained HTML report of a run (no network needed to view it). For an
+    experiment, runs `profile` and `compare` first when their artifacts are missing."""
+    from pdbench.report import COMPARISONS_FILE, build_report
+    from pdbench.storage.run_dir import run_kind
+    from pdbench.storage.strategy_fit import STRATEGY_FIT_FILE
+
+    if run_kind(run_dir) == "experiment":
+        if not (run_dir / STRATEGY_FIT_FILE).is_file():
+            from pdbench.runners.profile import profile_run
+
+            profile_run(run_dir)
+        if not (run_dir / COMPARISONS_FILE).is_file():
+            from pdbench.runners.compare import compare_run
+
+            compare_run(run_dir)
+    path = build_report(run_dir, output)
+    typer.echo(f"report written: {path}")
+
+
 @app.command(epilog="Example: pdbench ui data/runs/phase1_smoke_v1 --port 8501")
 def ui(
     run_dir: Annotated[

@@ -1,0 +1,241 @@
+"""`pdbench report RUN_DIR`: one self-contained report.html (inline CSS and SVG; no script, no
+font, no request at view time) for an experiment, tournament or evolution directory. It reads
+the run's artifacts only (layering: report -> storage/core)."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from pdbench.errors import PdbenchError
+from pdbench.report.experiment import experiment_sections, fmt
+from pdbench.report.svg import GRID, INK, MUTED, Point, interval_dots
+from pdbench.storage.files import write_bytes_atomic
+from pdbench.storage.run_dir import read_manifest, run_kind
+from pdbench.storage.schema import (
+    AGGREGATES_FILE,
+    GENERATIONS_FILE,
+    LEADERBOARD_FILE,
+    PAYOFF_MATRIX_FILE,
+)
+from pdbench.storage.strategy_fit import STRATEGY_FIT_FILE, read_table_rows
+
+REPORT_FILE = "report.html"
+COMPARISONS_FILE = "comparisons.parquet"
+PALETTE = ("#3b6fd8", "#e08a1e", "#2e9e4f", "#d64545", "#8e5bd0", "#1f9aa8", "#a89a3c", "#6b7280")
+
+CSS = f"""
+body {{ font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; color: {INK};
+  margin: 0 auto; max-width: 1100px; padding: 24px 28px 60px; line-height: 1.45; }}
+h1 {{ font-size: 26px; margin-bottom: 2px; }} h2 {{ margin-top: 36px; border-bottom: 2px solid
+  {GRID}; padding-bottom: 4px; }} h4 {{ margin: 4px 0 8px; }}
+table {{ border-collapse: collapse; margin: 8px 0 16px; font-size: 13px; }}
+th, td {{ border-bottom: 1px solid {GRID}; padding: 4px 10px; text-align: left;
+  vertical-align: top; }}
+th {{ background: #f6f8fa; font-weight: 600; }}
+table.kv th {{ width: 260px; }}
+.ci {{ color: {MUTED}; white-space: nowrap; }} .muted {{ color: {MUTED}; font-weight: 400; }}
+.vs {{ color: {MUTED}; }} .note {{ color: {MUTED}; font-size: 13px; }}
+.scroll {{ overflow-x: auto; }} figure {{ margin: 10px 0 18px; }}
+.card {{ display: inline-block; vertical-align: top; margin: 0 14px 14px 0; padding: 10px 14px;
+  border: 1px solid {GRID}; border-radius: 10px; background: #fbfcfd; }}
+nav a {{ margin-right: 14px; color: #3b6fd8; text-decoration: none; font-size: 14px; }}
+code {{ background: #f0f2f5; padding: 1px 5px; border-radius: 4px; }}
+"""
+
+
+class ReportError(PdbenchError):
+    """A run directory the report cannot be made from."""
+
+
+def _page(title: str, subtitle: str, sections: Sequence[str]) -> str:
+    ids = [
+        (s.split("id='", 1)[1].split("'", 1)[0], s.split("<h2>", 1)[1].split("</h2>", 1)[0])
+        for s in sections
+        if "id='" in s and "<h2>" in s
+    ]
+    nav = "".join(f"<a href='#{i}'>{h.split(':')[0]}</a>" for i, h in ids)
+    return (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        f"<title>{escape(title)}</title><style>{CSS}</style></head><body>"
+        f"<h1>{escape(title)}</h1><p class='muted'>{escape(subtitle)}</p><nav>{nav}</nav>"
+        + "".join(sections)
+        + "<p class='note'>Made by <code>pdbench report</code>: every number comes from the "
+        "run's artifacts.</p></body></html>"
+    )
+
+
+def _rows(path: Path) -> list[dict[str, Any]] | None:
+    return read_table_rows(path)
+
+
+def experiment_report(run_dir: Path) -> str:
+    manifest = read_manifest(run_dir, "experiment")
+    aggregates = _rows(run_dir / AGGREGATES_FILE)
+    if not aggregates:
+        raise ReportError(f"{run_dir}: no {AGGREGATES_FILE}: run `pdbench aggregate {run_dir}`")
+    if "collapsed_fraction" not in aggregates[0]:
+        raise ReportError(
+            f"{run_dir}: {AGGREGATES_FILE} has no intervals (an older pdbench wrote it): run "
+            f"`pdbench aggregate {run_dir}`"
+        )
+    sections = experiment_sections(
+        manifest,
+        aggregates,
+        _rows(run_dir / STRATEGY_FIT_FILE),
+        _rows(run_dir / COMPARISONS_FILE),
+    )
+    return _page(
+        f"pdbench report: {manifest.get('run_id', run_dir.name)}",
+        f"experiment · {run_dir} · status {manifest.get('status')}",
+        sections,
+    )
+
+
+def _heat(value: float | None, lo: float, hi: float) -> str:
+    if value is None or hi <= lo:
+        return "#ffffff"
+    t = (value - lo) / (hi - lo)
+    # white -> blue, readable with dark text at every step
+    r, g, b = (int(255 - t * (255 - c)) for c in (120, 160, 230))
+    return f"rgb({r},{g},{b})"
+
+
+def tournament_report(run_dir: Path) -> str:
+    manifest = read_manifest(run_dir, "tournament")
+    board = _rows(run_dir / LEADERBOARD_FILE) or []
+    pairs = _rows(run_dir / PAYOFF_MATRIX_FILE) or []
+    lo_key = "mean_score_ci_low" if board and "mean_score_ci_low" in board[0] else "ci95_low"
+    hi_key = "mean_score_ci_high" if board and "mean_score_ci_high" in board[0] else "ci95_high"
+    scores = [r["mean_score_per_round"] for r in board if r["mean_score_per_round"] is not None]
+    top = math.ceil(max([r.get(hi_key) or 0 for r in board] + scores + [1.0]) * 2) / 2
+    chart = interval_dots(
+        [
+            Point(
+                f"{r['rank']}. {r['player']}",
+                r["mean_score_per_round"],
+                r.get(lo_key),
+                r.get(hi_key),
+            )
+            for r in board
+        ],
+        "Mean score per round (interval: "
+        + (
+            "uncertainty of the mean over repetitions)"
+            if lo_key.startswith("mean")
+            else "spread over opponents)"
+        ),
+        "points per round",
+        0.0,
+        float(top),
+        percent=False,
+    )
+    table = "".join(
+        f"<tr><td>{r['rank']}</td><td>{escape(str(r['player']))}</td>"
+        f"<td>{fmt(r['mean_score_per_round'], r.get(lo_key), r.get(hi_key))}</td>"
+        f"<td>{r['matches']}</td><td>{r['wins']}/{r['draws']}/{r['losses']}</td>"
+        f"<td>{fmt(r['cooperation_rate'], percent=True)}</td></tr>"
+        for r in board
+    )
+    players = [r["player"] for r in board]
+    values = {(p["player"], p["opponent"]): p["mean_score_per_round"] for p in pairs}
+    known = [v for v in values.values() if v is not None]
+    lo, hi = (min(known), max(known)) if known else (0.0, 1.0)
+    heat = "".join(
+        f"<tr><th>{escape(str(a))}</th>"
+        + "".join(
+            f"<td style='background:{_heat(values.get((a, b)), lo, hi)}'>{fmt(values.get((a, b)))}</td>"
+            for b in players
+        )
+        + "</tr>"
+        for a in players
+    )
+    head = "".join(f"<th>{escape(str(b))}</th>" for b in players)
+    sections = [
+        f"<section id='leaderboard'><h2>Leaderboard</h2><figure>{chart}</figure><table><tr>"
+        "<th>rank</th><th>player</th><th>score per round [95%]</th><th>matches</th>"
+        f"<th>won/drawn/lost</th><th>cooperation</th></tr>{table}</table></section>",
+        "<section id='pairwise'><h2>Pairwise payoffs</h2><p class='note'>Row player's mean "
+        f"score per round against the column player.</p><div class='scroll'><table><tr><th></th>"
+        f"{head}</tr>{heat}</table></div></section>",
+        _setup_kv(manifest),
+    ]
+    return _page(
+        f"pdbench report: {manifest.get('run_id', run_dir.name)}",
+        f"tournament · {run_dir} · status {manifest.get('status')}",
+        sections,
+    )
+
+
+def _setup_kv(manifest: dict[str, Any]) -> str:
+    keys = ("run_id", "status", "seed", "noise", "repetitions", "strategies", "fixated", "process")
+    rows = "".join(
+        f"<tr><th>{k}</th><td>{escape(json.dumps(manifest[k]) if not isinstance(manifest[k], str) else manifest[k])}</td></tr>"
+        for k in keys
+        if k in manifest
+    )
+    return f"<section id='setup'><h2>Setup</h2><table class='kv'>{rows}</table></section>"
+
+
+def evolution_report(run_dir: Path) -> str:
+    manifest = read_manifest(run_dir, "evolution")
+    gens = _rows(run_dir / GENERATIONS_FILE) or []
+    strategies = list(dict.fromkeys(r["strategy"] for r in gens))
+    last = max((r["generation"] for r in gens), default=0)
+    width, height, left, top, bottom = 680, 260, 52, 30, 40
+    plot_w, plot_h = width - left - 150, height - top - bottom
+    lines = []
+    for i, s in enumerate(strategies):
+        pts = sorted((r["generation"], r["share"]) for r in gens if r["strategy"] == s)
+        color = PALETTE[i % len(PALETTE)]
+        path = " ".join(
+            f"{left + (g / max(1, last)) * plot_w:.1f},{top + (1 - v) * plot_h:.1f}" for g, v in pts
+        )
+        lines.append(f"<polyline points='{path}' fill='none' stroke='{color}' stroke-width='2'/>")
+        lines.append(
+            f"<text x='{left + plot_w + 10}' y='{top + 14 + 16 * i}' font-size='12' fill='{color}'>"
+            f"■ {escape(str(s))}</text>"
+        )
+    axes = "".join(
+        f"<text x='{left - 6}' y='{top + (1 - v) * plot_h + 4:.1f}' font-size='11' text-anchor='end' fill='{MUTED}'>{100 * v:.0f}%</text>"
+        f"<line x1='{left}' x2='{left + plot_w}' y1='{top + (1 - v) * plot_h:.1f}' y2='{top + (1 - v) * plot_h:.1f}' stroke='{GRID}'/>"
+        for v in (0, 0.25, 0.5, 0.75, 1.0)
+    )
+    title = "Population share of each strategy per generation"
+    svg = (
+        f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' role='img' "
+        f"aria-label='{title}'><title>{title}</title><text x='8' y='18' font-size='14' "
+        f"font-weight='600'>{title}</text>{axes}{''.join(lines)}<text x='{left + plot_w / 2:.0f}' "
+        f"y='{height - 8}' font-size='12' text-anchor='middle' fill='{MUTED}'>generation (0 to "
+        f"{last})</text></svg>"
+    )
+    fixated = manifest.get("fixated")
+    sections = [
+        f"<section id='population'><h2>Population</h2><p>Fixated: <b>{escape(str(fixated or 'none'))}</b></p>"
+        f"<figure>{svg}</figure></section>",
+        _setup_kv(manifest),
+    ]
+    return _page(
+        f"pdbench report: {manifest.get('run_id', run_dir.name)}",
+        f"evolution · {run_dir} · status {manifest.get('status')}",
+        sections,
+    )
+
+
+def build_report(run_dir: Path, output: Path | None = None) -> Path:
+    """Write the report of a run directory (default RUN_DIR/report.html); returns its path."""
+    run_dir = Path(run_dir)
+    kind = run_kind(run_dir)
+    html = {
+        "experiment": experiment_report,
+        "tournament": tournament_report,
+        "evolution": evolution_report,
+    }[kind](run_dir)
+    path = Path(output) if output is not None else run_dir / REPORT_FILE
+    write_bytes_atomic(path, html.encode("utf-8"))
+    return path

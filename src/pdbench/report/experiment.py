@@ -1,0 +1,342 @@
+"""The sections of an experiment's report, from its artifacts (aggregates.parquet,
+strategy_fit.parquet, comparisons.parquet and the manifest); numbers come from those files, as
+pdbench computed them, never recomputed here."""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from typing import Any
+
+from pdbench.report.svg import Point, band_chart, interval_dots
+
+AGENT_COLORS = {"a": "#3b6fd8", "b": "#e08a1e"}
+KEY_METRICS: tuple[tuple[str, str, bool], ...] = (
+    # (column, label, percent)
+    ("agent_a_cooperation_rate", "A cooperation", True),
+    ("agent_b_cooperation_rate", "B cooperation", True),
+    ("overall_cooperation_rate", "overall cooperation", True),
+    ("agent_a_total_payoff", "A payoff per game", False),
+    ("agent_b_total_payoff", "B payoff per game", False),
+    ("collapsed_fraction", "games that collapsed", True),
+    ("time_to_collapse", "collapse round (0-based, collapsed games)", False),
+    ("agent_a_retaliation_rate", "A retaliation", True),
+    ("agent_b_retaliation_rate", "B retaliation", True),
+)
+FALLBACK_METRICS: tuple[tuple[str, str, bool], ...] = (
+    ("fallback_rate", "fallback moves", True),
+    ("decided_cooperation_rate", "cooperation, fallbacks left out", True),
+    ("mean_p_cooperate", "mean P(C) from log-probabilities", True),
+)
+FONTANA = ("nice", "forgiving", "retaliatory", "troublemaking", "emulative")
+STATES = (("cc", "after CC"), ("cd", "after CD"), ("dc", "after DC"), ("dd", "after DD"))
+
+
+def fmt(value: Any, low: Any = None, high: Any = None, percent: bool = False) -> str:
+    """'value [low, high]' (percent or 3 significant digits); '-' when there is no value."""
+    if value is None:
+        return "-"
+
+    def f(v: float) -> str:
+        return f"{100 * v:.1f}%" if percent else f"{v:.3g}"
+
+    if low is None or high is None:
+        return f(float(value))
+    return f"{f(float(value))} <span class='ci'>[{f(float(low))}, {f(float(high))}]</span>"
+
+
+def cell(row: dict[str, Any], column: str, percent: bool) -> str:
+    return fmt(row.get(column), row.get(f"{column}_ci_low"), row.get(f"{column}_ci_high"), percent)
+
+
+def _agents(row: dict[str, Any]) -> str:
+    return f"{escape(str(row['agent_a_name']))} <span class='vs'>vs</span> {escape(str(row['agent_b_name']))}"
+
+
+def setup_section(manifest: dict[str, Any], conditions: list[dict[str, Any]]) -> str:
+    config = manifest.get("config") or {}
+    horizon = config.get("horizon") or {}
+    game = config.get("game") or {}
+    intervals = manifest.get("intervals") or {}
+    items = [
+        ("run id", manifest.get("run_id")),
+        ("status", manifest.get("status")),
+        ("seed", manifest.get("seed")),
+        ("replicates (games per condition)", manifest.get("replicates")),
+        ("horizon", ", ".join(f"{k} {v}" for k, v in horizon.items() if v is not None)),
+        ("execution noise", game.get("noise")),
+        ("payoffs [A, B]", json.dumps(game.get("payoff_matrix"))),
+        (
+            "started / finished (UTC)",
+            f"{manifest.get('started_at_utc')} / {manifest.get('finished_at_utc')}",
+        ),
+        ("pdbench", manifest.get("pdbench_version")),
+        (
+            "intervals",
+            f"{intervals.get('method', 'not recorded')}, level {intervals.get('level', '-')}, "
+            f"{intervals.get('resamples', '-')} resamples, seed {intervals.get('seed', '-')}; "
+            f"{intervals.get('small_sample', '')}",
+        ),
+    ]
+    rows = "".join(f"<tr><th>{escape(k)}</th><td>{escape(str(v))}</td></tr>" for k, v in items)
+    conds = "".join(
+        f"<tr><td>{escape(str(r['condition']))}</td><td>{_agents(r)}</td>"
+        f"<td>{r.get('n_replicates')}</td><td>{fmt(r.get('n_rounds'))}</td></tr>"
+        for r in conditions
+    )
+    return (
+        "<section id='setup'><h2>Setup</h2><table class='kv'>" + rows + "</table>"
+        "<h3>Conditions</h3><table><tr><th>condition</th><th>agents (A vs B)</th><th>games</th>"
+        "<th>rounds per game</th></tr>" + conds + "</table></section>"
+    )
+
+
+def metrics_section(conditions: list[dict[str, Any]]) -> str:
+    points = []
+    for r in conditions:
+        for side in ("a", "b"):
+            col = f"agent_{side}_cooperation_rate"
+            points.append(
+                Point(
+                    f"{r['condition']} · {side.upper()}",
+                    r.get(col),
+                    r.get(f"{col}_ci_low"),
+                    r.get(f"{col}_ci_high"),
+                    AGENT_COLORS[side],
+                    f"n = {r.get('n_replicates')} games",
+                )
+            )
+    chart = interval_dots(
+        points,
+        "Cooperation rate per condition and agent (95% interval over games)",
+        "share of rounds the agent played C",
+        legend=(("agent A", AGENT_COLORS["a"]), ("agent B", AGENT_COLORS["b"])),
+    )
+    head = "".join(f"<th>{escape(label)}</th>" for _, label, _ in KEY_METRICS)
+    body = "".join(
+        f"<tr><td>{escape(str(r['condition']))}</td><td>{r.get('n_replicates')}</td>"
+        + "".join(f"<td>{cell(r, c, pct)}</td>" for c, _, pct in KEY_METRICS)
+        + "</tr>"
+        for r in conditions
+    )
+    every = _every_metric_table(conditions)
+    return (
+        "<section id='metrics'><h2>Metrics with 95% intervals</h2>"
+        "<p class='note'>Each value is a mean over the condition's games; the interval in "
+        "brackets treats the game as the unit (never pooled moves).</p>"
+        f"<figure>{chart}</figure><div class='scroll'><table><tr><th>condition</th><th>games</th>"
+        f"{head}</tr>{body}</table></div>{every}</section>"
+    )
+
+
+def _every_metric_table(conditions: list[dict[str, Any]]) -> str:
+    skip = {"run_id", "condition", "scope", "replicate", "agent_a_name", "agent_b_name"}
+    columns = [
+        c
+        for c in conditions[0]
+        if c not in skip
+        and not c.endswith(("_ci_low", "_ci_high"))
+        and c != "cooperation_rate_over_time"
+    ]
+    head = "".join(f"<th>{escape(str(r['condition']))}</th>" for r in conditions)
+    body = "".join(
+        f"<tr><th>{escape(c)}</th>"
+        + "".join(f"<td>{cell(r, c, False)}</td>" for r in conditions)
+        + "</tr>"
+        for c in columns
+    )
+    return (
+        "<details><summary>Every metric of every condition</summary><div class='scroll'>"
+        f"<table><tr><th>metric</th>{head}</tr>{body}</table></div></details>"
+    )
+
+
+def over_time_section(conditions: list[dict[str, Any]]) -> str:
+    charts = []
+    for r in conditions:
+        values = _series(r.get("cooperation_rate_over_time"))
+        lows = _series(r.get("cooperation_rate_over_time_ci_low"))
+        highs = _series(r.get("cooperation_rate_over_time_ci_high"))
+        charts.append(
+            "<figure>"
+            + band_chart(
+                values,
+                lows or None,
+                highs or None,
+                f"{r['condition']}: cooperation of both agents per round, 95% band over games",
+            )
+            + "</figure>"
+        )
+    return "<section id='over-time'><h2>Cooperation over time</h2>" + "".join(charts) + "</section>"
+
+
+def _series(value: Any) -> list[Any]:
+    if not isinstance(value, str) or not value:
+        return []
+    try:
+        data = json.loads(value)
+    except ValueError:
+        return []
+    return data if isinstance(data, list) else []
+
+
+def memory_one_section(conditions: list[dict[str, Any]]) -> str:
+    parts = []
+    for r in conditions:
+        for side in ("a", "b"):
+            prefix = f"agent_{side}"
+            points = [
+                Point(
+                    label,
+                    r.get(f"{prefix}_p_coop_after_{s}"),
+                    r.get(f"{prefix}_p_coop_after_{s}_ci_low"),
+                    r.get(f"{prefix}_p_coop_after_{s}_ci_high"),
+                    AGENT_COLORS[side],
+                    f"{r.get(f'{prefix}_n_{s}') or 0} visits",
+                )
+                for s, label in STATES
+            ]
+            first = r.get(f"{prefix}_first_move_cooperation")
+            points.insert(
+                0,
+                Point(
+                    "first move",
+                    first,
+                    r.get(f"{prefix}_first_move_cooperation_ci_low"),
+                    r.get(f"{prefix}_first_move_cooperation_ci_high"),
+                    AGENT_COLORS[side],
+                ),
+            )
+            name = r[f"agent_{side}_name"]
+            parts.append(
+                "<figure>"
+                + interval_dots(
+                    points,
+                    f"{r['condition']} · agent {side.upper()} ({name}): P(C) after each state",
+                    "probability of C (state = own previous move, then the opponent's)",
+                )
+                + "</figure>"
+            )
+    fontana = "".join(
+        f"<tr><td>{escape(str(r['condition']))}</td><td>{side.upper()}</td>"
+        + "".join(f"<td>{cell(r, f'agent_{side}_fontana_{d}', False)}</td>" for d in FONTANA)
+        + "</tr>"
+        for r in conditions
+        for side in ("a", "b")
+    )
+    head = "".join(f"<th>{d}</th>" for d in FONTANA)
+    return (
+        "<section id='memory-one'><h2>Memory-one profile</h2>"
+        + "".join(parts)
+        + "<h3>Behavioural dimensions (Fontana et al. 2024)</h3><table><tr><th>condition</th>"
+        f"<th>agent</th>{head}</tr>{fontana}</table></section>"
+    )
+
+
+def strategy_section(fits: list[dict[str, Any]] | None, top: int = 3) -> str:
+    if fits is None:
+        return (
+            "<section id='strategies'><h2>Strategy card</h2><p class='note'>No "
+            "strategy_fit.parquet: run <code>pdbench profile RUN_DIR</code>.</p></section>"
+        )
+    cards = []
+    keys = list(dict.fromkeys((f["condition"], f["agent"]) for f in fits))
+    for condition, agent in keys:
+        rows = sorted(
+            (f for f in fits if f["condition"] == condition and f["agent"] == agent),
+            key=lambda f: f["rank"],
+        )[:top]
+        lines = "".join(
+            f"<tr><td>{f['rank']}</td><td><b>{escape(f['strategy'])}</b></td>"
+            f"<td>{fmt(f['share'], f['share_ci_low'], f['share_ci_high'], True)}</td>"
+            f"<td>{'-' if f['tremble'] is None else f'{f["tremble"]:.3f}'}</td>"
+            f"<td>{escape(_params(f['parameters']))}</td></tr>"
+            for f in rows
+        )
+        name = rows[0]["agent_name"] if rows else ""
+        cards.append(
+            f"<div class='card'><h4>{escape(condition)} · agent {agent.upper()} "
+            f"<span class='muted'>{escape(str(name))}</span></h4><table><tr><th>rank</th>"
+            "<th>strategy</th><th>mixture share [95%]</th><th>tremble</th><th>fitted</th></tr>"
+            f"{lines}</table></div>"
+        )
+    return (
+        "<section id='strategies'><h2>Strategy card</h2><p class='note'>Rank by BIC of each "
+        "strategy fitted alone (tremble and free probabilities by maximum likelihood); shares "
+        "of the Dal Bo-Frechette mixture with bootstrap intervals over games.</p>"
+        + "".join(cards)
+        + "</section>"
+    )
+
+
+def _params(text: str | None) -> str:
+    try:
+        data = json.loads(text or "{}")
+    except ValueError:
+        return ""
+    return ", ".join(f"{k} {v:.2f}" for k, v in data.items())
+
+
+def fallback_section(conditions: list[dict[str, Any]]) -> str:
+    head = "".join(
+        f"<th>{side.upper()} {escape(label)}</th>"
+        for side in "ab"
+        for _, label, _ in FALLBACK_METRICS
+    )
+    body = "".join(
+        f"<tr><td>{escape(str(r['condition']))}</td>"
+        + "".join(
+            f"<td>{cell(r, f'agent_{side}_{c}', pct)}</td>"
+            for side in "ab"
+            for c, _, pct in FALLBACK_METRICS
+        )
+        + "</tr>"
+        for r in conditions
+    )
+    return (
+        "<section id='fallbacks'><h2>Fallback moves (LLM agents)</h2><p class='note'>A fallback "
+        "is the move played after invalid replies; it is not the agent's choice.</p>"
+        f"<div class='scroll'><table><tr><th>condition</th>{head}</tr>{body}</table></div></section>"
+    )
+
+
+def comparisons_section(rows: list[dict[str, Any]] | None) -> str:
+    if not rows:
+        return (
+            "<section id='comparisons'><h2>Comparisons</h2><p class='note'>No comparisons "
+            "(one condition, or run <code>pdbench compare RUN_DIR</code>).</p></section>"
+        )
+    head = rows[0]
+    body = "".join(
+        f"<tr><td>{escape(str(r['condition']))}</td><td>{r['n_condition']}</td>"
+        f"<td>{fmt(r['condition_mean'])}</td><td>{fmt(r['difference'], r['ci_low'], r['ci_high'])}</td>"
+        f"<td>{fmt(r['p_value'])}</td><td>{fmt(r['p_holm'])}</td></tr>"
+        for r in rows
+    )
+    return (
+        f"<section id='comparisons'><h2>Comparisons: {escape(str(head['metric']))}</h2>"
+        f"<p class='note'>Each condition minus the baseline {escape(str(head['baseline']))!r} "
+        f"(mean {fmt(head['baseline_mean'])}, {head['n_baseline']} games); bootstrap interval "
+        "over games, permutation p-value, Holm-adjusted over the contrasts.</p><table><tr>"
+        "<th>condition</th><th>games</th><th>mean</th><th>difference [95%]</th><th>p</th>"
+        f"<th>p (Holm)</th></tr>{body}</table></section>"
+    )
+
+
+def experiment_sections(
+    manifest: dict[str, Any],
+    aggregates: list[dict[str, Any]],
+    fits: list[dict[str, Any]] | None,
+    comparisons: list[dict[str, Any]] | None,
+) -> list[str]:
+    """The report's sections in reading order."""
+    conditions = [r for r in aggregates if r.get("scope") == "condition"]
+    return [
+        setup_section(manifest, conditions),
+        metrics_section(conditions),
+        over_time_section(conditions),
+        memory_one_section(conditions),
+        strategy_section(fits),
+        fallback_section(conditions),
+        comparisons_section(comparisons),
+    ]
