@@ -24,8 +24,10 @@ ALLOWED = {
     "storage": {"core", "storage", "base"},
     "agents": {"core", "agents", "base"},
     "runners": {"core", "agents", "storage", "runners", "base"},
-    "cli": {"core", "agents", "storage", "runners", "base", "cli"},
+    "cli": {"core", "agents", "storage", "runners", "base", "cli", "report"},
     "ui": {"core", "storage", "base", "ui"},
+    # the HTML report reads artifacts like the app: storage and core only
+    "report": {"core", "storage", "base", "report"},
 }
 UI_EXTRA = {"pdbench.agents.policy"}  # each policy's look and description
 UI_RUNNERS_MODULE = "pdbench.ui.launcher"
