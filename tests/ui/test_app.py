@@ -290,3 +290,23 @@ def test_run_dir_from_environment(sample_run: Path, monkeypatch: pytest.MonkeyPa
     assert_clean(at)
     assert at.tabs[0].label == VIEW
     assert at.selectbox(key="vr_run").value == str(sample_run.resolve())
+
+
+def test_view_results_shows_intervals_and_the_strategy_card(run_copy: Path) -> None:
+    at = make_app(run_copy).run()
+    assert_clean(at)
+    assert any("pdbench profile" in i.value for i in at.info)  # no fit yet: how to make one
+    tables = [t.value for t in at.dataframe]
+    intervals = next(t for t in tables if "95% interval (games as the unit)" in t.columns)
+    cooperation = intervals[intervals["metric"].str.contains("cooperation")].iloc[0]
+    assert cooperation["95% interval (games as the unit)"] != "—"
+
+    from pdbench.runners.profile import profile_run
+
+    profile_run(run_copy)
+    at = make_app(run_copy).run()
+    assert_clean(at)
+    cards = [t.value for t in at.dataframe if "mixture share (95%)" in t.value.columns]
+    assert len(cards) == 2  # agent A and agent B
+    assert list(cards[0]["rank"]) == [1, 2, 3]
+    assert cards[0]["strategy"].iloc[0] == "TFT"  # the first condition's A is TFT

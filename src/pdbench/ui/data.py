@@ -134,6 +134,15 @@ def _read_parquet(path: str, mtime_ns: int, size: int) -> pd.DataFrame:
     return read_frame(Path(path))  # checks the schema version in the file's metadata
 
 
+def load_strategy_fit(run_dir: str | Path) -> pd.DataFrame | None:
+    """strategy_fit.parquet of a run (from `pdbench profile`), or None when there is none."""
+    path = Path(run_dir) / "strategy_fit.parquet"
+    if not path.is_file():
+        return None
+    stat = path.stat()
+    return _read_parquet(str(path), stat.st_mtime_ns, stat.st_size)
+
+
 def _table(directory: str | Path, name: str, columns: Sequence[str]) -> pd.DataFrame:
     """A Parquet artifact with at least `columns` and one row; ArtifactError otherwise."""
     path = Path(directory) / name

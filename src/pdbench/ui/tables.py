@@ -165,6 +165,53 @@ def metric_text_table(summary: pd.DataFrame, replicate: int) -> pd.DataFrame:
     )
 
 
+def interval_table(aggregates: pd.DataFrame, condition: str) -> pd.DataFrame:
+    """Per metric of the condition row: its value and 95% interval over games, as text (the
+    numbers are aggregates.parquet's, computed by pdbench.core)."""
+    row = condition_row(aggregates, condition)
+    records = []
+    if row is None:
+        return pd.DataFrame(columns=["metric", "value", "95% interval (games as the unit)"])
+    for column, (label, kind) in METRICS.items():
+        low, high = row.get(f"{column}_ci_low"), row.get(f"{column}_ci_high")
+        if column not in row.index:
+            continue
+        interval = (
+            "—"
+            if low is None or high is None or pd.isna(low) or pd.isna(high)
+            else f"{format_value(low, kind)} – {format_value(high, kind)}"
+        )
+        records.append(
+            {
+                "metric": label,
+                "value": format_value(row[column], kind),
+                "95% interval (games as the unit)": interval,
+            }
+        )
+    return pd.DataFrame(records)
+
+
+def strategy_card(fits: pd.DataFrame, condition: str, agent: str, top: int = 3) -> pd.DataFrame:
+    """The best-ranked strategies of one agent in one condition, as display text."""
+    rows = fits[(fits["condition"] == condition) & (fits["agent"] == agent)].sort_values("rank")
+    out = []
+    for _, r in rows.head(top).iterrows():
+        share = "—" if pd.isna(r["share"]) else f"{r['share']:.0%}"
+        if not pd.isna(r["share_ci_low"]):
+            share += f" ({r['share_ci_low']:.0%}–{r['share_ci_high']:.0%})"
+        params = json.loads(r["parameters"] or "{}")
+        out.append(
+            {
+                "rank": int(r["rank"]),
+                "strategy": r["strategy"],
+                "mixture share (95%)": share,
+                "tremble": "—" if pd.isna(r["tremble"]) else f"{r['tremble']:.3f}",
+                "fitted": ", ".join(f"{k} {v:.2f}" for k, v in params.items()),
+            }
+        )
+    return pd.DataFrame(out)
+
+
 def conditions_table(aggregates: pd.DataFrame) -> pd.DataFrame:
     """One row per condition (its mean over replicates), in the file's order."""
     rows = aggregates[aggregates["scope"] == "condition"]

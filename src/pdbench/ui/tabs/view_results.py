@@ -31,6 +31,8 @@ def render(ctx: AppContext) -> None:
     _timeline(game)
     _charts(game)
     _metrics_table(game)
+    _intervals(game)
+    _strategy_cards(game)
     _conditions(game)
     if game.has_llm:
         _llm_inspector(game)
@@ -146,6 +148,35 @@ def _metrics_table(game: Game) -> None:
     shown = tables.metric_text_table(summary, game.replicate)
     with st.expander("📋 All metrics of this game and condition", expanded=False):
         st.dataframe(shown, hide_index=True, width="stretch")
+
+
+def _intervals(game: Game) -> None:
+    st.subheader("📏 This condition, with 95% intervals")
+    st.dataframe(
+        tables.interval_table(game.aggregates, game.condition), hide_index=True, width="stretch"
+    )
+    st.caption(
+        "Means over the condition's games; the interval treats the game as the unit (bootstrap "
+        "over games; Student-t below 5 games), from aggregates.parquet."
+    )
+
+
+def _strategy_cards(game: Game) -> None:
+    st.subheader("🧬 Strategy card")
+    fits = data.load_strategy_fit(game.run.path)
+    if fits is None:
+        st.info(f"No strategy fit yet: run `pdbench profile {game.run.path}`.")
+        return
+    columns = st.columns(2)
+    for column, side, profile in zip(columns, ("a", "b"), game.profiles, strict=True):
+        with column:
+            st.markdown(f"**Agent {side.upper()} · {profile.short}**")
+            card = tables.strategy_card(fits, game.condition, side)
+            st.dataframe(card, hide_index=True, width="stretch")
+    st.caption(
+        "Rank by BIC of each strategy fitted alone; mixture shares (Dal Bo-Frechette) with "
+        "bootstrap intervals over games. From strategy_fit.parquet."
+    )
 
 
 KEY_CONDITION_COLUMNS = (
