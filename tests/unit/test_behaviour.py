@@ -169,3 +169,51 @@ def test_condition_fontana_values_are_means_over_games() -> None:
     condition = aggregate_rows("run", outcomes, ["c"])[-1]
     assert condition["agent_a_fontana_emulative"] == pytest.approx((2 / 3 + 0.0) / 2)
     assert condition["agent_a_fontana_nice"] == pytest.approx(0.5)
+
+
+def literal_fontana(mine: list[bool], theirs: list[bool]) -> dict[str, float]:
+    """A second implementation: the reference's definitions read literally, round by round."""
+    n = len(mine)
+    nice = 1.0
+    for me, them in zip(mine, theirs, strict=True):
+        if not me:
+            nice = 0.0
+            break
+        if not them:
+            break
+    grudge, forgiven, penalties, provoked = False, 0, 0, 0
+    for i in range(n):
+        if mine[i] and grudge:
+            forgiven, grudge = forgiven + 1, False
+        if i < n - 1 and theirs[i] and grudge and not mine[i + 1]:
+            penalties += 1
+        if not theirs[i] and not grudge:
+            provoked, grudge = provoked + 1, True
+    provocations = answered = 0
+    for i in range(n - 1):
+        if not theirs[i] and (i == 0 or mine[i - 1]):
+            provocations += 1
+            answered += not mine[i + 1]
+    occasions, uncalled = 1, (0 if not n or mine[0] else 1)
+    for i in range(n - 1):
+        if theirs[i]:
+            occasions += 1
+            uncalled += not mine[i + 1]
+    same = sum(mine[i + 1] == theirs[i] for i in range(n - 1))
+    return {
+        "nice": nice,
+        "forgiving": forgiven / (provoked + penalties) if provoked + penalties else 0.0,
+        "retaliatory": answered / provocations if provocations else 0.0,
+        "troublemaking": uncalled / occasions if n else 0.0,
+        "emulative": same / (n - 1) if n > 1 else 0.0,
+    }
+
+
+def test_vectorized_fontana_equals_the_literal_reading_on_random_games() -> None:
+    rng = np.random.default_rng(8)
+    for _ in range(2000):
+        n = int(rng.integers(1, 14))
+        p, q = rng.uniform(0.05, 0.95, size=2)
+        mine = [bool(x) for x in rng.random(n) < p]
+        theirs = [bool(x) for x in rng.random(n) < q]
+        assert fontana_dimensions(mine, theirs) == pytest.approx(literal_fontana(mine, theirs))

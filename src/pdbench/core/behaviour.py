@@ -66,28 +66,27 @@ def memory_one_profile(
 
 def fontana_nice(mine: np.ndarray, theirs: np.ndarray) -> float:
     """0 if the agent defects at or before the opponent's first defection, else 1."""
-    for me, them in zip(mine, theirs, strict=True):
-        if not me:
-            return 0.0
-        if not them:
-            return 1.0
-    return 1.0
+    my_d = np.flatnonzero(~mine)
+    their_d = np.flatnonzero(~theirs)
+    if my_d.size == 0:
+        return 1.0
+    return 0.0 if their_d.size == 0 or my_d[0] <= their_d[0] else 1.0
 
 
 def fontana_forgiving(mine: np.ndarray, theirs: np.ndarray) -> float:
     """Forgivenesses / (opponent defections + penalties), 0 when the denominator is 0."""
-    n = len(mine)
-    grudge = False
-    forgiven = penalties = provoked = 0
-    for i in range(n):
-        if mine[i] and grudge:
-            forgiven += 1
-            grudge = False
-        if i < n - 1 and theirs[i] and grudge and not mine[i + 1]:
-            penalties += 1
-        if not theirs[i] and not grudge:
-            provoked += 1
-            grudge = True
+    n = mine.size
+    if n == 0:
+        return 0.0
+    index = np.arange(n)
+    last_their_d = np.maximum.accumulate(np.where(~theirs, index, -1))
+    last_my_c = np.maximum.accumulate(np.where(mine, index, -1))
+    on_at_end = (last_their_d >= 0) & (last_my_c <= last_their_d)
+    on_at_start = np.concatenate(([False], on_at_end[:-1]))
+    forgiven = int(np.sum(mine & on_at_start))
+    still_on = on_at_start & ~mine  # after step (1)
+    penalties = int(np.sum(theirs[:-1] & still_on[:-1] & ~mine[1:]))
+    provoked = int(np.sum(~theirs & ~still_on))
     denominator = provoked + penalties
     return forgiven / denominator if denominator else 0.0
 
@@ -95,26 +94,23 @@ def fontana_forgiving(mine: np.ndarray, theirs: np.ndarray) -> float:
 def fontana_retaliatory(mine: np.ndarray, theirs: np.ndarray) -> float:
     """Answered provocations / provocations (an opponent D at i when i = 0 or the agent
     cooperated at i-1; answered by the agent's D at i+1); 0 when there is none."""
-    provocations = answered = 0
-    for i in range(len(mine) - 1):
-        if not theirs[i] and (i == 0 or mine[i - 1]):
-            provocations += 1
-            if not mine[i + 1]:
-                answered += 1
-    return answered / provocations if provocations else 0.0
+    n = mine.size
+    if n < 2:
+        return 0.0
+    before = np.concatenate(([True], mine[: n - 2]))  # i = 0 counts as provoked
+    provocation = ~theirs[: n - 1] & before
+    answered = provocation & ~mine[1:]
+    count = int(provocation.sum())
+    return int(answered.sum()) / count if count else 0.0
 
 
 def fontana_troublemaking(mine: np.ndarray, theirs: np.ndarray) -> float:
     """Uncalled defections / occasions (round 0 and each opponent C before the last round)."""
-    if len(mine) == 0:
+    if mine.size == 0:
         return 0.0
-    occasions = 1
-    uncalled = 0 if mine[0] else 1
-    for i in range(len(mine) - 1):
-        if theirs[i]:
-            occasions += 1
-            if not mine[i + 1]:
-                uncalled += 1
+    their_c = theirs[:-1]
+    occasions = 1 + int(their_c.sum())
+    uncalled = int(not mine[0]) + int(np.sum(their_c & ~mine[1:]))
     return uncalled / occasions
 
 
@@ -130,9 +126,7 @@ def fontana_dimensions(
     mine: Sequence[bool] | np.ndarray, theirs: Sequence[bool] | np.ndarray
 ) -> dict[str, float]:
     """The five dimensions of one game, keyed by name (see FONTANA_DIMENSIONS)."""
-    me = [bool(x) for x in _bools(mine)]
-    them = [bool(x) for x in _bools(theirs)]
-    arr_me, arr_them = np.asarray(me, dtype=bool), np.asarray(them, dtype=bool)
+    arr_me, arr_them = _bools(mine), _bools(theirs)
     return {
         "nice": fontana_nice(arr_me, arr_them),
         "forgiving": fontana_forgiving(arr_me, arr_them),

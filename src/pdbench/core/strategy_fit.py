@@ -120,64 +120,69 @@ def game_stats(
         np.zeros((k, N_STATES), dtype=bool),
     )
     machines = [(j, c.machine) for j, c in enumerate(candidates) if c.machine is not None]
-    if machines:
-        probs = np.stack([m.arrays()[0] for _, m in machines])  # (M, S)
-        nexts = np.stack([m.arrays()[1] for _, m in machines])  # (M, S, 2, 2)
-        fixed = (probs == 0.0) | (probs == 1.0)
-        for row, (j, _) in enumerate(machines):
-            stats.free[j] = ~fixed[row]
-        index = [j for j, _ in machines]
-    for i, (mine, theirs, decided, p_coop) in enumerate(games):
-        own = np.asarray(mine, dtype=bool)
-        opp = np.asarray(theirs, dtype=bool)
-        y, mask = _labels(own, decided, p_coop)
+    labelled = [_labels(np.asarray(mine, dtype=bool), decided, p) for mine, _, decided, p in games]
+    for i, (_, mask) in enumerate(labelled):
         stats.moves[i] = mask.sum()
-        if machines:
-            _machine_stats(stats, i, index, probs, nexts, fixed, own, opp, y, mask)
-        for j, cand in enumerate(candidates):
-            if cand.prescribed is not None:
-                pres = np.asarray(cand.prescribed[i], dtype=np.float64)
-                use = mask & ~np.isnan(pres)
-                stats.prescribing[i, j] = use.sum()
-                stats.mismatches[i, j] = float(np.abs(y[use] - pres[use]).sum())
+    if machines and g:
+        _machine_stats(stats, games, labelled, machines)
+    for j, cand in enumerate(candidates):
+        if cand.prescribed is None:
+            continue
+        for i, (y, mask) in enumerate(labelled):
+            pres = np.asarray(cand.prescribed[i], dtype=np.float64)
+            use = mask & ~np.isnan(pres)
+            stats.prescribing[i, j] = use.sum()
+            stats.mismatches[i, j] = float(np.abs(y[use] - pres[use]).sum())
     return stats
 
 
 def _machine_stats(
     stats: GameStats,
-    i: int,
-    index: list[int],
-    probs: np.ndarray,
-    nexts: np.ndarray,
-    fixed: np.ndarray,
-    own: np.ndarray,
-    opp: np.ndarray,
-    y: np.ndarray,
-    mask: np.ndarray,
+    games: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]],
+    labelled: list[tuple[np.ndarray, np.ndarray]],
+    machines: list[tuple[int, StateMachine]],
 ) -> None:
-    """Run every machine over one game's actual history at once; accumulate its statistics."""
-    m = probs.shape[0]
-    n = own.size
-    states = np.zeros((n, m), dtype=np.int64)
-    state = np.zeros(m, dtype=np.int64)
-    rows = np.arange(m)
-    my_d = (~own).astype(np.int64)
-    opp_d = (~opp).astype(np.int64)
-    for t in range(n):
-        states[t] = state
-        state = nexts[rows, state, my_d[t], opp_d[t]]
-    p = probs[rows[None, :], states]  # (n, m)
-    is_fixed = fixed[rows[None, :], states]
-    weight = mask[:, None] & is_fixed
-    stats.prescribing[i, index] = weight.sum(axis=0)
-    stats.mismatches[i, index] = (np.abs(y[:, None] - p) * weight).sum(axis=0)
-    free_rounds = mask[:, None] & ~is_fixed
+    """Run every machine over every game's actual history at once (games padded to the
+    longest, padding masked out) and accumulate the statistics."""
+    index = [j for j, _ in machines]
+    probs = np.stack([m.arrays()[0] for _, m in machines])  # (M, S)
+    nexts = np.stack([m.arrays()[1] for _, m in machines])  # (M, S, 2, 2)
+    fixed = (probs == 0.0) | (probs == 1.0)
     for row, j in enumerate(index):
-        sel = free_rounds[:, row]
-        if sel.any():
-            s = states[sel, row]
-            stats.visits[i, j] = np.bincount(s, minlength=N_STATES)
-            stats.coops[i, j] = np.bincount(s, weights=y[sel], minlength=N_STATES)
+        stats.free[j] = ~fixed[row]
+    g, m = len(games), len(machines)
+    longest = max(len(own) for own, *_ in games)
+    my_d = np.zeros((g, longest), dtype=np.int64)
+    opp_d = np.zeros((g, longest), dtype=np.int64)
+    y = np.zeros((g, longest))
+    mask = np.zeros((g, longest), dtype=bool)
+    for i, ((own, opp, _, _), (labels, decided)) in enumerate(zip(games, labelled, strict=True)):
+        n = len(own)
+        my_d[i, :n] = ~np.asarray(own, dtype=bool)
+        opp_d[i, :n] = ~np.asarray(opp, dtype=bool)
+        y[i, :n] = labels
+        mask[i, :n] = decided
+    states = np.zeros((longest, m, g), dtype=np.int8)
+    state = np.zeros((m, g), dtype=np.int64)
+    rows = np.arange(m)[:, None]
+    for t in range(longest):
+        states[t] = state
+        state = nexts[rows, state, my_d[None, :, t], opp_d[None, :, t]]
+    st_idx = states.astype(np.int64)
+    p = probs[rows[None], st_idx]  # (T, M, G)
+    is_fixed = fixed[rows[None], st_idx]
+    decided = mask.T[:, None, :]  # (T, 1, G)
+    labels = y.T[:, None, :]
+    weight = decided & is_fixed
+    stats.prescribing[:, index] = weight.sum(axis=0).T
+    stats.mismatches[:, index] = (np.abs(labels - p) * weight).sum(axis=0).T
+    free_rounds = decided & ~is_fixed
+    for s in range(N_STATES):
+        if not stats.free[index, s].any():
+            continue
+        in_state = free_rounds & (st_idx == s)
+        stats.visits[:, index, s] = in_state.sum(axis=0).T
+        stats.coops[:, index, s] = (labels * in_state).sum(axis=0).T
 
 
 def _xlogy(x: np.ndarray, y: np.ndarray) -> np.ndarray:
