@@ -4,8 +4,15 @@ Definitions (matches are given as arrays: players' indices, rounds, total scores
 
 - A player's per-match score is its total payoff divided by the match's rounds. In a self-play
   match (a player against its own copy) the two sides' per-round scores are averaged into one.
-- mean_score_per_round: mean of the player's per-match scores, with a normal 95% CI
-  (`pdbench.core.metrics.mean_and_ci95`); matches: how many matches it played.
+- mean_score_per_round: mean of the player's per-match scores; matches: how many it played.
+- Its uncertainty, with the repetition as the unit (matches of one repetition share nothing
+  with another's): a player's score in repetition r is the mean of its per-match scores in r;
+  `mean_score_se` is the standard error of the mean over repetitions, `ci95_low`/`ci95_high` an
+  expanded percentile bootstrap interval over repetitions (core/stats.py), and
+  `rank_ci_low`/`rank_ci_high` the 2.5% and 97.5% percentiles of the player's rank when every
+  player's score is recomputed on the same resample of repetitions. Null with one repetition.
+  (Before, the interval was a normal interval over all matches pooled: it mostly described how
+  scores differ between opponents, and was 3-30x wider than the uncertainty of the mean.)
 - wins / draws / losses: matches against other players with a higher / equal / lower total than
   the opponent (self-play is not counted).
 - cooperation_rate: the player's C moves over all its moves (both sides of self-play count).
@@ -23,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from pdbench.core.metrics import mean_and_ci95
+from pdbench.core.stats import DEFAULT_RESAMPLES, expanded_tail
 
 LEADERBOARD_COLUMNS = (
     "rank",
@@ -31,6 +38,9 @@ LEADERBOARD_COLUMNS = (
     "mean_score_per_round",
     "ci95_low",
     "ci95_high",
+    "mean_score_se",
+    "rank_ci_low",
+    "rank_ci_high",
     "matches",
     "wins",
     "draws",
@@ -52,6 +62,7 @@ class MatchTable:
     score_b: np.ndarray
     coop_a: np.ndarray
     coop_b: np.ndarray
+    repetition: np.ndarray | None = None  # each match's repetition index
 
     @classmethod
     def of(cls, **columns: Sequence[float] | np.ndarray) -> MatchTable:
@@ -70,13 +81,85 @@ class MatchTable:
         return np.concatenate([per_a[as_a], per_b[as_b], (per_a[self_play] + per_b[self_play]) / 2])
 
 
-def leaderboard(names: Sequence[str], table: MatchTable) -> list[dict[str, Any]]:
-    """One row per player (columns LEADERBOARD_COLUMNS), best first; see the module docstring."""
+def repetition_scores(names: Sequence[str], table: MatchTable) -> np.ndarray:
+    """(players, repetitions): each player's mean per-round score in each repetition (NaN where
+    it played no match in that repetition)."""
+    reps = (
+        np.zeros(table.player_a.size, dtype=np.int64)
+        if table.repetition is None
+        else table.repetition
+    )
+    n_reps = int(reps.max()) + 1 if reps.size else 0
+    out = np.full((len(names), n_reps), np.nan)
+    per_a = table.score_a / table.rounds
+    per_b = table.score_b / table.rounds
+    for player in range(len(names)):
+        self_play = (table.player_a == player) & (table.player_b == player)
+        as_a = (table.player_a == player) & ~self_play
+        as_b = (table.player_b == player) & ~self_play
+        values = np.concatenate(
+            [per_a[as_a], per_b[as_b], (per_a[self_play] + per_b[self_play]) / 2]
+        )
+        where = np.concatenate([reps[as_a], reps[as_b], reps[self_play]])
+        sums = np.bincount(where, weights=values, minlength=n_reps)
+        counts = np.bincount(where, minlength=n_reps)
+        with np.errstate(all="ignore"):
+            out[player] = np.where(counts > 0, sums / counts, np.nan)
+    return out
+
+
+def _ranks(scores: np.ndarray) -> np.ndarray:
+    """Rank (1 = best) of each player per column; ties share the better rank."""
+    # rank = 1 + number of players with a strictly higher score
+    return 1 + (scores[None, :, :] > scores[:, None, :]).sum(axis=1)
+
+
+def repetition_uncertainty(
+    scores: np.ndarray, rng: np.random.Generator | None, resamples: int = DEFAULT_RESAMPLES
+) -> dict[str, np.ndarray]:
+    """Per player: standard error of the mean over repetitions, bootstrap interval of the mean
+    and rank interval (NaN with fewer than 2 repetitions or without a generator)."""
+    players, reps = scores.shape
+    nan = np.full(players, np.nan)
+    out = {
+        "se": nan.copy(),
+        "low": nan.copy(),
+        "high": nan.copy(),
+        "rank_low": nan.copy(),
+        "rank_high": nan.copy(),
+    }
+    if reps < 2 or rng is None:
+        return out
+    with np.errstate(all="ignore"):
+        out["se"] = np.nanstd(scores, axis=1, ddof=1) / np.sqrt(np.sum(~np.isnan(scores), axis=1))
+    weights = rng.multinomial(reps, np.full(reps, 1.0 / reps), size=resamples).astype(np.float64)
+    filled = np.where(np.isnan(scores), 0.0, scores)
+    defined = (~np.isnan(scores)).astype(np.float64)
+    with np.errstate(all="ignore"):
+        means = (weights @ filled.T) / (weights @ defined.T)  # (resamples, players)
+    tail = expanded_tail(reps)
+    out["low"], out["high"] = np.nanpercentile(means, [100 * tail, 100 * (1 - tail)], axis=0)
+    ranks = _ranks(np.where(np.isnan(means), -np.inf, means).T)  # (players, resamples)
+    out["rank_low"], out["rank_high"] = np.percentile(ranks, [2.5, 97.5], axis=1, method="nearest")
+    return out
+
+
+def leaderboard(
+    names: Sequence[str], table: MatchTable, rng: np.random.Generator | None = None
+) -> list[dict[str, Any]]:
+    """One row per player (columns LEADERBOARD_COLUMNS), best first; see the module docstring.
+    `rng` draws the bootstrap over repetitions (None: no intervals)."""
     t = table
     rows = []
+    spread = repetition_uncertainty(repetition_scores(names, t), rng)
+
+    def num(value: float) -> float | None:
+        return None if np.isnan(value) else float(value)
+
     for index, name in enumerate(names):
         samples = t.player_samples(index)
-        mean, low, high = mean_and_ci95(samples.tolist())
+        mean = float(samples.mean()) if samples.size else None
+        low, high = num(spread["low"][index]), num(spread["high"][index])
         others_a = (t.player_a == index) & (t.player_b != index)
         others_b = (t.player_b == index) & (t.player_a != index)
         mine = np.concatenate([t.score_a[others_a], t.score_b[others_b]])
@@ -89,6 +172,9 @@ def leaderboard(names: Sequence[str], table: MatchTable) -> list[dict[str, Any]]
                 "mean_score_per_round": mean,
                 "ci95_low": low,
                 "ci95_high": high,
+                "mean_score_se": num(spread["se"][index]),
+                "rank_ci_low": num(spread["rank_low"][index]),
+                "rank_ci_high": num(spread["rank_high"][index]),
                 "matches": int(samples.size),
                 "wins": int((mine > theirs).sum()),
                 "draws": int((mine == theirs).sum()),

@@ -110,8 +110,8 @@ def tournament_report(run_dir: Path) -> str:
     manifest = read_manifest(run_dir, "tournament")
     board = _rows(run_dir / LEADERBOARD_FILE) or []
     pairs = _rows(run_dir / PAYOFF_MATRIX_FILE) or []
-    lo_key = "mean_score_ci_low" if board and "mean_score_ci_low" in board[0] else "ci95_low"
-    hi_key = "mean_score_ci_high" if board and "mean_score_ci_high" in board[0] else "ci95_high"
+    lo_key, hi_key = "ci95_low", "ci95_high"
+    repeated = bool(board) and "rank_ci_low" in board[0]
     scores = [r["mean_score_per_round"] for r in board if r["mean_score_per_round"] is not None]
     top = math.ceil(max([r.get(hi_key) or 0 for r in board] + scores + [1.0]) * 2) / 2
     chart = interval_dots(
@@ -125,11 +125,7 @@ def tournament_report(run_dir: Path) -> str:
             for r in board
         ],
         "Mean score per round (interval: "
-        + (
-            "uncertainty of the mean over repetitions)"
-            if lo_key.startswith("mean")
-            else "spread over opponents)"
-        ),
+        + ("bootstrap over repetitions)" if repeated else "normal interval over matches)"),
         "points per round",
         0.0,
         float(top),
@@ -138,7 +134,7 @@ def tournament_report(run_dir: Path) -> str:
     table = "".join(
         f"<tr><td>{r['rank']}</td><td>{escape(str(r['player']))}</td>"
         f"<td>{fmt(r['mean_score_per_round'], r.get(lo_key), r.get(hi_key))}</td>"
-        f"<td>{r['matches']}</td><td>{r['wins']}/{r['draws']}/{r['losses']}</td>"
+        f"<td>{_rank_range(r)}</td><td>{r['matches']}</td><td>{r['wins']}/{r['draws']}/{r['losses']}</td>"
         f"<td>{fmt(r['cooperation_rate'], percent=True)}</td></tr>"
         for r in board
     )
@@ -158,7 +154,7 @@ def tournament_report(run_dir: Path) -> str:
     head = "".join(f"<th>{escape(str(b))}</th>" for b in players)
     sections = [
         f"<section id='leaderboard'><h2>Leaderboard</h2><figure>{chart}</figure><table><tr>"
-        "<th>rank</th><th>player</th><th>score per round [95%]</th><th>matches</th>"
+        "<th>rank</th><th>player</th><th>score per round [95%]</th><th>rank (95%)</th><th>matches</th>"
         f"<th>won/drawn/lost</th><th>cooperation</th></tr>{table}</table></section>",
         "<section id='pairwise'><h2>Pairwise payoffs</h2><p class='note'>Row player's mean "
         f"score per round against the column player.</p><div class='scroll'><table><tr><th></th>"
@@ -170,6 +166,13 @@ def tournament_report(run_dir: Path) -> str:
         f"tournament · {run_dir} · status {manifest.get('status')}",
         sections,
     )
+
+
+def _rank_range(row: dict[str, Any]) -> str:
+    low, high = row.get("rank_ci_low"), row.get("rank_ci_high")
+    if low is None or high is None:
+        return "-"
+    return f"{low:.0f}" if low == high else f"{low:.0f}-{high:.0f}"
 
 
 def _setup_kv(manifest: dict[str, Any]) -> str:

@@ -238,17 +238,23 @@ def fallback_warnings(rows: list[dict[str, Any]]) -> list[str]:
 def leaderboard_table(board: list[dict[str, Any]], width: int = 24) -> str:
     """A tournament's leaderboard as a fixed-width text table."""
     header = (
-        f"{'rank':>4}  {'player':<{width}} {'score/round':>11} {'95% CI':>15} "
-        f"{'wins':>5} {'draws':>5} {'losses':>6} {'coop':>5}"
+        f"{'rank':>4}  {'player':<{width}} {'score/round':>11} {'95% CI of mean':>16} "
+        f"{'rank 95%':>8} {'wins':>5} {'draws':>5} {'losses':>6} {'coop':>5}"
     )
     lines = [header, "-" * len(header)]
     for row in board:
         ci = f"[{_fmt(row['ci95_low'], '.3f')}, {_fmt(row['ci95_high'], '.3f')}]"
+        low, high = row.get("rank_ci_low"), row.get("rank_ci_high")
+        ranks = "-" if low is None else (f"{low:.0f}" if low == high else f"{low:.0f}-{high:.0f}")
         lines.append(
             f"{row['rank']:>4}  {row['player'][:width]:<{width}} "
-            f"{_fmt(row['mean_score_per_round'], '.3f'):>11} {ci:>15} {row['wins']:>5} "
+            f"{_fmt(row['mean_score_per_round'], '.3f'):>11} {ci:>16} {ranks:>8} {row['wins']:>5} "
             f"{row['draws']:>5} {row['losses']:>6} {_fmt(row['cooperation_rate'], '.2f'):>5}"
         )
+    if board and board[0].get("rank_ci_low") is None:
+        lines.append("(one repetition: no interval; intervals come from repetitions)")
+    else:
+        lines.append("intervals: bootstrap over repetitions (the repetition is the unit)")
     return "\n".join(lines)
 
 

@@ -116,6 +116,7 @@ def tournament_tables(
 ) -> TournamentResult:
     """matches, leaderboard and pairwise payoffs from the played matches."""
     names = loaded.names
+    cfg: TournamentConfig = loaded.config
     index = {name: i for i, name in enumerate(names)}
     player_a = np.array([index[p.agents[0].name] for p in plans], dtype=np.int64)
     player_b = np.array([index[p.agents[1].name] for p in plans], dtype=np.int64)
@@ -143,8 +144,10 @@ def tournament_tables(
         score_b=score_b,
         coop_a=coop_a,
         coop_b=coop_b,
+        repetition=np.array([p.replicate for p in plans], dtype=np.int64),
     )
-    board = leaderboard(names, table)
+    rng = np.random.default_rng(derive_seed(cfg.run.seed, "leaderboard"))
+    board = leaderboard(names, table, rng)
     pairwise = pairwise_payoffs(names, table)
     return TournamentResult(names, matches, board, pairwise)
 

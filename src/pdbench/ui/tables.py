@@ -288,6 +288,16 @@ def leaderboard_table(board: pd.DataFrame, players: Sequence[Player]) -> pd.Data
                 "—" if pd.isna(lo) or pd.isna(hi) else f"{lo:.2f} – {hi:.2f}"
                 for lo, hi in zip(board["ci95_low"], board["ci95_high"], strict=True)
             ],
+            "rank_range": [
+                "—"
+                if lo is None or pd.isna(lo)
+                else (f"{lo:.0f}" if lo == hi else f"{lo:.0f}–{hi:.0f}")
+                for lo, hi in zip(
+                    board.get("rank_ci_low", pd.Series([None] * len(board))),
+                    board.get("rank_ci_high", pd.Series([None] * len(board))),
+                    strict=True,
+                )
+            ],
             "wins": board["wins"].to_numpy(),
             "draws": board["draws"].to_numpy(),
             "losses": board["losses"].to_numpy(),

@@ -187,7 +187,8 @@ def _show(t: tables.Tournament) -> None:
             "rank": st.column_config.TextColumn("rank", width="small"),
             "player": st.column_config.TextColumn("player", width="medium"),
             "score_per_round": st.column_config.NumberColumn("score / round", format="%.3f"),
-            "ci95": st.column_config.TextColumn("95% CI"),
+            "ci95": st.column_config.TextColumn("95% CI of the mean"),
+            "rank_range": st.column_config.TextColumn("rank (95%)", width="small"),
             "wins": st.column_config.NumberColumn("wins", format="%d"),
             "draws": st.column_config.NumberColumn("draws", format="%d"),
             "losses": st.column_config.NumberColumn("losses", format="%d"),
@@ -198,8 +199,10 @@ def _show(t: tables.Tournament) -> None:
         },
     )
     st.caption(
-        "Score: mean payoff per round over a player's matches, with a 95% confidence interval "
-        "(error bars). Wins / draws / losses compare match totals against each opponent."
+        "Score: mean payoff per round over a player's matches. Its 95% interval (error bars) "
+        "and the rank range come from a bootstrap over repetitions (the repetition is the "
+        "unit; none with one repetition). Wins / draws / losses compare match totals against "
+        "each opponent."
     )
 
     st.markdown("##### 🔥 Who scores against whom")
