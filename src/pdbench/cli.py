@@ -172,6 +172,7 @@ OVERRIDES = {
     "repetitions": "tournament.repetitions",
     "log_rounds": "tournament.log_rounds",
     "generations": "evolution.generations",
+    "seeds": "evolution.seeds",
     "seed": "run.seed",
     "noise": "game.noise",
 }
@@ -278,7 +279,20 @@ def tournament() -> None:
                 typer.Option("--generations", "-g", min=0, help="Generations (overrides it)."),
             ],
             None,
-        )
+        ),
+        (
+            "seeds",
+            Annotated[
+                int | None,
+                typer.Option(
+                    "--seeds",
+                    min=1,
+                    help="Independent runs of the process on the same matches; >1 writes "
+                    "fixation.parquet (overrides evolution.seeds).",
+                ),
+            ],
+            None,
+        ),
     ],
 )
 def evolve() -> None:

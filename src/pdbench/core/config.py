@@ -516,6 +516,9 @@ class EvolutionSection(Strict):
     eliminate: int | None = Field(default=None, ge=1)
     fitness: Literal["expected", "sampled"] | None = None
     repetitions: int = Field(default=10, ge=1, le=MAX_REPEATS)
+    # Independent runs of the process (selection and mutation draws) on the same played
+    # matches; with more than one, fixation.parquet gives each type's fixation probability.
+    seeds: int = Field(default=1, ge=1, le=10_000)
 
     @model_validator(mode="after")
     def _eliminate_only_for_eliminate_clone(self) -> EvolutionSection:

@@ -49,6 +49,7 @@ from pdbench.core.stats import expanded_tail
 TREMBLE_FLOOR = 1e-3
 EM_ITERATIONS = 500
 EM_TOLERANCE = 1e-8  # relative change of the log-likelihood
+BOOTSTRAP_TOLERANCE = 1e-6  # resamples start from the full sample's estimate
 DEFAULT_BOOTSTRAP = 200
 
 
@@ -292,18 +293,23 @@ def _mixture_data(stats: GameStats, candidates: Sequence[Candidate]) -> _Mixture
 
 
 def _em(
-    data: _MixtureData, weights: np.ndarray, phi: np.ndarray, eps: np.ndarray
+    data: _MixtureData,
+    weights: np.ndarray,
+    phi: np.ndarray,
+    eps: np.ndarray,
+    tolerance: float = EM_TOLERANCE,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """EM for a batch of game weightings (B, games), from starting shares phi (B, k) and
     trembles eps (B,); returns (phi, eps, log-likelihood per batch)."""
     previous = np.full(weights.shape[0], -np.inf)
     total = previous
     wsum = weights.sum(axis=1)
+    matches = data.prescribing - data.mismatches
     for _ in range(EM_ITERATIONS):
-        e = eps[:, None, None]
+        # eps stays within [TREMBLE_FLOOR, 0.5]: both logarithms are finite
         ll = (
-            _xlogy(data.mismatches[None], e)
-            + _xlogy((data.prescribing - data.mismatches)[None], 1.0 - e)
+            np.log(eps)[:, None, None] * data.mismatches[None]
+            + np.log1p(-eps)[:, None, None] * matches[None]
             + data.free_loglik[None]
         )  # (B, games, k)
         with np.errstate(divide="ignore"):
@@ -317,7 +323,7 @@ def _em(
         den = (resp * data.prescribing[None]).sum(axis=(1, 2))
         with np.errstate(all="ignore"):
             eps = np.clip(np.where(den > 0, num / den, 0.5), TREMBLE_FLOOR, 0.5)
-        if np.all(np.abs(total - previous) < EM_TOLERANCE * np.maximum(1.0, np.abs(total))):
+        if np.all(np.abs(total - previous) < tolerance * np.maximum(1.0, np.abs(total))):
             break
         previous = total
     return phi, eps, total
@@ -359,7 +365,13 @@ def share_intervals(
     phi0, eps0, _ = _em(data, np.ones((1, n)), np.full((1, k), 1.0 / k), np.array([0.1]))
     draws = rng.multinomial(n, np.full(n, 1.0 / n), size=resamples).astype(np.float64)
     start = (phi0 + 1e-3) / (1.0 + 1e-3 * k)  # a share of exactly 0 could not grow again
-    phi, _, _ = _em(data, draws, np.repeat(start, resamples, axis=0), np.repeat(eps0, resamples))
+    phi, _, _ = _em(
+        data,
+        draws,
+        np.repeat(start, resamples, axis=0),
+        np.repeat(eps0, resamples),
+        BOOTSTRAP_TOLERANCE,
+    )
     tail = expanded_tail(n, level)
     low[data.members], high[data.members] = np.percentile(
         phi, [100 * tail, 100 * (1 - tail)], axis=0

@@ -24,6 +24,7 @@ is the initial population) and evolution_manifest.json.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,6 +55,7 @@ class EvolutionResult:
     payoff: np.ndarray | None = None
     manifest: dict[str, Any] = field(default_factory=dict)
     output_dir: Path | None = None
+    fixation: list[dict[str, Any]] | None = None  # over seeds (evolution.seeds > 1)
 
 
 @dataclass
@@ -169,9 +171,13 @@ class _SampledFitness:
 
 
 def evolve(
-    loaded: LoadedConfig, pool: PairPool | None, progress: ProgressFn | None = None
+    loaded: LoadedConfig,
+    pool: PairPool | None,
+    progress: ProgressFn | None = None,
+    process_seed: int | None = None,
 ) -> EvolutionResult:
-    """Run the configured process on a played pool (no files written)."""
+    """Run the configured process on a played pool (no files written); `process_seed` seeds
+    the process's draws (default: derived from the run seed)."""
     cfg: EvolutionConfig = loaded.config
     section = cfg.evolution
     names = loaded.names
@@ -179,7 +185,9 @@ def evolve(
     mode = section.fitness_mode()
     payoff = pool.expected_matrix() if pool is not None else None
     sampled = _SampledFitness(loaded, pool) if mode == "sampled" else None
-    rng = dyn.make_generator(derive_seed(cfg.run.seed, "evolution"))
+    rng = dyn.make_generator(
+        derive_seed(cfg.run.seed, "evolution") if process_seed is None else process_seed
+    )
     counts = [m.count for m in section.population]
     population = dyn.population_from_counts(counts)
     rows: list[dict[str, Any]] = []
@@ -249,9 +257,58 @@ def simulate_evolution(loaded: LoadedConfig, concurrency: int = 16) -> Evolution
     return evolve(loaded, pool)
 
 
+FIXATION_FILE = "fixation.parquet"
+
+
+def wilson_interval(
+    successes: int, trials: int, z: float = 1.959963984540054
+) -> tuple[float, float]:
+    """The Wilson score interval of a binomial proportion (seeds are independent runs)."""
+    if trials == 0:
+        return (0.0, 1.0)
+    p = successes / trials
+    denominator = 1 + z * z / trials
+    centre = (p + z * z / (2 * trials)) / denominator
+    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / denominator
+    low = 0.0 if successes == 0 else max(0.0, centre - half)  # exact ends, not 1e-17
+    high = 1.0 if successes == trials else min(1.0, centre + half)
+    return (low, high)
+
+
+def fixation_over_seeds(
+    loaded: LoadedConfig, pool: PairPool | None, first: EvolutionResult
+) -> list[dict[str, Any]]:
+    """Run the process `evolution.seeds` times on the same pool (the first run is `first`);
+    per type: how many seeds it fixated in, that share with a Wilson interval; plus a row for
+    the seeds that ended without fixation."""
+    cfg: EvolutionConfig = loaded.config
+    n = cfg.evolution.seeds
+    outcomes = [first.fixated]
+    for k in range(1, n):
+        outcomes.append(
+            evolve(loaded, pool, process_seed=derive_seed(cfg.run.seed, "evolution", k)).fixated
+        )
+    rows = []
+    for name in [*first.strategies, None]:
+        hits = sum(1 for o in outcomes if o == name)
+        low, high = wilson_interval(hits, n)
+        rows.append(
+            {
+                "strategy": name if name is not None else "(no fixation)",
+                "fixations": hits,
+                "seeds": n,
+                "probability": hits / n,
+                "ci_low": low,
+                "ci_high": high,
+            }
+        )
+    return rows
+
+
 def run_evolution(loaded: LoadedConfig, options: RunOptions | None = None) -> EvolutionResult:
     """Play (or resume) the pool into the output dir, run the process, write the artifacts."""
     options = options or RunOptions()
+    cfg: EvolutionConfig = loaded.config
     plans = plan_pool(loaded)
     results: list[EvolutionResult] = []
 
@@ -263,7 +320,18 @@ def run_evolution(loaded: LoadedConfig, options: RunOptions | None = None) -> Ev
             {key: [r[key] for r in result.rows] for key in result.rows[0]},
         )
         results.append(result)
-        return {"strategies": result.strategies, **result.manifest}
+        extra: dict[str, Any] = {}
+        if cfg.evolution.seeds > 1:
+            rows = fixation_over_seeds(loaded, pool, result)
+            write_columns(run_dir / FIXATION_FILE, {k: [r[k] for r in rows] for k in rows[0]})
+            result.fixation = rows
+            extra["fixation_over_seeds"] = {
+                "seeds": cfg.evolution.seeds,
+                "seed_scheme": 'seed 0: derive_seed(run.seed, "evolution"); seed k > 0: '
+                'derive_seed(run.seed, "evolution", k); the matches are played once',
+                "interval": "Wilson score, 95%",
+            }
+        return {"strategies": result.strategies, **result.manifest, **extra}
 
     played = RunSession(loaded, plans, options).run(finish)
     result = results[0]

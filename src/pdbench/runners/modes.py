@@ -60,6 +60,14 @@ def report(loaded: LoadedConfig, result: Any, resumed: bool = False) -> list[str
             shares_table(result.rows, result.strategies, result.final_counts),
             f"{result.generations_run} generations; {status}",
         ]
+        if result.fixation:
+            n = result.fixation[0]["seeds"]
+            tail.append(f"fixation over {n} seeds of the process (Wilson 95% interval):")
+            tail += [
+                f"  {r['strategy']:<16} {r['fixations']:>5}/{n}  {100 * r['probability']:5.1f}% "
+                f"[{100 * r['ci_low']:.1f}%, {100 * r['ci_high']:.1f}%]"
+                for r in result.fixation
+            ]
     return [head, *usage_lines(manifest), *tail]
 
 
