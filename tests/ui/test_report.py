@@ -116,13 +116,13 @@ def test_tournament_and_evolution_reports_render(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     repo = Path(__file__).resolve().parents[2]
-    for kind, config, heading in (
-        ("tournament", "tournament.yaml", "Leaderboard"),
-        ("evolve", "evolution.yaml", "Population"),
+    for kind, config, heading, extra in (
+        ("tournament", "tournament.yaml", "rank (95%)", []),
+        ("evolve", "evolution.yaml", "Fixation over seeds", ["--seeds", "5"]),
     ):
         out_dir = tmp_path / kind
         code, _, err = run_in_process(
-            [kind, str(repo / "configs" / config), "-o", str(out_dir)], capsys
+            [kind, str(repo / "configs" / config), "-o", str(out_dir), *extra], capsys
         )
         assert code == 0, err
         code, _, err = run_in_process(["report", str(out_dir)], capsys)

@@ -221,8 +221,28 @@ def evolution_report(run_dir: Path) -> str:
     sections = [
         f"<section id='population'><h2>Population</h2><p>Fixated: <b>{escape(str(fixated or 'none'))}</b></p>"
         f"<figure>{svg}</figure></section>",
-        _setup_kv(manifest),
     ]
+    fixation = _rows(run_dir / "fixation.parquet")
+    if fixation:
+        n = fixation[0]["seeds"]
+        chart = interval_dots(
+            [
+                Point(
+                    r["strategy"],
+                    r["probability"],
+                    r["ci_low"],
+                    r["ci_high"],
+                    note=f"{r['fixations']}/{n}",
+                )
+                for r in fixation
+            ],
+            f"Fixation probability over {n} seeds of the process (Wilson 95% interval)",
+            "share of seeds that fixated on the type",
+        )
+        sections.append(
+            f"<section id='fixation'><h2>Fixation over seeds</h2><figure>{chart}</figure></section>"
+        )
+    sections.append(_setup_kv(manifest))
     return _page(
         f"pdbench report: {manifest.get('run_id', run_dir.name)}",
         f"evolution · {run_dir} · status {manifest.get('status')}",
