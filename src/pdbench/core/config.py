@@ -363,6 +363,10 @@ class ExperimentSection(Strict):
 
     replicates: int = Field(default=1, ge=1, le=MAX_REPEATS)
     conditions: list[ConditionConfig] = Field(min_length=1)
+    # Dotted paths inside a condition -> values; conditions expand to the product (see
+    # core/sweep.py; the loader expands them before validation). `sweep_conditions`: only these.
+    sweep: dict[str, list[Any]] | None = None
+    sweep_conditions: list[str] | None = None
 
     @field_validator("conditions")
     @classmethod

@@ -74,6 +74,8 @@ class Resolved:
     origins: dict[Loc, Origin] = field(default_factory=dict)
     # Where each `{ref, overrides}` was written (a problem with the whole node belongs there).
     ref_sites: dict[Loc, Origin] = field(default_factory=dict)
+    # Notes added to every issue under a location (an expanded sweep condition names its entry).
+    notes: dict[Loc, str] = field(default_factory=dict)
 
     def origin_of(self, loc: Loc) -> tuple[Path, Loc]:
         """The file and in-file location of `loc` (longest known prefix, then the rest of loc)."""
@@ -90,10 +92,18 @@ class Resolved:
         except ValueError:
             return str(path)
 
+    def note(self, loc: Loc) -> str:
+        """The note of the longest prefix of `loc` that has one, as a message suffix."""
+        for cut in range(len(loc), -1, -1):
+            text = self.notes.get(tuple(loc[:cut]))
+            if text:
+                return f" [{text}]"
+        return ""
+
     def issue(self, loc: Loc, message: str) -> ConfigIssue:
         """A ConfigIssue for the node at `loc` of the resolved tree."""
         file, inner = self.origin_of(loc)
-        return ConfigIssue(self.display(file), dotted(inner), message)
+        return ConfigIssue(self.display(file), dotted(inner), message + self.note(loc))
 
     def node_issue(self, loc: Loc, message: str) -> ConfigIssue:
         """A ConfigIssue about the node at `loc` as a whole: placed where it was written, also
@@ -101,7 +111,7 @@ class Resolved:
         site = self.ref_sites.get(loc)
         if site is None:
             return self.issue(loc, message)
-        return ConfigIssue(self.display(site.file), dotted(site.loc), message)
+        return ConfigIssue(self.display(site.file), dotted(site.loc), message + self.note(loc))
 
 
 class _TooDeep(Exception):

@@ -41,6 +41,7 @@ from pdbench.core.config import (
     PolicyAgentConfig,
 )
 from pdbench.core.payoff import PayoffMatrix
+from pdbench.core.sweep import expand_sweep
 from pdbench.core.transcript import Transcript
 from pdbench.errors import ConfigError, ConfigIssue
 from pdbench.redact import redact_url, remember, url_secrets
@@ -72,6 +73,8 @@ class LoadedConfig:
     prompt_files: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     overrides: dict[str, Any] = field(default_factory=dict)
+    # expanded condition name -> {swept path: value} (experiment.sweep)
+    sweep_coordinates: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def config_sha256(self) -> str:
@@ -134,6 +137,7 @@ def load_config(
         )
     overrides = dict(overrides or {})
     apply_overrides(resolved, overrides)
+    coordinates = _expand_sweep(resolved, display) if found == "experiment" else {}
     model = CONFIG_MODELS[found]
     try:
         config = model.model_validate(resolved.data)
@@ -142,6 +146,7 @@ def load_config(
     snapshot = config.model_dump(mode="json")
     _hide_url_credentials(config, snapshot)
     loaded = LoadedConfig(found, config, path, resolved.root, snapshot, overrides=overrides)
+    loaded.sweep_coordinates = coordinates
     matrix = config.game.matrix()
     loaded.warnings.extend(f"game.payoff_matrix: {w}" for w in matrix.pd_warnings())
     issues: list[ConfigIssue] = []
@@ -159,6 +164,56 @@ def load_config(
     if issues:
         raise ConfigError(issues)
     return loaded
+
+
+def _expand_sweep(resolved: Any, display: str) -> dict[str, dict[str, Any]]:
+    """Expand `experiment.sweep` in the resolved tree (before validation); returns each
+    expanded condition's coordinates. The origins of an expanded condition point at the
+    condition it came from, and every issue inside it names its sweep entry."""
+    experiment = resolved.data.get("experiment")
+    if not isinstance(experiment, dict) or not experiment.get("sweep"):
+        return {}
+    sweep = experiment["sweep"]
+    conditions = experiment.get("conditions")
+    if not isinstance(sweep, dict) or not isinstance(conditions, list):
+        return {}  # the model's validation says what is wrong
+    only = experiment.get("sweep_conditions")
+    result = expand_sweep(
+        conditions, sweep, only if isinstance(only, list) else None, resolved.data.get("horizon")
+    )
+    if result.problems:
+        raise ConfigError(
+            [
+                ConfigIssue(
+                    display,
+                    f"experiment.sweep.{path}"
+                    if path != "sweep_conditions"
+                    else "experiment.sweep_conditions",
+                    message,
+                )
+                for path, message in result.problems
+            ]
+        )
+    by_name = {c.get("name"): i for i, c in enumerate(conditions) if isinstance(c, dict)}
+    base = ("experiment", "conditions")
+    tables = (resolved.origins, resolved.ref_sites)
+    old = [{k: v for k, v in t.items() if k[:2] == base and len(k) > 2} for t in tables]
+    for table, entries in zip(tables, old, strict=True):
+        for key in entries:
+            del table[key]
+    for j, cond in enumerate(result.conditions):
+        name = cond.get("name") if isinstance(cond, dict) else None
+        coords = result.coordinates.get(name)
+        i = by_name.get(name.split("+", 1)[0] if coords else name, j)
+        for table, entries in zip(tables, old, strict=True):
+            for key, origin in entries.items():
+                if key[2] == i:
+                    table[(*base, j, *key[3:])] = origin
+        if coords:
+            shown = ", ".join(f"{p}={v!r}" for p, v in coords.items())
+            resolved.notes[(*base, j)] = f"condition {name!r} from experiment.sweep ({shown})"
+    experiment["conditions"] = result.conditions
+    return result.coordinates
 
 
 def _hide_url_credentials(config: Any, snapshot: dict[str, Any]) -> None:

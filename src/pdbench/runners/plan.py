@@ -30,8 +30,20 @@ def estimate_tokens(loaded: LoadedConfig, plans: list[GamePlan]) -> tuple[int, i
     Input counts the system prompt and a round prompt with a full history window for every call;
     output counts max_tokens per call (an upper bound). Parse retries come on top.
     """
+    per_model = estimate_per_model(loaded, plans)
+    return (
+        sum(m["tokens_in"] for m in per_model.values()),
+        sum(m["tokens_out"] for m in per_model.values()),
+    )
+
+
+def estimate_per_model(loaded: LoadedConfig, plans: list[GamePlan]) -> dict[str, dict[str, Any]]:
+    """Per "provider:model": games, calls (one per round; up to 1 + max_retries), tokens (as
+    `estimate_tokens`) and the estimated cost in USD from its price (None when unknown)."""
+    from pdbench.agents.providers.pricing import price_per_token
+
     matrix = loaded.matrix()
-    tokens_in = tokens_out = 0
+    out: dict[str, dict[str, Any]] = {}
     for plan in plans:
         for spec in plan.agents:
             agent = spec.config
@@ -51,9 +63,30 @@ def estimate_tokens(loaded: LoadedConfig, plans: list[GamePlan]) -> tuple[int, i
             prompt = render_round(
                 spec.templates.round, obs, agent.history_window, agent.output_format
             )
-            tokens_in += (len(system) + len(prompt)) // 4 * plan.n_rounds
-            tokens_out += agent.max_tokens * plan.n_rounds
-    return tokens_in, tokens_out
+            entry = out.setdefault(
+                f"{agent.provider}:{agent.model}",
+                {
+                    "games": 0,
+                    "calls": 0,
+                    "calls_max": 0,
+                    "tokens_in": 0,
+                    "tokens_out": 0,
+                    "cost_usd": 0.0,
+                },
+            )
+            tokens_in = (len(system) + len(prompt)) // 4 * plan.n_rounds
+            tokens_out = agent.max_tokens * plan.n_rounds
+            entry["games"] += 1
+            entry["calls"] += plan.n_rounds
+            entry["calls_max"] += plan.n_rounds * (1 + agent.max_retries)
+            entry["tokens_in"] += tokens_in
+            entry["tokens_out"] += tokens_out
+            price = price_per_token(agent)
+            if price is None or entry["cost_usd"] is None:
+                entry["cost_usd"] = None
+            else:
+                entry["cost_usd"] += tokens_in * price[0] + tokens_out * price[1]
+    return out
 
 
 def describe_plan(loaded: LoadedConfig) -> str:
@@ -69,11 +102,20 @@ def describe_plan(loaded: LoadedConfig) -> str:
     low, high = expected_llm_calls(plans)
     lines.append(f"expected LLM calls: {low} (up to {high} with parse retries)")
     if low:
-        tokens_in, tokens_out = estimate_tokens(loaded, plans)
+        per_model = estimate_per_model(loaded, plans)
+        tokens_in = sum(m["tokens_in"] for m in per_model.values())
+        tokens_out = sum(m["tokens_out"] for m in per_model.values())
         lines.append(
             f"estimated tokens: ~{tokens_in} input, at most {tokens_out} output "
             "(before parse retries)"
         )
+        for model, m in per_model.items():
+            cost = "cost unknown" if m["cost_usd"] is None else f"~${m['cost_usd']:.4f}"
+            lines.append(
+                f"  {model}: {m['games']} agent-games, {m['calls']} calls (up to "
+                f"{m['calls_max']}), ~{m['tokens_in']} input / {m['tokens_out']} output "
+                f"tokens, {cost}"
+            )
     return "\n".join(lines)
 
 

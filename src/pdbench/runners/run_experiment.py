@@ -23,6 +23,7 @@ from pdbench.runners.engine import GamePlan, ProgressFn
 from pdbench.runners.loader import LoadedConfig
 from pdbench.runners.session import RunOptions, RunSession
 from pdbench.storage.aggregate import (
+    add_sweep_columns,
     add_usage_columns,
     usage_by_game,
     with_intervals,
@@ -89,6 +90,11 @@ def manifest_conditions(loaded: LoadedConfig, plans: list[GamePlan]) -> list[dic
                 "horizon": horizon.model_dump(mode="json"),
                 "horizon_disclosure": disclosure,
                 "noise": games[0].noise,
+                **(
+                    {"sweep": loaded.sweep_coordinates[cond.name]}
+                    if cond.name in loaded.sweep_coordinates
+                    else {}
+                ),
                 "games": [
                     {"replicate": p.replicate, "seed": p.seed, "n_rounds": p.n_rounds}
                     for p in games
@@ -128,6 +134,7 @@ def run_experiment(loaded: LoadedConfig, options: RunOptions | None = None) -> R
                 intervals,
             )
         )
+        add_sweep_columns(rows, loaded.sweep_coordinates)
         write_aggregates(rows, run_dir / AGGREGATES_FILE)
         return {}
 

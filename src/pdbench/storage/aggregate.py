@@ -31,8 +31,35 @@ class RunDirError(PdbenchError):
 
 
 def write_aggregates(rows: list[dict[str, Any]], path: Path) -> None:
-    """Write aggregate rows to Parquet (atomically)."""
-    write_rows(path, rows, aggregates_arrow_schema())
+    """Write aggregate rows to Parquet (atomically); swept paths (columns named like
+    `agent_a.overrides.temperature`, added by `add_sweep_columns`) come last."""
+    import pyarrow as pa
+
+    schema = aggregates_arrow_schema()
+    known = set(schema.names)
+    extra = [c for c in (rows[0] if rows else {}) if c not in known and "." in c]
+    for column in extra:
+        values = [r.get(column) for r in rows if r.get(column) is not None]
+        numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+        schema = schema.append(pa.field(column, pa.float64() if numeric else pa.string()))
+        if not numeric:
+            for r in rows:
+                if r.get(column) is not None:
+                    r[column] = str(r[column])
+    write_rows(path, rows, schema)
+
+
+def add_sweep_columns(
+    rows: list[dict[str, Any]], coordinates: dict[str, dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """One column per swept path holding each row's coordinate (null for conditions that were
+    not swept), so any tool can group by it."""
+    paths = list(dict.fromkeys(p for coords in coordinates.values() for p in coords))
+    for row in rows:
+        coords = coordinates.get(str(row.get("condition")), {})
+        for path in paths:
+            row[path] = coords.get(path)
+    return rows
 
 
 def read_rounds_table(
@@ -157,6 +184,8 @@ def _aggregate_locked(run_dir: Path) -> list[dict[str, Any]]:
     )
     rows = add_usage_columns(rows, usage_by_game(run_dir))
     rows = with_intervals(rows, interval_settings(manifest))
+    coordinates = {c["name"]: c["sweep"] for c in manifest.get("conditions", []) if c.get("sweep")}
+    rows = add_sweep_columns(rows, coordinates)
     write_aggregates(rows, run_dir / AGGREGATES_FILE)
     return rows
 

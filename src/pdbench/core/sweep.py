@@ -1,0 +1,119 @@
+"""Parameter sweeps: `experiment.sweep` maps dotted paths inside a condition to lists of values,
+and every condition (or those named in `experiment.sweep_conditions`) expands into the product
+of the values (pure: works on the config's data after refs are resolved).
+
+Paths are written as a user sees the condition in the config file:
+- `agent_a.overrides.temperature`, `agent_b.overrides.params.coop_prob`, `agent_a.persona`: an
+  agent's setting (`overrides` may be written or left out: refs are already merged);
+- `horizon.stop_prob`, `horizon.n_rounds`: the condition's horizon (the run's horizon is copied
+  into the condition first when it has none);
+- `game.noise` or `noise`: the condition's execution noise.
+
+Each expanded condition is named `<base>+<key>_<value>+...` (key: the path's last part, or the
+whole path with `.` as `_` when two swept paths end alike), so seeds, which derive from condition
+names, do not change when a sweep is extended: finished games keep their results.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@dataclass(slots=True)
+class SweepResult:
+    """Expanded conditions, each expanded condition's coordinates, and problems found."""
+
+    conditions: list[dict[str, Any]]
+    coordinates: dict[str, dict[str, Any]] = field(default_factory=dict)
+    problems: list[tuple[str, str]] = field(default_factory=list)  # (sweep entry, message)
+
+
+def _keys(paths: list[str]) -> dict[str, str]:
+    last = [p.split(".")[-1] for p in paths]
+    return {
+        p: (p.replace(".", "_") if last.count(p.split(".")[-1]) > 1 else p.split(".")[-1])
+        for p in paths
+    }
+
+
+def value_text(value: Any) -> str:
+    """A value as it appears in a condition name (characters a name may hold)."""
+    if isinstance(value, bool):
+        text = str(value).lower()
+    elif isinstance(value, float):
+        text = f"{value:g}"
+    else:
+        text = str(value)
+    return _UNSAFE.sub("-", text).strip("-") or "x"
+
+
+def _target(condition: dict[str, Any], path: str, horizon: Any) -> tuple[dict[str, Any], str]:
+    """The mapping and key a sweep path sets inside a condition (created when missing)."""
+    parts = path.split(".")
+    if parts[0] in ("agent_a", "agent_b"):
+        parts = [parts[0]] + [p for p in parts[1:2] if p != "overrides"] + parts[2:]
+    elif parts == ["game", "noise"]:
+        parts = ["noise"]
+    elif parts[0] == "horizon" and not isinstance(condition.get("horizon"), dict):
+        condition["horizon"] = copy.deepcopy(horizon) if isinstance(horizon, dict) else {}
+    node = condition
+    for part in parts[:-1]:
+        if not isinstance(node.get(part), dict):
+            node[part] = {}
+        node = node[part]
+    return node, parts[-1]
+
+
+def expand_sweep(
+    conditions: list[dict[str, Any]],
+    sweep: dict[str, list[Any]],
+    only: list[str] | None = None,
+    horizon: Any = None,
+) -> SweepResult:
+    """The conditions with each swept one replaced by one condition per combination of values
+    (in the order of `sweep`, the first path varying slowest)."""
+    problems: list[tuple[str, str]] = []
+    paths = list(sweep)
+    for path, values in sweep.items():
+        if not isinstance(values, list) or not values:
+            problems.append((path, f"must be a non-empty list of values (got {values!r})"))
+        elif path.split(".")[0] not in ("agent_a", "agent_b", "horizon", "game", "noise"):
+            problems.append(
+                (path, "must start with agent_a, agent_b, horizon, game.noise or noise")
+            )
+    names = [c.get("name") for c in conditions if isinstance(c, dict)]
+    for name in only or []:
+        if name not in names:
+            problems.append(
+                (
+                    "sweep_conditions",
+                    f"no condition named {name!r} (valid: {', '.join(map(str, names))})",
+                )
+            )
+    if problems:
+        return SweepResult(list(conditions), {}, problems)
+    keys = _keys(paths)
+    out: list[dict[str, Any]] = []
+    coordinates: dict[str, dict[str, Any]] = {}
+    for condition in conditions:
+        if not isinstance(condition, dict) or (only and condition.get("name") not in only):
+            out.append(condition)
+            continue
+        for combo in itertools.product(*(sweep[p] for p in paths)):
+            expanded = copy.deepcopy(condition)
+            suffix = "+".join(
+                f"{keys[p]}_{value_text(v)}" for p, v in zip(paths, combo, strict=True)
+            )
+            expanded["name"] = f"{condition.get('name')}+{suffix}"
+            for path, value in zip(paths, combo, strict=True):
+                node, key = _target(expanded, path, horizon)
+                node[key] = copy.deepcopy(value)
+            coordinates[expanded["name"]] = dict(zip(paths, combo, strict=True))
+            out.append(expanded)
+    return SweepResult(out, coordinates, problems)
