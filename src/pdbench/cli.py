@@ -174,6 +174,7 @@ OVERRIDES = {
     "generations": "evolution.generations",
     "seeds": "evolution.seeds",
     "seed": "run.seed",
+    "shard": "run.shard",
     "noise": "game.noise",
 }
 
@@ -229,7 +230,19 @@ def run_command(
                 ),
             ],
             None,
-        )
+        ),
+        (
+            "shard",
+            Annotated[
+                str | None,
+                typer.Option(
+                    "--shard",
+                    help="i/K: play only shard i of K of the games (a cluster job array); "
+                    "join the shard directories with `pdbench merge`.",
+                ),
+            ],
+            None,
+        ),
     ],
 )
 def run() -> None:
@@ -469,6 +482,27 @@ def report(
             compare_run(run_dir)
     path = build_report(run_dir, output)
     typer.echo(f"report written: {path}")
+
+
+@app.command(epilog="Example: pdbench merge data/runs/full data/runs/shard1 data/runs/shard2")
+def merge(
+    out_dir: Annotated[
+        Path, typer.Argument(help="The merged run directory (new).", show_default=False)
+    ],
+    shard_dirs: Annotated[
+        list[Path],
+        typer.Argument(help="The shard directories (`run --shard i/K`).", show_default=False),
+    ],
+) -> None:
+    """Join the shards of an experiment into one run directory, equal to an unsharded run."""
+    from pdbench.runners.merge import merge_shards
+
+    manifest = merge_shards(out_dir, shard_dirs)
+    totals = manifest["totals"]
+    typer.echo(
+        f"merged {len(shard_dirs)} shards -> {out_dir}: {totals['games']} games, "
+        f"{totals['rounds']} rounds; aggregates.parquet written"
+    )
 
 
 @app.command(epilog="Example: pdbench ui data/runs/phase1_smoke_v1 --port 8501")

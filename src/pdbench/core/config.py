@@ -65,6 +65,25 @@ class RunConfig(Strict):
     store_prompts: bool = True
     store_raw_responses: bool = True
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    # "i/K": play only shard i of K (games whose index in the full plan is i-1 modulo K), for a
+    # cluster job array; `pdbench merge` joins the shards into one run directory.
+    shard: str | None = Field(default=None, pattern=r"^[0-9]{1,6}/[0-9]{1,6}$")
+
+    @field_validator("shard")
+    @classmethod
+    def _shard_range(cls, value: str | None) -> str | None:
+        if value is not None:
+            i, k = (int(x) for x in value.split("/"))
+            if not 1 <= i <= k:
+                raise ValueError(f"must be i/K with 1 <= i <= K (got {value!r})")
+        return value
+
+    def shard_of(self) -> tuple[int, int] | None:
+        """(i, K) when this run is shard i of K, else None."""
+        if self.shard is None:
+            return None
+        i, k = (int(x) for x in self.shard.split("/"))
+        return i, k
 
 
 class GameConfig(Strict):

@@ -67,6 +67,10 @@ def plan_games(loaded: LoadedConfig) -> list[GamePlan]:
             plans.append(
                 GamePlan(len(plans), cond.name, rep, agents, seed, horizon, noise, n_rounds)
             )
+    shard = cfg.run.shard_of()
+    if shard is not None:  # indexes stay those of the full plan
+        i, k = shard
+        plans = [p for p in plans if p.index % k == i - 1]
     return plans
 
 
@@ -77,11 +81,15 @@ def manifest_conditions(loaded: LoadedConfig, plans: list[GamePlan]) -> list[dic
     for cond in cfg.experiment.conditions:
         games = [p for p in plans if p.condition == cond.name]
         horizon = cond.horizon or cfg.horizon
-        disclosure = {
-            side: spec.horizon_disclosure(games[0].horizon)
-            for side, spec in zip(("agent_a", "agent_b"), games[0].agents, strict=True)
-            if spec.is_llm
-        }
+        disclosure = (
+            {
+                side: spec.horizon_disclosure(games[0].horizon)
+                for side, spec in zip(("agent_a", "agent_b"), games[0].agents, strict=True)
+                if spec.is_llm
+            }
+            if games
+            else {}
+        )
         out.append(
             {
                 "name": cond.name,
@@ -89,7 +97,9 @@ def manifest_conditions(loaded: LoadedConfig, plans: list[GamePlan]) -> list[dic
                 "agent_b": cond.agent_b.display_name(),
                 "horizon": horizon.model_dump(mode="json"),
                 "horizon_disclosure": disclosure,
-                "noise": games[0].noise,
+                "noise": games[0].noise
+                if games
+                else (cond.noise if cond.noise is not None else cfg.game.noise),
                 **(
                     {"sweep": loaded.sweep_coordinates[cond.name]}
                     if cond.name in loaded.sweep_coordinates
