@@ -86,6 +86,12 @@ def test_every_tab_in_chromium(sample_run: Path, tmp_path: Path) -> None:
             page.get_by_role("tab", name="📊 View Results").get_attribute("aria-selected") == "true"
         )
         page.get_by_text("Headline metrics").wait_for()
+        # The timeline is drawn after the headline: on a busy machine it may lag a moment.
+        page.wait_for_function(
+            "n => document.querySelectorAll('.pdb-tl .pdb-cell').length >= n",
+            arg=2 * 30,
+            timeout=30_000,
+        )
         assert page.locator(".pdb-tl .pdb-cell").count() == 2 * 30
         full_page_screenshot(page, shots / "view_results.png")
         select_option(page, "Condition", "LLMcoop_vs_LLMexploit")
@@ -128,6 +134,7 @@ def test_every_tab_in_chromium(sample_run: Path, tmp_path: Path) -> None:
         page.get_by_text("No tournaments yet", exact=False).wait_for()
         run_from_ui(page, "🏆 Run Tournament")
         assert len(list((cwd / "data" / "tournaments").glob("ui_*/leaderboard.parquet"))) == 1
+        page.locator(".pdb-podium-card").nth(2).wait_for()
         assert page.locator(".pdb-podium-card").count() == 3
         _wait_for_charts(page, 2)  # leaderboard with CIs, payoff heatmap
         full_page_screenshot(page, shots / "tournament.png")
