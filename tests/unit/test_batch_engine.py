@@ -142,7 +142,7 @@ def test_is_batchable() -> None:
     def policy(name: str, window: int | None = None) -> PolicyAgentConfig:
         return PolicyAgentConfig(type="policy", policy=name, history_window=window)
 
-    expected_memory = {"ALLC": 0, "ALLD": 0, "RANDOM": 0, "TF2T": 2}
+    expected_memory = {"ALLC": 0, "ALLD": 0, "RANDOM": 0, "DEFECT_ONCE": 0, "TF2T": 2}
     for name, cls in POLICY_REGISTRY.items():
         assert cls.memory == expected_memory.get(name, 1), name
         assert is_batchable(policy(name))

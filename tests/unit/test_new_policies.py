@@ -1,4 +1,4 @@
-"""RANDOM, STFT, TF2T and ALTERNATOR: hand-written tables of (opponent moves in -> moves out).
+"""RANDOM, STFT, TF2T, ALTERNATOR and DEFECT_ONCE: hand-written tables of (opponent moves in -> moves out).
 
 Each case plays the policy against a scripted opponent without noise; `expected` lists
 (policy's move, opponent's move) per round, written by hand from the rule in the docstring.
@@ -57,6 +57,11 @@ CASES = [
     ("ALTERNATOR", "CCCCCC", "CDCDCD"),
     ("ALTERNATOR", "DDDDDD", "CDCDCD"),
     ("ALTERNATOR", "DCDDCC", "CDCDCD"),
+    # DEFECT_ONCE: D in round 1, then C whatever the opponent does.
+    ("DEFECT_ONCE", "CCCCC", "DCCCC"),
+    ("DEFECT_ONCE", "DDDDD", "DCCCC"),
+    ("DEFECT_ONCE", "DCDCD", "DCCCC"),
+    ("DEFECT_ONCE", "C", "D"),
 ]
 
 

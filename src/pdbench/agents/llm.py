@@ -14,13 +14,21 @@ from dataclasses import dataclass
 from pdbench.agents.base import AgentBase
 from pdbench.agents.providers.base import CallTag, CompletionRequest, Provider
 from pdbench.core.config import LLMAgentConfig
-from pdbench.core.parse import correction_message, decision_probability, parse_action
+from pdbench.core.parse import (
+    DEFAULT_LABELS,
+    Labels,
+    correction_message,
+    decision_probability,
+    parse_action,
+)
 from pdbench.core.payoff import PayoffMatrix
 from pdbench.core.rng import Purpose, counter_bits
 from pdbench.core.types import Action, Attempt, Decision, Observation
 
-SYSTEM_FIELDS = ("persona", "payoff_table", "R", "S", "T", "P", "output_instruction")
+SYSTEM_FIELDS = ("persona", "payoff_table", "R", "S", "T", "P", "C", "D", "output_instruction")
 ROUND_FIELDS = (
+    "C",
+    "D",
     "round_number",
     "horizon_text",
     "totals",
@@ -59,21 +67,24 @@ def placeholders(template: str) -> set[str]:
     return {name for _, name, _, _ in string.Formatter().parse(template) if name}
 
 
-def output_instruction(output_format: str) -> str:
-    """The sentence telling the model exactly what to answer."""
+def output_instruction(output_format: str, labels: Labels = DEFAULT_LABELS) -> str:
+    """The sentence telling the model exactly what to answer (in the agent's labels)."""
+    c, d = labels
     if output_format in ("json", "choice"):
-        return 'Answer with only the JSON object {"action": "C"} or {"action": "D"}, nothing else.'
-    return "Answer with only one letter, C or D, nothing else."
+        return f'Answer with only the JSON object {{"action": "{c}"}} or {{"action": "{d}"}}, nothing else.'
+    unit = "letter" if len(c) == len(d) == 1 else "word"
+    return f"Answer with only one {unit}, {c} or {d}, nothing else."
 
 
-def payoff_table(matrix: PayoffMatrix) -> str:
-    """The payoff matrix as lines a model can read."""
+def payoff_table(matrix: PayoffMatrix, labels: Labels = DEFAULT_LABELS) -> str:
+    """The payoff matrix as lines a model can read (moves in the agent's labels)."""
+    c, d = labels
     rows = []
     for mine, theirs, key in (
-        ("C", "C", "cc"),
-        ("C", "D", "cd"),
-        ("D", "C", "dc"),
-        ("D", "D", "dd"),
+        (c, c, "cc"),
+        (c, d, "cd"),
+        (d, c, "dc"),
+        (d, d, "dd"),
     ):
         me, them = getattr(matrix, key)
         rows.append(f"- you play {mine}, they play {theirs}: you get {me:g}, they get {them:g}")
@@ -92,33 +103,49 @@ def horizon_text(obs: Observation) -> str:
     return f"Round {obs.round_number}."
 
 
-def render_system(templates: PromptTemplates, matrix: PayoffMatrix, output_format: str) -> str:
+def render_system(
+    templates: PromptTemplates,
+    matrix: PayoffMatrix,
+    output_format: str,
+    labels: Labels = DEFAULT_LABELS,
+) -> str:
     """The system prompt (persona and rules)."""
     values: Mapping[str, object] = {
         "persona": templates.persona.strip(),
-        "payoff_table": payoff_table(matrix),
+        "payoff_table": payoff_table(matrix, labels),
         "R": f"{matrix.reward:g}",
         "S": f"{matrix.sucker:g}",
         "T": f"{matrix.temptation:g}",
         "P": f"{matrix.punishment:g}",
-        "output_instruction": output_instruction(output_format),
+        "C": labels[0],
+        "D": labels[1],
+        "output_instruction": output_instruction(output_format, labels),
     }
     return templates.system.format(**values).strip() + "\n"
 
 
 def render_round(
-    template: str, obs: Observation, history_window: int | None, output_format: str
+    template: str,
+    obs: Observation,
+    history_window: int | None,
+    output_format: str,
+    labels: Labels = DEFAULT_LABELS,
+    payoff_scale: float = 1.0,
 ) -> str:
-    """The round prompt for this observation."""
+    """The round prompt for this observation (moves in the agent's labels, payoffs times
+    `payoff_scale`)."""
+    k = payoff_scale
+    word = {Action.C: labels[0], Action.D: labels[1]}
     lines = [
-        f"Round {obs.round_index - len(obs.history) + i + 1}: you played {h.my_action}, "
-        f"the opponent played {h.opp_action}; you got {h.my_payoff:g}, they got {h.opp_payoff:g}."
+        f"Round {obs.round_index - len(obs.history) + i + 1}: you played {word[h.my_action]}, "
+        f"the opponent played {word[h.opp_action]}; "
+        f"you got {h.my_payoff * k:g}, they got {h.opp_payoff * k:g}."
         for i, h in enumerate(obs.history)
     ]
-    if obs.my_cumulative_payoff is not None:
+    if obs.my_cumulative_payoff is not None and obs.opponent_cumulative_payoff is not None:
         totals = (
-            f"Total so far: you {obs.my_cumulative_payoff:g} points, "
-            f"the opponent {obs.opponent_cumulative_payoff:g} points."
+            f"Total so far: you {obs.my_cumulative_payoff * k:g} points, "
+            f"the opponent {obs.opponent_cumulative_payoff * k:g} points."
         )
     else:
         totals = ""
@@ -140,9 +167,11 @@ def render_round(
         else ("(no rounds played yet)" if obs.round_index == 0 else "(not shown)"),
         "history_len": len(lines),
         "history_window": "all" if history_window is None else history_window,
-        "opponent_last_move": obs.history[-1].opp_action.value if obs.history else "none yet",
-        "my_last_move": obs.history[-1].my_action.value if obs.history else "none yet",
-        "output_instruction": output_instruction(output_format),
+        "opponent_last_move": word[obs.history[-1].opp_action] if obs.history else "none yet",
+        "my_last_move": word[obs.history[-1].my_action] if obs.history else "none yet",
+        "C": labels[0],
+        "D": labels[1],
+        "output_instruction": output_instruction(output_format, labels),
     }
     return template.format(**values).strip() + "\n"
 
@@ -162,7 +191,9 @@ class LLMAgent(AgentBase):
         self.provider = provider
         self.templates = templates
         self.name = name or config.display_name()
-        self.system_prompt = render_system(templates, matrix, config.output_format)
+        self.labels = config.labels()
+        shown = matrix.scaled(config.payoff_scale) if config.payoff_scale != 1.0 else matrix
+        self.system_prompt = render_system(templates, shown, config.output_format, self.labels)
         self.seed = 0
 
     def reset(self, seed: int | None = None) -> None:
@@ -178,7 +209,12 @@ class LLMAgent(AgentBase):
         reply as the assistant's turn, then the correction as a new user turn."""
         cfg = self.config
         round_prompt = render_round(
-            self.templates.round, obs, cfg.history_window, cfg.output_format
+            self.templates.round,
+            obs,
+            cfg.history_window,
+            cfg.output_format,
+            self.labels,
+            cfg.payoff_scale,
         )
         turns: tuple[tuple[str, str], ...] = ()
         attempts: list[Attempt] = []
@@ -193,14 +229,17 @@ class LLMAgent(AgentBase):
                 turns=turns,
                 output_format=cfg.output_format,
                 logprobs=cfg.record_logprobs,
+                labels=self.labels,
             )
             completion = await self.provider.complete(request)
-            result = parse_action(completion.text, cfg.output_format, cfg.answer_pattern)
+            result = parse_action(
+                completion.text, cfg.output_format, cfg.answer_pattern, self.labels
+            )
             error = result.error
             if error is not None and completion.truncated:
                 error += f"; cut off at max_tokens={cfg.max_tokens}"
             p_coop = (
-                decision_probability(completion.tokens, result.span)
+                decision_probability(completion.tokens, result.span, self.labels)
                 if cfg.record_logprobs and result.ok
                 else None
             )
@@ -220,7 +259,9 @@ class LLMAgent(AgentBase):
                 return Decision(
                     result.action, False, attempts, self.system_prompt, round_prompt, p_coop
                 )
-            correction = correction_message(cfg.output_format, error or "invalid", cfg.reprompt)
+            correction = correction_message(
+                cfg.output_format, error or "invalid", cfg.reprompt, self.labels
+            )
             turns = (*turns, (completion.text, correction))
         if cfg.on_parse_failure == "error":
             last = attempts[-1].raw if attempts else None

@@ -369,3 +369,22 @@ class Alternator(PolicyAgent):
         # state 1: own last move C (now D), 2: it was D (now C)
         by_own_move = ((1, 1), (2, 2))
         return StateMachine((1.0, 0.0, 1.0), (by_own_move,) * 3)
+
+
+@register_policy
+class DefectOnce(PolicyAgent):
+    """DEFECT_ONCE: defects in the first round, then cooperates whatever happens (the opponent
+    Akata et al. 2023 used to test forgiveness: F in round 1, then J)."""
+
+    key = "DEFECT_ONCE"
+    description = "Defects in the first round, then always cooperates."
+    look = Look("🥊", "Defect Once", "#c2185b", ("#fde4ee", "#f3a6c4"))
+    memory = 0
+
+    def choose(self, obs: Observation) -> Action:
+        return D if obs.round_index == 0 else C
+
+    @classmethod
+    def machine(cls, params: PolicyParams, matrix: PayoffMatrix) -> StateMachine:
+        # 0: the first round (D), 1: every later round (C)
+        return StateMachine((0.0, 1.0), (((1, 1), (1, 1)), ((1, 1), (1, 1))))

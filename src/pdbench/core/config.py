@@ -220,6 +220,30 @@ class Pricing(Strict):
     output_per_mtok: float = Field(ge=0.0, le=1e6)
 
 
+class ActionLabels(Strict):
+    """The words the model sees for the two moves (`{C: J, D: F}` as Akata et al. 2023 used);
+    its answers are read in these words, and artifacts still record C and D."""
+
+    C: str = Field(min_length=1, max_length=20, pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+    D: str = Field(min_length=1, max_length=20, pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+
+    @model_validator(mode="after")
+    def _distinct(self) -> ActionLabels:
+        if self.C.upper() == self.D.upper():
+            raise ValueError(
+                f"the two labels must differ, ignoring case (got C: {self.C!r}, D: {self.D!r})"
+            )
+        return self
+
+
+def _labels_shorthand(value: Any) -> Any:
+    """ "J/F" -> {C: J, D: F}; anything else is left to the model."""
+    if isinstance(value, str) and value.count("/") == 1:
+        c, d = value.split("/")
+        return {"C": c.strip(), "D": d.strip()}
+    return value
+
+
 DEFAULT_MAX_TOKENS = 256  # room for a short reasoning model to think before it answers
 LLAMACPP_ONLY = (
     "model_path",
@@ -249,6 +273,12 @@ class LLMAgentConfig(Strict):
     horizon_disclosure: Literal["exact", "stop_prob", "hidden"] | None = None
     # token: a C or D; json: {"action": "C"}; choice: json, constrained by the server to C or D.
     output_format: Literal["token", "json", "choice"] = "token"
+    # The words shown for C and D (the prompts use {C} and {D}); null: C and D. "J/F" is short
+    # for {C: J, D: F}.
+    action_labels: Annotated[ActionLabels | None, BeforeValidator(_labels_shorthand)] = None
+    # Payoffs as the model is told them (table, history, totals) = the game's payoffs x this
+    # factor; artifacts and metrics keep the game's payoffs, so scores compare across factors.
+    payoff_scale: float = Field(default=1.0, gt=0.0, le=1e4)
     # A regex whose last match in a reply is the answer (group `answer`, else group 1, else the
     # whole match); null: the last standalone C/D (token) or the last JSON object (json, choice).
     answer_pattern: str | None = None
@@ -326,6 +356,12 @@ class LLMAgentConfig(Strict):
             )
         return value
 
+    def labels(self) -> tuple[str, str]:
+        """The words shown for (C, D)."""
+        if self.action_labels is None:
+            return ("C", "D")
+        return (self.action_labels.C, self.action_labels.D)
+
     def display_name(self) -> str:
         """Name used in artifacts."""
         if self.name:
@@ -386,6 +422,9 @@ class ExperimentSection(Strict):
     # core/sweep.py; the loader expands them before validation). `sweep_conditions`: only these.
     sweep: dict[str, list[Any]] | None = None
     sweep_conditions: list[str] | None = None
+    # A file of published numbers (core/published.py) that the report puts this run's beside;
+    # relative to the file that names it.
+    published: str | None = Field(default=None, min_length=1)
 
     @field_validator("conditions")
     @classmethod

@@ -149,6 +149,15 @@ class PayoffMatrix:
             dd=(self.dd[1], self.dd[0]),
         )
 
+    def scaled(self, factor: float) -> PayoffMatrix:
+        """Every payoff multiplied by `factor` (a positive factor leaves the game unchanged)."""
+        return PayoffMatrix(
+            cc=(self.cc[0] * factor, self.cc[1] * factor),
+            cd=(self.cd[0] * factor, self.cd[1] * factor),
+            dc=(self.dc[0] * factor, self.dc[1] * factor),
+            dd=(self.dd[0] * factor, self.dd[1] * factor),
+        )
+
     def as_nested(self) -> dict[str, dict[str, list[float]]]:
         """The `{C: {C: [a, b], ...}}` form used in configs and prompts."""
         return {

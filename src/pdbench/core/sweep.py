@@ -32,6 +32,8 @@ class SweepResult:
     conditions: list[dict[str, Any]]
     coordinates: dict[str, dict[str, Any]] = field(default_factory=dict)
     problems: list[tuple[str, str]] = field(default_factory=list)  # (sweep entry, message)
+    # Expanded condition name -> swept path -> index of its value in the sweep's list.
+    value_index: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 def _keys(paths: list[str]) -> dict[str, str]:
@@ -53,14 +55,21 @@ def value_text(value: Any) -> str:
     return _UNSAFE.sub("-", text).strip("-") or "x"
 
 
-def _target(condition: dict[str, Any], path: str, horizon: Any) -> tuple[dict[str, Any], str]:
-    """The mapping and key a sweep path sets inside a condition (created when missing)."""
+def target_parts(path: str) -> list[str]:
+    """Where a sweep path lands inside a condition (`agent_a.overrides.x` -> agent_a, x;
+    `game.noise` -> noise; `game.payoff_scale` -> payoff_scale)."""
     parts = path.split(".")
     if parts[0] in ("agent_a", "agent_b"):
-        parts = [parts[0]] + [p for p in parts[1:2] if p != "overrides"] + parts[2:]
-    elif parts == ["game", "noise"]:
-        parts = ["noise"]
-    elif parts[0] == "horizon" and not isinstance(condition.get("horizon"), dict):
+        return [parts[0]] + [p for p in parts[1:2] if p != "overrides"] + parts[2:]
+    if parts[0] == "game" and len(parts) == 2:
+        return parts[1:]
+    return parts
+
+
+def _target(condition: dict[str, Any], path: str, horizon: Any) -> tuple[dict[str, Any], str]:
+    """The mapping and key a sweep path sets inside a condition (created when missing)."""
+    parts = target_parts(path)
+    if parts[0] == "horizon" and not isinstance(condition.get("horizon"), dict):
         condition["horizon"] = copy.deepcopy(horizon) if isinstance(horizon, dict) else {}
     node = condition
     for part in parts[:-1]:
@@ -101,11 +110,13 @@ def expand_sweep(
     keys = _keys(paths)
     out: list[dict[str, Any]] = []
     coordinates: dict[str, dict[str, Any]] = {}
+    value_index: dict[str, dict[str, int]] = {}
     for condition in conditions:
         if not isinstance(condition, dict) or (only and condition.get("name") not in only):
             out.append(condition)
             continue
-        for combo in itertools.product(*(sweep[p] for p in paths)):
+        for indices in itertools.product(*(range(len(sweep[p])) for p in paths)):
+            combo = [sweep[p][k] for p, k in zip(paths, indices, strict=True)]
             expanded = copy.deepcopy(condition)
             suffix = "+".join(
                 f"{keys[p]}_{value_text(v)}" for p, v in zip(paths, combo, strict=True)
@@ -115,5 +126,6 @@ def expand_sweep(
                 node, key = _target(expanded, path, horizon)
                 node[key] = copy.deepcopy(value)
             coordinates[expanded["name"]] = dict(zip(paths, combo, strict=True))
+            value_index[expanded["name"]] = dict(zip(paths, indices, strict=True))
             out.append(expanded)
-    return SweepResult(out, coordinates, problems)
+    return SweepResult(out, coordinates, problems, value_index)

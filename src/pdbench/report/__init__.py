@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from pdbench.errors import PdbenchError
-from pdbench.report.experiment import experiment_sections, fmt
+from pdbench.report.experiment import experiment_sections
+from pdbench.report.format import fmt
 from pdbench.report.svg import GRID, INK, MUTED, Point, interval_dots
 from pdbench.storage.files import write_bytes_atomic
 from pdbench.storage.run_dir import read_manifest, run_kind

@@ -8,6 +8,9 @@ import json
 from html import escape
 from typing import Any
 
+from pdbench.core.metrics import AGGREGATE_COLUMNS
+from pdbench.report.format import fmt
+from pdbench.report.study import axes_section, published_section
 from pdbench.report.svg import Point, band_chart, interval_dots
 
 AGENT_COLORS = {"a": "#3b6fd8", "b": "#e08a1e"}
@@ -28,21 +31,13 @@ FALLBACK_METRICS: tuple[tuple[str, str, bool], ...] = (
     ("decided_cooperation_rate", "cooperation, fallbacks left out", True),
     ("mean_p_cooperate", "mean P(C) from log-probabilities", True),
 )
+METRIC_COLUMNS = frozenset(AGGREGATE_COLUMNS) | {
+    f"agent_{side}_{name}"
+    for side in "ab"
+    for name in ("llm_calls", "input_tokens", "output_tokens", "cost_usd")
+}  # not the sweep's coordinate columns
 FONTANA = ("nice", "forgiving", "retaliatory", "troublemaking", "emulative")
 STATES = (("cc", "after CC"), ("cd", "after CD"), ("dc", "after DC"), ("dd", "after DD"))
-
-
-def fmt(value: Any, low: Any = None, high: Any = None, percent: bool = False) -> str:
-    """'value [low, high]' (percent or 3 significant digits); '-' when there is no value."""
-    if value is None:
-        return "-"
-
-    def f(v: float) -> str:
-        return f"{100 * v:.1f}%" if percent else f"{v:.3g}"
-
-    if low is None or high is None:
-        return f(float(value))
-    return f"{f(float(value))} <span class='ci'>[{f(float(low))}, {f(float(high))}]</span>"
 
 
 def cell(row: dict[str, Any], column: str, percent: bool) -> str:
@@ -134,7 +129,8 @@ def _every_metric_table(conditions: list[dict[str, Any]]) -> str:
     columns = [
         c
         for c in conditions[0]
-        if c not in skip
+        if c in METRIC_COLUMNS
+        and c not in skip
         and not c.endswith(("_ci_low", "_ci_high"))
         and c != "cooperation_rate_over_time"
     ]
@@ -331,12 +327,15 @@ def experiment_sections(
 ) -> list[str]:
     """The report's sections in reading order."""
     conditions = [r for r in aggregates if r.get("scope") == "condition"]
-    return [
+    sections = [
         setup_section(manifest, conditions),
+        published_section(manifest, aggregates),
         metrics_section(conditions),
+        axes_section(manifest, aggregates),
         over_time_section(conditions),
         memory_one_section(conditions),
         strategy_section(fits),
         fallback_section(conditions),
         comparisons_section(comparisons),
     ]
+    return [s for s in sections if s]

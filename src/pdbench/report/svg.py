@@ -188,3 +188,92 @@ def round_ticks(n: int, target: int = 8) -> list[int]:
             break
     ticks = [1] + list(range(step, n + 1, step))
     return sorted(set(t for t in ticks if t <= n))
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    """A named series of an x-y chart: one value (and interval) per x; dashed for reference
+    numbers from elsewhere."""
+
+    name: str
+    values: Sequence[float | None]
+    color: str
+    lows: Sequence[float | None] | None = None
+    highs: Sequence[float | None] | None = None
+    dashed: bool = False
+
+
+def xy_chart(
+    xs: Sequence[float],
+    series: Sequence[Series],
+    title: str,
+    x_label: str,
+    y_range: tuple[float, float] = (0.0, 1.0),
+    percent: bool = True,
+) -> str:
+    """Values against a numeric x: a line with dots per series (whiskers where intervals are
+    given), the legend under the title."""
+    width, left, right, top, bottom = 680, 56, 16, 40 + 18 * ((len(series) + 2) // 3), 44
+    height = top + 200 + bottom
+    plot_w, plot_h = width - left - right, height - top - bottom
+    lo_x, hi_x = (min(xs), max(xs)) if xs else (0.0, 1.0)
+    lo_y, hi_y = y_range
+    out = _open(width, height, title)
+
+    def px(x: float) -> float:
+        return x_scale(x, lo_x, hi_x, left, plot_w) if hi_x > lo_x else left + plot_w / 2
+
+    def py(v: float) -> float:
+        return top + (1.0 - (v - lo_y) / (hi_y - lo_y if hi_y > lo_y else 1.0)) * plot_h
+
+    for i, s in enumerate(series):
+        x, y = 16 + (i % 3) * 220, 36 + 18 * (i // 3)
+        dash = " stroke-dasharray='5 3'" if s.dashed else ""
+        out.append(
+            f"<line x1='{x}' y1='{y}' x2='{x + 22}' y2='{y}' stroke='{s.color}' "
+            f"stroke-width='2'{dash}/><text x='{x + 28}' y='{y + 4}' font-size='12' "
+            f"fill='{INK}'>{escape(s.name)}</text>"
+        )
+    for k in range(5):
+        v = lo_y + (hi_y - lo_y) * k / 4
+        text = f"{100 * v:.0f}%" if percent else f"{v:.3g}"
+        out.append(
+            f"<line x1='{left}' y1='{_num(py(v))}' x2='{width - right}' y2='{_num(py(v))}' "
+            f"stroke='{GRID}'/><text x='{left - 6}' y='{py(v) + 4:.1f}' font-size='11' "
+            f"text-anchor='end' fill='{MUTED}'>{text}</text>"
+        )
+    for x in xs:
+        out.append(
+            f"<text x='{_num(px(x))}' y='{height - bottom + 16}' font-size='11' "
+            f"text-anchor='middle' fill='{MUTED}'>{x:g}</text>"
+        )
+    out.append(
+        f"<text x='{left + plot_w / 2:.0f}' y='{height - 6}' font-size='12' text-anchor='middle' "
+        f"fill='{MUTED}'>{escape(x_label)}</text>"
+    )
+    for s in series:
+        known = [(x, v) for x, v in zip(xs, s.values, strict=True) if v is not None]
+        dash = " stroke-dasharray='5 3'" if s.dashed else ""
+        if len(known) > 1:
+            line = " ".join(f"{_num(px(x))},{_num(py(v))}" for x, v in known)
+            out.append(
+                f"<polyline points='{line}' fill='none' stroke='{s.color}' stroke-width='2'{dash}/>"
+            )
+        for i, (x, v) in enumerate(zip(xs, s.values, strict=True)):
+            if v is None:
+                continue
+            low = s.lows[i] if s.lows else None
+            high = s.highs[i] if s.highs else None
+            if low is not None and high is not None:
+                out.append(
+                    f"<line class='whisker' x1='{_num(px(x))}' y1='{_num(py(low))}' "
+                    f"x2='{_num(px(x))}' y2='{_num(py(high))}' stroke='{s.color}' "
+                    "stroke-width='2'/>"
+                )
+            out.append(
+                f"<circle class='dot' cx='{_num(px(x))}' cy='{_num(py(v))}' r='4' "
+                f"fill='{s.color}'><title>{escape(s.name)} at {x:g}: "
+                f"{escape(_fmt(v, low, high, percent))}</title></circle>"
+            )
+    out.append("</svg>")
+    return "".join(out)

@@ -213,6 +213,8 @@ class BoundClient:
             parts["output_format"] = "choice"
         if request.logprobs:
             parts["logprobs"] = True
+        if request.labels != ("C", "D"):
+            parts["labels"] = list(request.labels)
         if cfg.provider == "mock":
             parts["mock"] = cfg.mock.model_dump()
         identity = self.provider.cache_identity()

@@ -2,7 +2,9 @@
 came from so every error names its file and dotted path.
 
 A reference resolves relative to the directory of the file that contains it and may not leave the
-config root (the directory of the top-level config). Overrides merge deeply; overriding a key the
+config root: the nearest directory at or above the top-level config that holds a `.pdbench-root`
+marker file (so `configs/studies/x.yaml` may ref `../agents/...` when `configs/.pdbench-root`
+exists), else the directory of the top-level config. Overrides merge deeply; overriding a key the
 referenced file does not have is an error.
 """
 
@@ -18,6 +20,7 @@ from pdbench.errors import ConfigError, ConfigIssue
 
 Loc = tuple[str | int, ...]
 REF_KEYS = {"ref", "overrides"}
+ROOT_MARKER = ".pdbench-root"
 # Bounds on a config file and on the tree it expands to (refs and YAML aliases included), so a
 # malformed or hostile file fails at once instead of exhausting memory or the stack.
 MAX_FILE_BYTES = 1_000_000
@@ -331,10 +334,19 @@ class _Resolver:
         return origin.file, origin.loc
 
 
+def config_root(config_dir: Path) -> Path:
+    """The config root for a config in `config_dir`: the nearest directory at or above it that
+    holds a `.pdbench-root` marker file, else `config_dir` itself."""
+    for directory in (config_dir, *config_dir.parents):
+        if (directory / ROOT_MARKER).is_file():
+            return directory
+    return config_dir
+
+
 def load_resolved(path: Path) -> Resolved:
     """Read a top-level config and expand every ref; ConfigError lists every problem found."""
     path = Path(path)
-    root = path.resolve().parent
+    root = config_root(path.resolve().parent)
     result = Resolved(data=None, root=root)
     data = read_yaml(path, result.display(path))
     if not isinstance(data, dict):

@@ -11,6 +11,7 @@ written.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import string
@@ -36,17 +37,21 @@ from pdbench.core.config import (
     AnyAgentConfig,
     AxelrodAgentConfig,
     EvolutionConfig,
+    ExperimentConfig,
     LLMAgentConfig,
     Loc,
     PolicyAgentConfig,
 )
+from pdbench.core.metrics import AGGREGATE_COLUMNS
 from pdbench.core.payoff import PayoffMatrix
-from pdbench.core.sweep import expand_sweep
+from pdbench.core.published import BY_CONDITION, PublishedNumbers
+from pdbench.core.sweep import expand_sweep, target_parts
 from pdbench.core.transcript import Transcript
 from pdbench.errors import ConfigError, ConfigIssue
 from pdbench.redact import redact_url, remember, url_secrets
 from pdbench.runners.config_errors import validation_issues
 from pdbench.runners.config_loader import (
+    Origin,
     Resolved,
     apply_overrides,
     dotted,
@@ -75,6 +80,8 @@ class LoadedConfig:
     overrides: dict[str, Any] = field(default_factory=dict)
     # expanded condition name -> {swept path: value} (experiment.sweep)
     sweep_coordinates: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # experiment.published, read and checked (JSON-ready), for the manifest and the report
+    published: dict[str, Any] | None = None
 
     @property
     def config_sha256(self) -> str:
@@ -161,9 +168,61 @@ def load_config(
         if found != "experiment":
             _check_unique_name(agent, loc, seen, resolved, issues)
         _relativize_prompts(snapshot, loc, resolved)
+    if isinstance(config, ExperimentConfig) and config.experiment.published is not None:
+        loaded.published = _read_published(config, resolved, issues)
     if issues:
         raise ConfigError(issues)
     return loaded
+
+
+def _read_published(
+    config: ExperimentConfig, resolved: Resolved, issues: list[ConfigIssue]
+) -> dict[str, Any] | None:
+    """experiment.published: read the file (under the config root), validate it, and check that
+    its metrics are aggregates columns and its axes are this run's."""
+    where = ("experiment", "published")
+    value = config.experiment.published
+    assert value is not None
+    file, _ = resolved.origin_of(where)
+    target = locate(file.parent, value, resolved.root)
+    if isinstance(target, str):
+        issues.append(resolved.issue(where, f"{target} (got {short_repr(value)})"))
+        return None
+    try:
+        source = load_resolved(target)
+        numbers = PublishedNumbers.model_validate(source.data)
+    except ConfigError as exc:
+        issues.extend(exc.issues)
+        return None
+    except ValidationError as exc:
+        issues.extend(validation_issues(exc, source, PublishedNumbers))
+        return None
+    axes = [BY_CONDITION, *(config.experiment.sweep or {})]
+    names = {c.name for c in config.experiment.conditions}
+    names |= {n.split("+", 1)[0] for n in names}
+    for i, comparison in enumerate(numbers.comparisons):
+        at = ("comparisons", i)
+        if comparison.metric not in AGGREGATE_COLUMNS:
+            close = difflib.get_close_matches(comparison.metric, AGGREGATE_COLUMNS, n=3)
+            hint = f" (close: {', '.join(close)})" if close else ""
+            issues.append(
+                source.issue(
+                    (*at, "metric"),
+                    f"not an aggregates column{hint} (got {comparison.metric!r})",
+                )
+            )
+        if comparison.by not in axes:
+            issues.append(
+                source.issue(
+                    (*at, "by"),
+                    f"not an axis of this run (valid: {', '.join(axes)}) (got {comparison.by!r})",
+                )
+            )
+        elif comparison.by == BY_CONDITION:
+            for j, point in enumerate(comparison.points):
+                if point not in names:
+                    issues.append(source.issue((*at, "points", j), f"no condition named {point!r}"))
+    return numbers.model_dump(mode="json")
 
 
 def _expand_sweep(resolved: Any, display: str) -> dict[str, dict[str, Any]]:
@@ -212,6 +271,16 @@ def _expand_sweep(resolved: Any, display: str) -> dict[str, dict[str, Any]]:
         if coords:
             shown = ", ".join(f"{p}={v!r}" for p, v in coords.items())
             resolved.notes[(*base, j)] = f"condition {name!r} from experiment.sweep ({shown})"
+            # A swept value was written in the sweep entry: paths in it (prompt files) resolve
+            # from there, and errors about it point there.
+            for path, k in result.value_index[name].items():
+                target = (*base, j, *target_parts(path))
+                for table in tables:
+                    for key in [key for key in table if key[: len(target)] == target]:
+                        del table[key]
+                entry = ("experiment", "sweep", path, k)
+                file, inner = resolved.origin_of(entry)
+                resolved.origins[target] = Origin(file, inner)
     experiment["conditions"] = result.conditions
     return result.coordinates
 
@@ -482,6 +551,14 @@ def _template_problem(
             return key, (
                 f"template error {exc!s} (placeholders: {', '.join(sorted(placeholders(text)))}; "
                 f"valid: {', '.join(valid)})"
+            )
+    if agent.action_labels is not None:
+        shown = placeholders(templates.system) | placeholders(templates.round)
+        if not {"C", "D"} <= shown and not {"payoff_table"} <= shown:
+            return "system", (
+                f"action_labels {agent.labels()[0]}/{agent.labels()[1]} are never shown: the "
+                "system or round template must use {C} and {D} (or {payoff_table}) so the model "
+                "is told the moves it answers with"
             )
     return None
 

@@ -126,6 +126,7 @@ def run_experiment(loaded: LoadedConfig, options: RunOptions | None = None) -> R
         "conditions": manifest_conditions(loaded, plans),
         "totals": {"games": len(plans), "rounds": sum(p.n_rounds for p in plans)},
         "intervals": intervals.describe(),
+        **({"published": loaded.published} if loaded.published is not None else {}),
     }
     rows: list[dict[str, Any]] = []
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 
 from pdbench.core.metrics import CollapseParams, GameOutcome, add_intervals, aggregate_rows
 from pdbench.core.rng import derive_seed
@@ -55,11 +56,30 @@ def add_sweep_columns(
     """One column per swept path holding each row's coordinate (null for conditions that were
     not swept), so any tool can group by it."""
     paths = list(dict.fromkeys(p for coords in coordinates.values() for p in coords))
-    for row in rows:
-        coords = coordinates.get(str(row.get("condition")), {})
-        for path in paths:
-            row[path] = coords.get(path)
+    for path in paths:
+        values = [coords.get(path) for coords in coordinates.values()]
+        kinds = {_kind(v) for v in values if v is not None}
+        as_text = len(kinds) > 1 or "other" in kinds
+        for row in rows:
+            value = coordinates.get(str(row.get("condition")), {}).get(path)
+            row[path] = _as_text(value) if as_text and value is not None else value
     return rows
+
+
+def _kind(value: Any) -> str:
+    """The column type a coordinate fits: number, text, flag, or other (lists, mappings)."""
+    if isinstance(value, bool):
+        return "flag"
+    if isinstance(value, int | float):
+        return "number"
+    return "text" if isinstance(value, str) else "other"
+
+
+def _as_text(value: Any) -> str:
+    """A coordinate as text, for a column whose values are not all of one simple type."""
+    if isinstance(value, str):
+        return value
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
 def read_rounds_table(

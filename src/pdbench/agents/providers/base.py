@@ -55,6 +55,7 @@ class CompletionRequest:
     turns: tuple[tuple[str, str], ...] = ()
     output_format: str = "token"
     logprobs: bool = False
+    labels: tuple[str, str] = ("C", "D")  # the words shown for C and D (choice constrains to them)
 
 
 TOP_LOGPROBS = 20  # alternatives asked per token (OpenAI's maximum)
@@ -259,7 +260,7 @@ def openai_options(request: CompletionRequest) -> dict[str, Any]:
     """The OpenAI-style request fields for a constrained answer and log-probabilities."""
     options: dict[str, Any] = {}
     if request.output_format == "choice":
-        options["response_format"] = choice_response_format()
+        options["response_format"] = choice_response_format(request.labels)
     if request.logprobs:
         options["logprobs"] = True
         options["top_logprobs"] = TOP_LOGPROBS

@@ -2,7 +2,8 @@
 
 It reads the prompt the way a model would: the persona named in the system prompt sets its
 temperament, and the history lines in the round prompt ("Round 3: you played C, the opponent
-played D, ...") tell it what happened. Its random choices come from a hash of (seed, system,
+played D, ...") tell it what happened. It answers in the agent's action labels (J/F when the
+agent shows those) and reads its history in them. Its random choices come from a hash of (seed, system,
 prompt), so the same call always gets the same reply. With `invalid_rate` > 0 it sometimes answers
 with chatter that is not a valid move, which exercises the agent's retry path.
 """
@@ -21,12 +22,9 @@ from pdbench.agents.providers.base import (
     provider,
 )
 from pdbench.core.config import LLMAgentConfig
-from pdbench.core.parse import TokenLogprobs
+from pdbench.core.parse import Labels, TokenLogprobs, parse_action
 
 _PERSONA_RE = re.compile(r"persona:\s*([a-z_]+)", re.IGNORECASE)
-_HISTORY_RE = re.compile(
-    r"Round\s+\d+:\s*you played\s+([CD]),\s*the opponent played\s+([CD])", re.IGNORECASE
-)
 _JSON_RE = re.compile(r'\{"action"', re.IGNORECASE)
 
 GARBAGE_REPLIES = (
@@ -84,17 +82,40 @@ def mock_p_cooperate(persona: str | None, history: list[tuple[str, str]]) -> flo
 _FLOOR = 1e-9  # log-probability floor for an answer the mock never gives
 
 
-def mock_tokens(text: str, p_c: float) -> tuple[TokenLogprobs, ...]:
-    """Per-token log-probabilities of a mock reply: each character a token; the answer letter's
-    alternatives are C and D with the mock's probabilities."""
+def history_pattern(labels: Labels) -> re.Pattern[str]:
+    """The history lines of a round prompt ("Round 3: you played C, the opponent played D")."""
+    word = "|".join(re.escape(x) for x in labels)
+    return re.compile(
+        rf"Round\s+\d+:\s*you played\s+({word}),\s*the opponent played\s+({word})",
+        re.IGNORECASE,
+    )
+
+
+def read_history(prompt: str, labels: Labels = ("C", "D")) -> list[tuple[str, str]]:
+    """The (mine, theirs) moves, as C and D, of the history lines written in `labels`."""
+    move = {labels[0].upper(): "C", labels[1].upper(): "D"}
+    return [(move[m.upper()], move[t.upper()]) for m, t in history_pattern(labels).findall(prompt)]
+
+
+def mock_tokens(
+    text: str, p_c: float, output_format: str = "token", labels: Labels = ("C", "D")
+) -> tuple[TokenLogprobs, ...]:
+    """Per-token log-probabilities of a mock reply: each character a token, except the answer
+    label, one token whose alternatives are the two labels with the mock's probabilities."""
     lp_c, lp_d = math.log(max(p_c, _FLOOR)), math.log(max(1.0 - p_c, _FLOOR))
+    span = parse_action(text, output_format, None, labels).span  # type: ignore[arg-type]
     tokens = []
-    for char in text:
-        if char in "CD":
-            top = (("C", lp_c), ("D", lp_d)) if p_c >= 0.5 else (("D", lp_d), ("C", lp_c))
-            tokens.append(TokenLogprobs(char, lp_c if char == "C" else lp_d, top))
-        else:
-            tokens.append(TokenLogprobs(char, 0.0, ((char, 0.0),)))
+    i = 0
+    while i < len(text):
+        if span is not None and i == span[0]:
+            word = text[span[0] : span[1]]
+            c, d = labels
+            top = ((c, lp_c), (d, lp_d)) if p_c >= 0.5 else ((d, lp_d), (c, lp_c))
+            tokens.append(TokenLogprobs(word, lp_c if word.upper() == c.upper() else lp_d, top))
+            i = span[1]
+            continue
+        tokens.append(TokenLogprobs(text[i], 0.0, ((text[i], 0.0),)))
+        i += 1
     return tuple(tokens)
 
 
@@ -115,34 +136,43 @@ class MockProvider(ProviderBase):
         """The mock serves whatever model it is configured with."""
         return [self.model]
 
-    def reply(self, *, system: str, prompt: str, seed: int | None = None) -> str:
-        """The reply text for this call (pure function of the arguments and settings)."""
+    def reply(
+        self, *, system: str, prompt: str, seed: int | None = None, labels: Labels = ("C", "D")
+    ) -> str:
+        """The reply text for this call (pure function of the arguments and settings), in the
+        call's action labels."""
         persona_match = _PERSONA_RE.search(system)
         persona = persona_match.group(1).lower() if persona_match else None
-        history = [(m.upper(), t.upper()) for m, t in _HISTORY_RE.findall(prompt)]
+        history = read_history(prompt, labels)
         wants_json = bool(_JSON_RE.search(system) or _JSON_RE.search(prompt))
         if self.invalid_rate and _unit("invalid", seed, system, prompt) < self.invalid_rate:
             pick = int(_unit("garbage", seed, prompt) * len(GARBAGE_REPLIES))
             return GARBAGE_REPLIES[pick]
         move = mock_move(persona, history, _unit("move", seed, system, prompt))
-        return f'{{"action": "{move}"}}' if wants_json else move
+        word = labels[0] if move == "C" else labels[1]
+        return f'{{"action": "{word}"}}' if wants_json else word
 
     async def complete(self, request: CompletionRequest) -> Completion:
         """The reply with word-count usage; sleeps `latency_ms` to simulate a remote model."""
         if self.latency_ms:
             await asyncio.sleep(self.latency_ms / 1000.0)
         self.calls += 1
-        text = self.reply(system=request.system, prompt=request.prompt, seed=request.seed)
-        if request.output_format == "choice" and text not in ('{"action": "C"}', '{"action": "D"}'):
+        labels = request.labels
+        text = self.reply(
+            system=request.system, prompt=request.prompt, seed=request.seed, labels=labels
+        )
+        forms = [f'{{"action": "{word}"}}' for word in labels]
+        if request.output_format == "choice" and text not in forms:
             # A constrained server can only answer the form: garbage becomes a draw of C or D.
-            move = "C" if _unit("choice", request.seed, request.prompt) < 0.5 else "D"
-            text = f'{{"action": "{move}"}}'
+            text = forms[0] if _unit("choice", request.seed, request.prompt) < 0.5 else forms[1]
         tokens = None
         if request.logprobs:
             persona_match = _PERSONA_RE.search(request.system)
             persona = persona_match.group(1).lower() if persona_match else None
-            history = [(m.upper(), o.upper()) for m, o in _HISTORY_RE.findall(request.prompt)]
-            tokens = mock_tokens(text, mock_p_cooperate(persona, history))
+            history = read_history(request.prompt, labels)
+            tokens = mock_tokens(
+                text, mock_p_cooperate(persona, history), request.output_format, labels
+            )
         return Completion(
             text=text,
             input_tokens=len(request.system.split()) + len(request.prompt.split()),
