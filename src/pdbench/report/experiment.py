@@ -12,6 +12,7 @@ from pdbench.core.metrics import AGGREGATE_COLUMNS
 from pdbench.report.format import fmt
 from pdbench.report.study import axes_section, published_section
 from pdbench.report.svg import Point, band_chart, interval_dots
+from pdbench.storage.aggregate import series_cell
 
 AGENT_COLORS = {"a": "#3b6fd8", "b": "#e08a1e"}
 KEY_METRICS: tuple[tuple[str, str, bool], ...] = (
@@ -150,9 +151,9 @@ def _every_metric_table(conditions: list[dict[str, Any]]) -> str:
 def over_time_section(conditions: list[dict[str, Any]]) -> str:
     charts = []
     for r in conditions:
-        values = _series(r.get("cooperation_rate_over_time"))
-        lows = _series(r.get("cooperation_rate_over_time_ci_low"))
-        highs = _series(r.get("cooperation_rate_over_time_ci_high"))
+        values = series_cell(r.get("cooperation_rate_over_time"))
+        lows = series_cell(r.get("cooperation_rate_over_time_ci_low"))
+        highs = series_cell(r.get("cooperation_rate_over_time_ci_high"))
         charts.append(
             "<figure>"
             + band_chart(
@@ -164,16 +165,6 @@ def over_time_section(conditions: list[dict[str, Any]]) -> str:
             + "</figure>"
         )
     return "<section id='over-time'><h2>Cooperation over time</h2>" + "".join(charts) + "</section>"
-
-
-def _series(value: Any) -> list[Any]:
-    if not isinstance(value, str) or not value:
-        return []
-    try:
-        data = json.loads(value)
-    except ValueError:
-        return []
-    return data if isinstance(data, list) else []
 
 
 def memory_one_section(conditions: list[dict[str, Any]]) -> str:

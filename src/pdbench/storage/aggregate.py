@@ -66,6 +66,18 @@ def add_sweep_columns(
     return rows
 
 
+def series_cell(value: Any) -> list[Any]:
+    """A JSON list stored in an aggregate cell (cooperation_rate_over_time and its interval
+    columns); [] when the cell is empty or not a JSON list."""
+    if not isinstance(value, str) or not value:
+        return []
+    try:
+        data = orjson.loads(value)
+    except orjson.JSONDecodeError:
+        return []
+    return data if isinstance(data, list) else []
+
+
 def _kind(value: Any) -> str:
     """The column type a coordinate fits: number, text, flag, or other (lists, mappings)."""
     if isinstance(value, bool):

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from pdbench.core.payoff import PayoffMatrix
+from pdbench.storage.aggregate import series_cell
 from pdbench.ui.style import Player, medal
 
 # --------------------------------------------------------------------------------------------
@@ -66,14 +67,9 @@ def condition_row(aggregates: pd.DataFrame, condition: str) -> pd.Series | None:
 
 
 def series_from_json(value: Any) -> list[float]:
-    """A JSON list stored in an aggregate cell (e.g. cooperation_rate_over_time); [] if absent."""
-    if not isinstance(value, str) or not value:
-        return []
-    try:
-        data = json.loads(value)
-    except ValueError:
-        return []
-    return [float(v) for v in data] if isinstance(data, list) else []
+    """A JSON list stored in an aggregate cell (e.g. cooperation_rate_over_time) as floats; []
+    if absent."""
+    return [float(v) for v in series_cell(value)]
 
 
 # --------------------------------------------------------------------------------------------
