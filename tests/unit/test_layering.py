@@ -25,7 +25,8 @@ ALLOWED = {
     "agents": {"core", "agents", "base"},
     "runners": {"core", "agents", "storage", "runners", "base"},
     "cli": {"core", "agents", "storage", "runners", "base", "cli", "report"},
-    "ui": {"core", "storage", "base", "ui"},
+    # the app offers the HTML report for download (report reads artifacts only)
+    "ui": {"core", "storage", "base", "ui", "report"},
     # the HTML report reads artifacts like the app: storage and core only
     "report": {"core", "storage", "base", "report"},
 }

@@ -251,15 +251,21 @@ def evolution_report(run_dir: Path) -> str:
     )
 
 
-def build_report(run_dir: Path, output: Path | None = None) -> Path:
-    """Write the report of a run directory (default RUN_DIR/report.html); returns its path."""
+def report_html(run_dir: Path) -> str:
+    """The report of a run directory as one HTML page (nothing written)."""
     run_dir = Path(run_dir)
     kind = run_kind(run_dir)
-    html = {
+    return {
         "experiment": experiment_report,
         "tournament": tournament_report,
         "evolution": evolution_report,
     }[kind](run_dir)
+
+
+def build_report(run_dir: Path, output: Path | None = None) -> Path:
+    """Write the report of a run directory (default RUN_DIR/report.html); returns its path."""
+    run_dir = Path(run_dir)
+    html = report_html(run_dir)
     path = Path(output) if output is not None else run_dir / REPORT_FILE
     write_bytes_atomic(path, html.encode("utf-8"))
     return path

@@ -5,12 +5,14 @@ Read-only: nothing here writes to the run directory or re-runs anything.
 
 from __future__ import annotations
 
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
-from pdbench.ui import charts, data, tables
+from pdbench.ui import charts, data, files, science, tables
 from pdbench.ui.components import FLASH, AppContext, Game, matchup, pick_game, show_error
 from pdbench.ui.style import LEGEND, agent_profile, timeline_html
 
@@ -33,9 +35,12 @@ def render(ctx: AppContext) -> None:
     _metrics_table(game)
     _intervals(game)
     _strategy_cards(game)
+    _memory_one(game)
     _conditions(game)
+    _compare(game)
     if game.has_llm:
         _llm_inspector(game)
+    _downloads(game)
 
 
 def _spread(row: pd.Series, shift: float = 0.0) -> str:
@@ -229,6 +234,80 @@ def _conditions(game: Game) -> None:
     with st.expander("All metric columns of every condition"):
         full = table.drop(columns=[" ", "agent_a", "agent_b"])
         st.dataframe(full, hide_index=True, width="stretch", column_config=config)
+
+
+COMPARE_DEFAULT = ("agent_a_cooperation_rate", "agent_b_cooperation_rate", "agent_a_total_payoff")
+
+
+def _compare(game: Game) -> None:
+    st.subheader("⚖️ Compare conditions")
+    every = tables.conditions_table(game.aggregates)["condition"].tolist()
+    metrics = [m for m in tables.METRICS if f"{m}_ci_low" in game.aggregates.columns]
+    chosen = st.multiselect(
+        "Metrics",
+        metrics,
+        default=[m for m in COMPARE_DEFAULT if m in metrics],
+        format_func=lambda m: tables.METRICS[m][0],
+        key="vr_compare_metrics",
+    )
+    shown = st.multiselect("Conditions", every, default=every[:12], key="vr_compare_conditions")
+    if not chosen or not shown:
+        st.info("Pick at least one metric and one condition.")
+        return
+    for metric in chosen:
+        label, kind = tables.METRICS[metric]
+        frame = science.comparison_frame(game.aggregates, metric, shown)
+        st.altair_chart(science.interval_chart(frame, label, kind == "rate"), width="stretch")
+    st.caption(
+        "Each dot is the mean over a condition's games; the whisker its 95% interval (the game "
+        "is the unit: bootstrap over games, Student-t below 5 games; none for 1 game). From "
+        "aggregates.parquet. `pdbench compare` tests the differences."
+    )
+
+
+def _memory_one(game: Game) -> None:
+    frame = science.memory_one_frame(game.aggregates, game.condition)
+    if frame.empty:
+        return
+    st.subheader("🧠 Memory-one profile")
+    st.altair_chart(science.memory_one_chart(frame, game.labels), width="stretch")
+    st.caption(
+        "P(cooperate) after each outcome of the previous round (mine, theirs), pooled over the "
+        "condition's games, with 95% intervals over games; hover for the number of such rounds."
+    )
+
+
+def _downloads(game: Game) -> None:
+    st.subheader("⬇️ Download")
+    run_dir = game.run.path
+    name = Path(run_dir).name
+    found = files.run_files(run_dir)
+    columns = st.columns(min(4, len(found) + 2))
+    columns[0].download_button(
+        "📄 Report (HTML)",
+        data=partial(files.report, run_dir),
+        file_name=f"{name}_report.html",
+        mime="text/html",
+        key="vr_dl_report",
+        on_click="ignore",
+    )
+    columns[1].download_button(
+        "🗜️ All files (zip)",
+        data=partial(files.zipped, run_dir),
+        file_name=f"{name}.zip",
+        mime="application/zip",
+        key="vr_dl_zip",
+        on_click="ignore",
+    )
+    for i, path in enumerate(found):
+        columns[(i + 2) % len(columns)].download_button(
+            path.name,
+            data=partial(path.read_bytes),
+            file_name=path.name,
+            mime=files.mime(path),
+            key=f"vr_dl_{path.name}",
+            on_click="ignore",
+        )
 
 
 def _llm_inspector(game: Game) -> None:

@@ -1,0 +1,129 @@
+"""Charts of a run's intervals: conditions side by side per metric (dot and whisker), and the
+memory-one profile of each agent. They draw the numbers of aggregates.parquet (means over games
+and their 95% intervals, computed by `pdbench.core.metrics`), nothing recomputed."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import altair as alt
+import pandas as pd
+
+from pdbench.ui.style import AGENT_COLORS
+from pdbench.ui.tables import METRICS, format_value
+
+STATES = (("cc", "after CC"), ("cd", "after CD"), ("dc", "after DC"), ("dd", "after DD"))
+ROW_HEIGHT = 30
+
+
+def comparison_frame(
+    aggregates: pd.DataFrame, metric: str, conditions: Sequence[str]
+) -> pd.DataFrame:
+    """One row per condition: the metric's mean, its interval and a text of both."""
+    rows = aggregates[aggregates["scope"] == "condition"].set_index("condition")
+    kind = METRICS.get(metric, (metric, "number"))[1]
+    out = []
+    for condition in conditions:
+        if condition not in rows.index:
+            continue
+        row = rows.loc[condition]
+        value = row.get(metric)
+        low, high = row.get(f"{metric}_ci_low"), row.get(f"{metric}_ci_high")
+        known = value is not None and not pd.isna(value)
+        has_ci = known and low is not None and high is not None and not pd.isna(low)
+        text = "no value"
+        if known:
+            text = format_value(value, kind)
+            if has_ci:
+                text += f" [{format_value(low, kind)}, {format_value(high, kind)}]"
+        out.append(
+            {
+                "condition": condition,
+                "value": float(value) if known else None,
+                "low": float(low) if has_ci else None,
+                "high": float(high) if has_ci else None,
+                "games": int(row.get("n_replicates") or 0),
+                "text": text,
+            }
+        )
+    return pd.DataFrame(out, columns=["condition", "value", "low", "high", "games", "text"])
+
+
+def interval_chart(frame: pd.DataFrame, title: str, percent: bool) -> alt.LayerChart:
+    """Dot and whisker per condition (rows in the given order), with the value written beside."""
+    order = list(frame["condition"])
+    scale = alt.Scale(domain=[0, 1]) if percent else alt.Scale(zero=False, nice=True)
+    axis = alt.Axis(format="%" if percent else "~s", title=title, grid=True, tickCount=10)
+    y = alt.Y("condition:N", sort=order, title=None, axis=alt.Axis(labelLimit=320))
+    base = alt.Chart(frame).encode(y=y)
+    tooltip = [
+        alt.Tooltip("condition:N"),
+        alt.Tooltip("text:N", title=title),
+        alt.Tooltip("games:Q", title="games"),
+    ]
+    whisker = base.mark_rule(strokeWidth=2, color="#3b6fd8").encode(
+        x=alt.X("low:Q", scale=scale, axis=axis), x2="high:Q", tooltip=tooltip
+    )
+    dot = base.mark_circle(size=80, color="#3b6fd8", opacity=1).encode(
+        x=alt.X("value:Q", scale=scale, axis=axis), tooltip=tooltip
+    )
+    label = base.mark_text(align="left", dx=8, dy=-9, fontSize=11, color="#5f6b7a").encode(
+        x=alt.X("value:Q", scale=scale, axis=axis), text="text:N"
+    )
+    # The height includes the title and the x axis (Streamlit fits the chart to it).
+    return (whisker + dot + label).properties(height=alt.Step(ROW_HEIGHT), title=title)
+
+
+def memory_one_frame(aggregates: pd.DataFrame, condition: str) -> pd.DataFrame:
+    """P(C) after each outcome of the previous round, per agent of a condition, with intervals
+    and the number of such rounds (long form for the chart)."""
+    rows = aggregates[(aggregates["scope"] == "condition") & (aggregates["condition"] == condition)]
+    out = []
+    if len(rows):
+        row = rows.iloc[0]
+        for side in ("a", "b"):
+            for state, label in STATES:
+                column = f"agent_{side}_p_coop_after_{state}"
+                value = row.get(column)
+                if value is None or pd.isna(value):
+                    continue
+                low, high = row.get(f"{column}_ci_low"), row.get(f"{column}_ci_high")
+                out.append(
+                    {
+                        "agent": f"agent {side.upper()}",
+                        "state": label,
+                        "value": float(value),
+                        "low": None if low is None or pd.isna(low) else float(low),
+                        "high": None if high is None or pd.isna(high) else float(high),
+                        "rounds": row.get(f"agent_{side}_n_{state}"),
+                    }
+                )
+    return pd.DataFrame(out, columns=["agent", "state", "value", "low", "high", "rounds"])
+
+
+def memory_one_chart(frame: pd.DataFrame, labels: Sequence[str]) -> alt.LayerChart:
+    """P(C) after CC, CD, DC, DD for both agents: dots with 95% whiskers, A and B side by side."""
+    names = {"agent A": labels[0], "agent B": labels[1]}
+    data = frame.assign(who=[names[a] for a in frame["agent"]])
+    color = alt.Color(
+        "who:N",
+        scale=alt.Scale(domain=list(labels), range=[AGENT_COLORS["A"], AGENT_COLORS["B"]]),
+        legend=alt.Legend(title=None, orient="top", labelLimit=320),
+    )
+    x = alt.X(
+        "state:N",
+        sort=[s for _, s in STATES],
+        title="previous round (this agent's move, the other's)",
+        axis=alt.Axis(labelAngle=0),
+        scale=alt.Scale(domain=[s for _, s in STATES]),
+    )
+    offset = alt.XOffset("who:N", sort=list(labels))
+    scale = alt.Scale(domain=[0, 1])
+    tooltip = ["who:N", "state:N", alt.Tooltip("value:Q", format=".0%"), "rounds:Q"]
+    base = alt.Chart(data).encode(x=x, xOffset=offset, color=color, tooltip=tooltip)
+    whisker = base.mark_rule(strokeWidth=2).encode(
+        y=alt.Y("low:Q", scale=scale, axis=alt.Axis(format="%", title="P(cooperate)")),
+        y2="high:Q",
+    )
+    dot = base.mark_circle(size=90, opacity=1).encode(y=alt.Y("value:Q", scale=scale))
+    return (whisker + dot).properties(height=320)  # with the legend and the x axis
