@@ -294,7 +294,11 @@ def test_profiles() -> None:
     assert style.agent_profile({"type": "policy", "policy": "ALLC"}).emoji == "🕊️"
     llm = style.agent_profile({"type": "llm", "persona": "wsls", "model": "m", "provider": "mock"})
     assert llm.emoji == "🤖" and "wsls" in llm.title and llm.subtitle == "mock:m"
-    assert style.agent_profile(None, "mock-persona-v1[exploitative]").title == "LLM · exploitative"
+    assert llm.title == "m · wsls"
+    assert (
+        style.agent_profile(None, "mock-persona-v1[exploitative]").title
+        == "mock-persona-v1 · exploitative"
+    )
     assert style.agent_profile(None, "SOMETHING").emoji == "❔"
     for key, cls in POLICY_REGISTRY.items():
         profile = style.policy_profile(key)
@@ -304,6 +308,32 @@ def test_profiles() -> None:
             cls.look.nickname,
             cls.look.card,
         )
+
+
+def test_every_agent_has_a_label_that_tells_it_apart() -> None:
+    # A custom name is the title; the policy and its parameters stay visible in the subtitle.
+    named = style.agent_profile(
+        {"type": "policy", "policy": "GTFT", "name": "kind-gtft", "params": {"generous_prob": 0.1}}
+    )
+    assert (named.short, named.subtitle) == (
+        "😇 kind-gtft",
+        "GTFT (Generous Copycat) · generous_prob 0.1",
+    )
+    plain = style.agent_profile(
+        {"type": "policy", "policy": "RANDOM", "params": {"coop_prob": 0.3, "generous_prob": None}}
+    )
+    assert (plain.title, plain.subtitle) == ("Random", "RANDOM · coop_prob 0.3")
+    # Two models with one persona, and a named LLM agent, are told apart.
+    gpt = {"type": "llm", "persona": "cooperative", "model": "gpt-4o", "provider": "openai"}
+    llama = {**gpt, "model": "llama3.1:8b"}
+    assert style.agent_profile(gpt).title == "gpt-4o · cooperative"
+    assert style.agent_profile(llama).title == "llama3.1:8b · cooperative"
+    tft = {**gpt, "persona": "tit_for_tat", "name": "mock-tft", "model": "mock-persona-v1"}
+    assert style.agent_profile(tft).title == "mock-tft"
+    assert style.agent_profile(tft).subtitle == "openai:mock-persona-v1 · tit for tat"
+    # In a tournament, a player whose name is its title is not named twice.
+    (player,) = style.make_players([("mock-tft", {**tft, "provider": "mock"})])
+    assert player.label == "🤖 mock-tft"
 
 
 def test_a_new_policy_needs_only_its_class(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -115,7 +115,7 @@ def test_tournament_with_a_mock_llm_persona_copies_the_agent_files(tmp_path: Pat
     assert {r["replicate"] for r in records} == {0, 1}
     assert (out / "llm_calls.jsonl").is_file()
     assert manifest["horizon"]["type"] == "geometric" and manifest["horizon"]["stop_prob"] == 0.25
-    assert "🤖 LLM · tit for tat" in list(at.dataframe[0].value["player"])
+    assert "🤖 mock-persona-v1 · tit for tat" in list(at.dataframe[0].value["player"])
 
 
 def test_tournament_needs_two_players() -> None:
@@ -401,8 +401,8 @@ def test_players_keep_their_strategy_color_and_get_unique_labels() -> None:
     assert [p.label for p in players] == [
         "🪞 Copycat · TFT",
         "😇 Generous Copycat · GTFT",
-        "😇 Generous Copycat · GTFT-0.1",
-        "🤖 LLM · wsls",
+        "😇 GTFT-0.1",  # a custom name is the title
+        "🤖 mock · wsls",  # model and persona
     ]
 
 

@@ -10,6 +10,7 @@ Everything here returns strings (HTML/CSS) or plain values; pages decide where t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
@@ -58,22 +59,46 @@ PERSONA_TEXT: dict[str, str] = {
 }
 
 
-def policy_profile(key: str, display_name: str | None = None) -> Profile:
+def _params_text(params: Mapping[str, Any] | None) -> str:
+    """'generous_prob 0.1, coop_prob 0.3' for the parameters that are set."""
+    return ", ".join(
+        f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
+        for k, v in (params or {}).items()
+        if v is not None
+    )
+
+
+def policy_profile(
+    key: str, display_name: str | None = None, params: Mapping[str, Any] | None = None
+) -> Profile:
     """The profile of a registered (or unknown) scripted policy: its look and description come
-    from the policy's class in `pdbench.agents.policy`."""
+    from the policy's class in `pdbench.agents.policy`. A custom name is the title (the policy's
+    nickname then goes into the subtitle), and parameters that are set are in the subtitle, so
+    two differently set agents of one policy never look alike."""
     key = key.upper()
-    subtitle = key if not display_name or display_name.upper() == key else f"{key} · {display_name}"
     cls = POLICY_REGISTRY.get(key)
+    nickname = (cls.look.nickname if cls is not None else "") or key
+    custom = display_name if display_name and display_name.upper() != key else None
+    details = _params_text(params)
+    subtitle = key + (f" ({nickname})" if custom and nickname != key else "")
+    subtitle += f" · {details}" if details else ""
+    title = custom or nickname
     if cls is None:
-        return Profile(UNKNOWN_STYLE[0], key, subtitle, "A scripted policy.", UNKNOWN_STYLE[1])
+        return Profile(UNKNOWN_STYLE[0], title, subtitle, "A scripted policy.", UNKNOWN_STYLE[1])
     look = cls.look
-    return Profile(look.emoji, look.nickname or key, subtitle, cls.description, look.card)
+    return Profile(look.emoji, title, subtitle, cls.description, look.card)
 
 
-def persona_profile(persona: str | None, model: str = "", provider: str = "") -> Profile:
-    """The profile of an LLM agent with an optional persona."""
-    title = f"LLM · {persona.replace('_', ' ')}" if persona else "LLM"
+def persona_profile(
+    persona: str | None, model: str = "", provider: str = "", name: str | None = None
+) -> Profile:
+    """The profile of an LLM agent: titled by its custom name, else by model and persona (two
+    models with one persona never look alike)."""
+    who = persona.replace("_", " ") if persona else ""
+    title = name or " · ".join(part for part in (model or "LLM", who) if part)
     where = f"{provider}:{model}" if provider and model else (model or provider or "llm")
+    if name and who:
+        where += f" · {who}"
     description = PERSONA_TEXT.get(
         persona or "", "An LLM agent" + (f" ({persona})." if persona else ".")
     )
@@ -83,10 +108,15 @@ def persona_profile(persona: str | None, model: str = "", provider: str = "") ->
 def agent_profile(config: Mapping[str, Any] | None, name: str = "") -> Profile:
     """The profile of an agent from its resolved config (or, without one, from its name)."""
     if config and config.get("type") == "policy":
-        return policy_profile(str(config.get("policy", "")), config.get("name") or None)
+        return policy_profile(
+            str(config.get("policy", "")), config.get("name") or None, config.get("params")
+        )
     if config and config.get("type") == "llm":
         return persona_profile(
-            config.get("persona"), str(config.get("model", "")), str(config.get("provider", ""))
+            config.get("persona"),
+            str(config.get("model", "")),
+            str(config.get("provider", "")),
+            config.get("name") or None,
         )
     if name.upper() in POLICY_REGISTRY:
         return policy_profile(name)
@@ -345,6 +375,10 @@ class Player:
     label: str  # unique, e.g. '🪞 Copycat · TFT'
 
 
+def _letters(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
 def make_players(entries: Iterable[tuple[str, dict[str, Any] | None]]) -> list[Player]:
     """Players from (artifact name, resolved config or None): profile, color and unique label."""
     entries = list(entries)
@@ -353,7 +387,14 @@ def make_players(entries: Iterable[tuple[str, dict[str, Any] | None]]) -> list[P
     seen: set[str] = set()
     for name, cfg in entries:
         profile = agent_profile(cfg, name)
-        label = f"{profile.short} · {name}" if player_key(cfg, name) else profile.short
+        # A custom name, or an LLM's "model[persona]", is already the title: not named twice.
+        named = bool(cfg and (cfg.get("name") or cfg.get("type") == "llm")) or name.endswith("]")
+        shows_name = named and _letters(name) == _letters(profile.title)
+        label = (
+            f"{profile.short} · {name}"
+            if player_key(cfg, name) and not shows_name
+            else profile.short
+        )
         if label in seen:
             label = f"{label} ({name})"
         seen.add(label)
