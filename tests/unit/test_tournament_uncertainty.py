@@ -53,3 +53,24 @@ def test_a_clear_winner_has_a_narrow_rank_interval_and_one_repetition_has_none()
     }
     assert one["A"]["ci95_low"] is None and one["A"]["mean_score_se"] is None
     assert one["A"]["rank_ci_low"] is None
+
+
+def test_exact_ties_share_the_better_rank() -> None:
+    # 10-round matches: A-B draw 20:20, B-C 30:10, A-C 30:10.
+    t = MatchTable.of(
+        player_a=np.array([0, 1, 0]),
+        player_b=np.array([1, 2, 2]),
+        rounds=np.full(3, 10),
+        score_a=np.array([20.0, 30.0, 30.0]),
+        score_b=np.array([20.0, 10.0, 10.0]),
+        coop_a=np.zeros(3, dtype=int),
+        coop_b=np.zeros(3, dtype=int),
+        repetition=np.zeros(3, dtype=int),
+    )
+    board = leaderboard(["A", "B", "C"], t, None)
+    # A: (20 + 30) / 20 = 2.5; B: (20 + 30) / 20 = 2.5; C: (10 + 10) / 20 = 1.0.
+    assert [(r["player"], r["mean_score_per_round"], r["rank"]) for r in board] == [
+        ("A", 2.5, 1),
+        ("B", 2.5, 1),
+        ("C", 1.0, 3),
+    ]

@@ -16,7 +16,8 @@ Definitions (matches are given as arrays: players' indices, rounds, total scores
 - wins / draws / losses: matches against other players with a higher / equal / lower total than
   the opponent (self-play is not counted).
 - cooperation_rate: the player's C moves over all its moves (both sides of self-play count).
-- rank: 1 for the highest mean_score_per_round; ties keep the config order.
+- rank: 1 for the highest mean_score_per_round; exact ties share the better rank (1, 1, 3) and
+  keep the config order.
 - Pairwise payoffs (long form): for each ordered (player, opponent) pair that met, the player's
   mean per-round score against that opponent over all their matches (either side), and the
   number of matches.
@@ -190,9 +191,14 @@ def leaderboard(
             i,
         ),
     )
+    scores = [rows[i]["mean_score_per_round"] for i in order]
+    ranks: list[int] = []
+    for position, score in enumerate(scores):
+        tied = position > 0 and score is not None and score == scores[position - 1]
+        ranks.append(ranks[-1] if tied else position + 1)  # ties share the better rank: 1, 1, 3
     return [
         {column: ({**rows[i], "rank": rank})[column] for column in LEADERBOARD_COLUMNS}
-        for rank, i in enumerate(order, start=1)
+        for rank, i in zip(ranks, order, strict=True)
     ]
 
 

@@ -41,11 +41,18 @@ FORM_KEYS = (
 def render(ctx: AppContext) -> None:
     """Draw the tab."""
     config_dir = launcher.find_config_dir()
+    noise = float(st.session_state.get("tn_noise", presets.tournament_defaults(config_dir).noise))
+    now = (
+        "With the noise at 0 as now, that is what you will see."
+        if noise == 0
+        else f"The noise is at {noise:.0%} now: mistakes echo between Copycats, and Always Cheat "
+        "can take the top; set it to 0 to see the first result."
+    )
     st.caption(
         "A round robin: every pair of strategies meets in the same number of matches, and a "
         "strategy's score is its mean payoff per round over all of them. Without noise, "
         "😈 Always Cheat wins every match it plays yet ends near the bottom, while 🪞 Copycat "
-        "wins none and tops the table; turn the noise up and see what changes."
+        f"wins none and tops the table. {now} Exact ties share a medal."
     )
     if config_dir is None:
         st.error("No configs folder with agents/ found: cannot list the strategies.", icon="🚫")
