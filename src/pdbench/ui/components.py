@@ -209,6 +209,16 @@ def _open_typed_path(prefix: str) -> None:
     if not typed:
         return
     path = str(Path(typed).expanduser().resolve())
+    kind = st.session_state.get(f"{prefix}_kind")
+    try:  # a directory that cannot be shown is not added to the list: its problem is said once
+        if kind == "tournament":
+            data.load_tournament(path)
+        elif kind == "evolution":
+            data.load_evolution(path)
+    except data.RunLoadError as exc:
+        st.session_state[f"{prefix}_flash_error"] = data.first_line(exc)
+        st.session_state[f"{prefix}_path"] = ""
+        return
     extras = [p for p in st.session_state.get(f"{prefix}_extra", []) if p != path]
     st.session_state[f"{prefix}_extra"] = [path, *extras]
     st.session_state[f"{prefix}_dir"] = path
@@ -225,9 +235,13 @@ def saved_results(
     The selection lives in session state `<prefix>_dir`, so a tab can select a directory it has
     just written before the box is drawn; `<prefix>_flash` is shown once above it."""
     st.markdown("#### 📂 Results")
+    st.session_state[f"{prefix}_kind"] = kind
     flash = st.session_state.pop(f"{prefix}_flash", None)
     if flash:
         st.success(flash, icon="✅")
+    problem = st.session_state.pop(f"{prefix}_flash_error", None)
+    if problem:
+        st.error(problem, icon="🚫")
     left, right = st.columns([3, 2], vertical_alignment="bottom")
     with right:
         st.text_input(
@@ -243,13 +257,17 @@ def saved_results(
         left.info(empty_hint, icon="🗂️")
         return None
     by_path = {e.path: e for e in entries}
-    key = f"{prefix}_dir"
+    key, kept = f"{prefix}_dir", f"{prefix}_chosen"
     if st.session_state.get(key) not in by_path:
-        st.session_state[key] = entries[0].path
+        # The box was not drawn while another tab was open: Streamlit forgot its value; the
+        # last choice (kept under a plain key) comes back, else the newest result.
+        remembered = st.session_state.get(kept)
+        st.session_state[key] = remembered if remembered in by_path else entries[0].path
     with left:
         path = st.selectbox(
             f"Saved {kind}s", list(by_path), key=key, format_func=lambda p: by_path[p].label()
         )
+    st.session_state[kept] = path
     try:
         return data.load_tournament(path) if kind == "tournament" else data.load_evolution(path)
     except data.RunLoadError as exc:
@@ -283,11 +301,17 @@ def run_prepared(config_path: Path, kind: str, unit: str) -> launcher.Finished |
     return finished
 
 
-def restore_widgets(store: str) -> None:
+LAST_TAB = "pdbench_last_tab"  # the tab drawn in the previous run (set by streamlit_app)
+
+
+def restore_widgets(store: str, tab: str | None = None) -> None:
     """Put back widget values saved by `save_widgets` (a lazy tab's widgets are not drawn while
-    another tab is open, and Streamlit then forgets their values)."""
+    another tab is open, and Streamlit then forgets their values, or resets them when they are
+    drawn again). With `tab` (the tab's label), every saved value comes back when the previous
+    run drew another tab; otherwise only the values Streamlit has dropped."""
+    returning = tab is not None and st.session_state.get(LAST_TAB) != tab
     for key, value in (st.session_state.get(store) or {}).items():
-        if key not in st.session_state:
+        if returning or key not in st.session_state:
             st.session_state[key] = value
 
 

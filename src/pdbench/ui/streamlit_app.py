@@ -19,7 +19,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from pdbench.ui.components import AppContext, inject_css
+from pdbench.ui.components import LAST_TAB, AppContext, inject_css
 from pdbench.ui.data import RUNS_ROOT, run_kind
 from pdbench.ui.tabs import TABS, tab_order
 from pdbench.ui.tabs.run_experiment import PENDING_TAB
@@ -67,6 +67,7 @@ def main() -> None:
         if container.open:
             with container:
                 tab.render(ctx)
+            st.session_state[LAST_TAB] = tab.label
         elif tab.on_hidden is not None:
             tab.on_hidden()
 

@@ -116,7 +116,7 @@ def render(ctx: AppContext) -> None:
 
 def _form() -> EvolutionSettings | None:
     """The sandbox; returns the settings when Run was clicked with valid ones."""
-    restore_widgets(STORE)
+    restore_widgets(STORE, LABEL)
     if "ev_rounds" not in st.session_state:
         _apply(presets.evolution_defaults(launcher.find_config_dir()))
     with st.container(border=True):

@@ -17,13 +17,27 @@ from pdbench.ui.components import (
     SEL_REPLICATE,
     SEL_RUN,
     AppContext,
+    restore_widgets,
     run_prepared,
+    save_widgets,
 )
 from pdbench.ui.style import card_html
 
 LABEL = "🧪 Run Experiment"
 PENDING_TAB = "pending_tab"  # read by streamlit_app before the tabs are drawn
 DEFAULTS = {"a": "policy:TFT", "b": "policy:ALLD"}
+STORE = "rx_form"  # saved widget values: the form survives a switch to another tab
+INITIAL = {
+    "rx_horizon": "Fixed",
+    "rx_rounds": 50,
+    "rx_stop": 0.05,
+    "rx_cap": 1000,
+    "rx_noise": 0.0,
+    "rx_reps": 3,
+    "rx_seed": 1337,
+}
+FORM_KEYS = ("rx_agent_a", "rx_agent_b", *INITIAL)
+PAYOFF_BASE, PAYOFF_SAVED = "rx_payoff_base", "rx_payoff_saved"
 
 
 def render(ctx: AppContext) -> None:
@@ -43,6 +57,9 @@ def render(ctx: AppContext) -> None:
         else config_dir
     )
     st.caption(f"Agents from `{shown_dir}/` · results go to `{ctx.runs_root}/ui_<timestamp>/`")
+    restore_widgets(STORE, LABEL)
+    for key, value in INITIAL.items():
+        st.session_state.setdefault(key, value)
 
     picks = {}
     cols = st.columns(2)
@@ -67,13 +84,13 @@ def render(ctx: AppContext) -> None:
     with c1:
         kind = st.radio("Horizon", ["Fixed", "Geometric"], horizontal=True, key="rx_horizon")
         if kind == "Fixed":
-            n_rounds = st.slider("Rounds", 1, 500, 50, key="rx_rounds")
+            n_rounds = st.slider("Rounds", 1, 500, key="rx_rounds")
             horizon = {"type": "fixed", "n_rounds": int(n_rounds)}
         else:
             stop_prob = st.slider(
-                "Stop probability after each round", 0.01, 0.5, 0.05, step=0.01, key="rx_stop"
+                "Stop probability after each round", 0.01, 0.5, step=0.01, key="rx_stop"
             )
-            cap = st.number_input("Max rounds (cap)", 1, 100_000, 1000, key="rx_cap")
+            cap = st.number_input("Max rounds (cap)", 1, 100_000, key="rx_cap")
             horizon = {"type": "geometric", "stop_prob": float(stop_prob), "max_rounds": int(cap)}
             st.caption(f"Expected length about {1 / stop_prob:.0f} rounds.")
     with c2:
@@ -81,21 +98,25 @@ def render(ctx: AppContext) -> None:
             "Noise (move flip probability)",
             0.0,
             0.2,
-            0.0,
             step=0.01,
             key="rx_noise",
             help="Probability that a chosen move is flipped before it is played (miscommunication).",
         )
     with c3:
-        replicates = st.slider("Replicates", 1, 20, 3, key="rx_reps")
+        replicates = st.slider("Replicates", 1, 20, key="rx_reps")
     with c4:
-        seed = st.number_input("Seed", 0, 2**31 - 1, 1337, key="rx_seed")
+        seed = st.number_input("Seed", 0, 2**31 - 1, key="rx_seed")
 
     st.markdown("#### 💰 Payoff matrix")
     left, right = st.columns([1, 1.3])
     with left:
         st.caption("Each cell: payoff to A, payoff to B. Edit a cell to change the game.")
-        edited = st.data_editor(launcher.payoff_frame(), key="rx_payoffs", num_rows="fixed")
+        if "rx_payoffs" not in st.session_state:  # a new editor: start from the last edit
+            st.session_state[PAYOFF_BASE] = st.session_state.get(
+                PAYOFF_SAVED, launcher.payoff_frame()
+            )
+        edited = st.data_editor(st.session_state[PAYOFF_BASE], key="rx_payoffs", num_rows="fixed")
+        st.session_state[PAYOFF_SAVED] = edited
     matrix = None
     with right:
         try:
@@ -114,6 +135,7 @@ def render(ctx: AppContext) -> None:
             if not warnings:
                 st.success("A Prisoner's Dilemma: T > R > P > S and 2R > T + S.", icon="✅")
 
+    save_widgets(STORE, FORM_KEYS)
     llm = [p for p in picks.values() if p.kind != "policy"]
     if llm:
         st.info(

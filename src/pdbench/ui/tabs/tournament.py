@@ -77,7 +77,7 @@ def _form(config_dir: Path) -> None:
     options = {
         o.key: o for o in launcher.agent_options(config_dir) if o.kind in ("policy", "persona")
     }
-    restore_widgets(FORM)
+    restore_widgets(FORM, LABEL)
     initial: dict[str, Any] = {
         "tn_players": [f"policy:{k}" for k in defaults.players if f"policy:{k}" in options],
         "tn_horizon": "Fixed",
