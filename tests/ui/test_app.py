@@ -310,3 +310,15 @@ def test_view_results_shows_intervals_and_the_strategy_card(run_copy: Path) -> N
     assert len(cards) == 2  # agent A and agent B
     assert list(cards[0]["rank"]) == [1, 2, 3]
     assert cards[0]["strategy"].iloc[0] == "TFT"  # the first condition's A is TFT
+
+
+def test_the_run_tab_shows_the_plan_before_running() -> None:
+    at = show_tab(make_app().run(), RUN)
+    at.selectbox(key="rx_agent_a").set_value("persona:cooperative").run()
+    at.slider(key="rx_rounds").set_value(40).run()
+    at.slider(key="rx_reps").set_value(2).run()
+    plan = "\n".join(c.value for c in at.code)
+    # One mock LLM against ALLD: 2 games of 40 rounds, one call a round.
+    assert "games: 2   rounds: 80" in plan
+    assert "mock:mock-persona-v1: 2 agent-games, 80 calls" in plan
+    assert_clean(at)

@@ -103,7 +103,10 @@ def test_tournament_with_a_mock_llm_persona_copies_the_agent_files(tmp_path: Pat
     at.radio(key="tn_horizon").set_value("Geometric").run()
     at.slider(key="tn_stop").set_value(0.25).run()
     at.slider(key="tn_reps").set_value(2).run()
-    assert any("Mock LLM players" in i.value for i in at.info)
+    assert any("LLM players answer through their provider" in i.value for i in at.info)
+    plan = "\n".join(c.value for c in at.code)
+    assert "tournament: 2 players, 2 repetitions, geometric stop_prob=0.25" in plan
+    assert "mock:mock-persona-v1: 2 agent-games" in plan  # one LLM player, two matches
     at.button(key="tn_run").click().run()
     assert_clean(at)
     (out,) = (tmp_path / "data" / "tournaments").glob("ui_*")
@@ -118,6 +121,23 @@ def test_tournament_with_a_mock_llm_persona_copies_the_agent_files(tmp_path: Pat
     assert (out / "llm_calls.jsonl").is_file()
     assert manifest["horizon"]["type"] == "geometric" and manifest["horizon"]["stop_prob"] == 0.25
     assert "🤖 mock-persona-v1 · tit for tat" in list(at.dataframe[0].value["player"])
+
+
+def test_configured_llm_agents_are_offered_with_their_cost_before_running() -> None:
+    at = open_tab(TOURNAMENT)
+    options = at.multiselect(key="tn_players").options
+    assert any("Llama-3.1-8B-Instruct" in o for o in options)  # agents/openai_compatible.yaml
+    assert any("smollm2" in o for o in options)  # the real local model
+    at.multiselect(key="tn_players").set_value(
+        ["policy:TFT", "policy:ALLD", "llm_file:agents/openai_compatible.yaml"]
+    ).run()
+    at.slider(key="tn_rounds").set_value(10).run()
+    at.slider(key="tn_reps").set_value(3).run()
+    plan = "\n".join(c.value for c in at.code)
+    # The LLM plays TFT and ALLD 3 times each, 10 rounds: 6 games, 60 calls; no price is known.
+    assert "openai:meta-llama/Llama-3.1-8B-Instruct: 6 agent-games, 60 calls" in plan
+    assert "cost unknown" in plan
+    assert_clean(at)
 
 
 def test_tournament_needs_two_players() -> None:

@@ -419,3 +419,45 @@ def execute(
     options = RunOptions(output_dir=run_dir, overwrite=True, progress=progress)
     result = runners[kind](loaded, options)
     return Finished(kind, run_dir, result.manifest)
+
+
+_PLANS: dict[str, str] = {}  # the last plans, by request (a form redrawn asks again)
+
+
+def plan_text(kind: str, request: ExperimentRequest | TournamentRequest, config_dir: Path) -> str:
+    """What a form would run, before it runs: `pdbench --dry-run`'s plan of the config the form
+    would write (games, rounds, LLM calls, tokens and estimated cost per model), made in a
+    temporary directory; a config problem comes back as its one-line messages."""
+    key = f"{kind}|{config_dir}|{request!r}"
+    if key not in _PLANS:
+        if len(_PLANS) > 64:
+            _PLANS.clear()
+        _PLANS[key] = _plan_text(kind, request, config_dir)
+    return _PLANS[key]
+
+
+def _plan_text(kind: str, request: ExperimentRequest | TournamentRequest, config_dir: Path) -> str:
+    import tempfile
+
+    from pdbench.errors import PdbenchError
+    from pdbench.runners.loader import load_config
+    from pdbench.runners.plan import describe_plan
+
+    with tempfile.TemporaryDirectory(prefix="pdbench-plan-") as tmp:
+        target = Path(tmp) / "config"
+        target.mkdir()
+        for sub in ("agents", "prompts"):
+            if (config_dir / sub).is_dir():
+                shutil.copytree(config_dir / sub, target / sub)
+        out = Path(tmp) / "run"
+        if isinstance(request, TournamentRequest):
+            data = build_tournament(request, "plan", out, config_dir)
+        else:
+            data = build_experiment(request, "plan", out, config_dir)
+        path = target / f"{kind}.yaml"
+        path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+        try:
+            text = describe_plan(load_config(path, kind=kind))
+        except PdbenchError as exc:
+            return str(exc)
+    return "\n".join(line for line in text.splitlines() if not line.startswith("run_id:"))

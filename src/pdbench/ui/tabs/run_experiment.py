@@ -143,18 +143,22 @@ def render(ctx: AppContext) -> None:
             "every prompt and raw reply is stored with the rounds.",
             icon="🤖",
         )
-    if not st.button("🚀 Run", type="primary", key="rx_run", disabled=matrix is None):
+    request = None
+    if matrix is not None:
+        request = launcher.ExperimentRequest(
+            agent_a=picks["a"],
+            agent_b=picks["b"],
+            horizon=horizon,
+            noise=float(noise),
+            replicates=int(replicates),
+            seed=int(seed),
+            matrix=matrix,
+        )
+        with st.expander("📋 Plan: games, LLM calls, tokens and cost", expanded=bool(llm)):
+            st.code(launcher.plan_text("experiment", request, config_dir), language="text")
+    if not st.button("🚀 Run", type="primary", key="rx_run", disabled=request is None):
         return
-    assert matrix is not None
-    request = launcher.ExperimentRequest(
-        agent_a=picks["a"],
-        agent_b=picks["b"],
-        horizon=horizon,
-        noise=float(noise),
-        replicates=int(replicates),
-        seed=int(seed),
-        matrix=matrix,
-    )
+    assert request is not None
     _run(ctx, request, config_dir)
 
 

@@ -75,7 +75,9 @@ def render(ctx: AppContext) -> None:
 def _form(config_dir: Path) -> None:
     defaults = presets.tournament_defaults(config_dir)
     options = {
-        o.key: o for o in launcher.agent_options(config_dir) if o.kind in ("policy", "persona")
+        o.key: o
+        for o in launcher.agent_options(config_dir)
+        if o.kind in ("policy", "persona", "llm_file")
     }
     restore_widgets(FORM, LABEL)
     initial: dict[str, Any] = {
@@ -94,7 +96,7 @@ def _form(config_dir: Path) -> None:
     with st.container(border=True):
         st.markdown("#### ⚙️ New tournament")
         picked = st.multiselect(
-            "Strategies (scripted policies, or mock LLM personas)",
+            "Strategies (scripted policies, mock LLM personas, or LLM agents from agents/)",
             list(options),
             key="tn_players",
             format_func=lambda k: options[k].label,
@@ -125,12 +127,21 @@ def _form(config_dir: Path) -> None:
         seed = c5.number_input("Seed", 0, 2**31 - 1, key="tn_seed")
         save_widgets(FORM, FORM_KEYS)
         players = [options[k] for k in picked]
-        if any(p.kind == "persona" for p in players):
+        if any(p.kind != "policy" for p in players):
             st.info(
-                "Mock LLM players answer offline through the mock provider, one call per round: "
-                "their matches are slower than the scripted ones.",
+                "LLM players answer through their provider, one call per round (the mock offline, "
+                "an agent file's provider otherwise): check the calls and cost below first.",
                 icon="🤖",
             )
+        if len(players) >= 2:
+            request = launcher.TournamentRequest(
+                players, horizon, float(noise), int(reps), bool(self_play), int(seed)
+            )
+            with st.expander(
+                "📋 Plan: matches, LLM calls, tokens and cost",
+                expanded=any(p.kind != "policy" for p in players),
+            ):
+                st.code(launcher.plan_text("tournament", request, config_dir), language="text")
         run = st.button(
             "🏆 Run Tournament", type="primary", key="tn_run", disabled=len(players) < 2
         )
