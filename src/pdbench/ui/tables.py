@@ -89,7 +89,7 @@ METRICS: dict[str, tuple[str, str]] = {
     "agent_b_total_payoff": ("B total payoff", "payoff"),
     "agent_a_exploitability_payoff_gap": ("A exploitability gap (B − A)", "payoff"),
     "agent_b_exploitability_payoff_gap": ("B exploitability gap (A − B)", "payoff"),
-    "time_to_collapse": ("time to collapse (0-based round)", "round"),
+    "time_to_collapse": ("time to collapse (0-based round index)", "round"),
     "agent_a_parse_failures": ("A parse failures", "count"),
     "agent_b_parse_failures": ("B parse failures", "count"),
     "agent_a_fallback_rate": ("A share of moves that were fallbacks", "rate"),

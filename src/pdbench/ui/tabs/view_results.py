@@ -190,7 +190,7 @@ KEY_CONDITION_COLUMNS = (
     "overall_cooperation_rate",
     "agent_a_total_payoff",
     "agent_b_total_payoff",
-    "time_to_collapse",
+    "collapse_round",
 )
 
 
@@ -204,13 +204,21 @@ def _conditions(game: Game) -> None:
             for c, n in zip(table["condition"], table[f"agent_{side}_name"], strict=True)
         ]
     table.insert(0, " ", ["👉" if c == game.condition else "" for c in table["condition"]])
+    if "time_to_collapse" in table.columns:  # "round N" as on the cards (data: 0-based index)
+        table["collapse_round"] = table["time_to_collapse"] + 1
     config: dict[str, Any] = {
         "agent_a": st.column_config.TextColumn("agent A"),
         "agent_b": st.column_config.TextColumn("agent B"),
         "agent_a_name": st.column_config.TextColumn("agent A name"),
         "agent_b_name": st.column_config.TextColumn("agent B name"),
         "n_replicates": st.column_config.NumberColumn("reps", format="%d", width="small"),
-        "n_rounds": st.column_config.NumberColumn("rounds", format="%.1f", width="small"),
+        "n_rounds": st.column_config.NumberColumn("rounds", format="%.4g", width="small"),
+        "collapse_round": st.column_config.NumberColumn(
+            "collapse round",
+            format="%.4g",
+            help="Mean 1-based round at which the games that collapsed did "
+            "(time_to_collapse + 1; games that never collapsed are left out).",
+        ),
     }
     for column, (label, kind) in tables.METRICS.items():
         if column in config or column not in table.columns:
