@@ -17,6 +17,19 @@ pytestmark = [
 ]
 
 CHART = '[data-testid="stVegaLiteChart"]'
+EMOJI_FONT = Path("/usr/share/fonts/truetype/noto/NotoColorEmoji.ttf")
+
+
+def coloured_pixels(png: bytes) -> int:
+    """How many pixels are clearly coloured (not white, grey or black)."""
+    import io
+
+    from PIL import Image
+
+    import numpy as np
+
+    pixels = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=np.int16)
+    return int(((pixels.max(axis=2) - pixels.min(axis=2)) > 60).sum())
 
 
 def test_conditions_side_by_side_with_intervals(sample_run: Path, tmp_path: Path) -> None:
@@ -52,6 +65,12 @@ def test_conditions_side_by_side_with_intervals(sample_run: Path, tmp_path: Path
         assert page.get_by_role("button", name="📄 Report (HTML)").count() == 1
         assert page.get_by_role("button", name="🗜️ All files (zip)").count() == 1
         assert page.get_by_text("Memory-one profile").count() == 1
+        # The emoji are drawn in colour (the headings' ⚖️ and 🧠; the text is black): a
+        # monochrome glyph or an empty box would leave no coloured pixel.
+        if EMOJI_FONT.exists():
+            for title in ("Compare conditions", "Memory-one profile"):
+                shot = page.get_by_role("heading", name=title).screenshot()
+                assert coloured_pixels(shot) > 100, title
         full_page_screenshot(page, tmp_path / "compare.png")
         assert page.locator('[data-testid="stException"]').count() == 0
         assert errors == []
