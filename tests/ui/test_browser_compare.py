@@ -24,9 +24,8 @@ def coloured_pixels(png: bytes) -> int:
     """How many pixels are clearly coloured (not white, grey or black)."""
     import io
 
-    from PIL import Image
-
     import numpy as np
+    from PIL import Image
 
     pixels = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=np.int16)
     return int(((pixels.max(axis=2) - pixels.min(axis=2)) > 60).sum())
