@@ -322,3 +322,33 @@ def test_the_run_tab_shows_the_plan_before_running() -> None:
     assert "games: 2   rounds: 80" in plan
     assert "mock:mock-persona-v1: 2 agent-games, 80 calls" in plan
     assert_clean(at)
+
+
+def test_the_run_tab_sweeps_one_parameter(tmp_path: Path) -> None:
+    at = show_tab(make_app().run(), RUN)
+    at.selectbox(key="rx_agent_b").set_value("policy:RANDOM").run()
+    at.slider(key="rx_rounds").set_value(10).run()
+    at.slider(key="rx_reps").set_value(2).run()
+    at.toggle(key="rx_sweep_on").set_value(True).run()
+    at.selectbox(key="rx_sweep_path").set_value("agent_b.overrides.params.coop_prob").run()
+    at.text_input(key="rx_sweep_values").set_value("0.2, x").run()
+    assert any("not a number: 'x'" in e.value for e in at.error)
+    assert at.button(key="rx_run").disabled
+    at.text_input(key="rx_sweep_values").set_value("0.2, 0.8").run()
+    plan = "\n".join(c.value for c in at.code)
+    assert "TFT_vs_RANDOM+coop_prob_0.2" in plan and "TFT_vs_RANDOM+coop_prob_0.8" in plan
+    assert "games: 4   rounds: 40" in plan  # 2 values x 2 replicates x 10 rounds
+    at.button(key="rx_run").click().run()
+    assert_clean(at)
+    (out,) = (tmp_path / "data" / "runs").glob("ui_*")
+    rows = [json.loads(line) for line in (out / "rounds.jsonl").read_text().splitlines()]
+    assert {r["condition"] for r in rows} == {
+        "TFT_vs_RANDOM+coop_prob_0.2",
+        "TFT_vs_RANDOM+coop_prob_0.8",
+    }
+    # The swept opponent cooperates about as often as told (10 rounds x 2 games per value).
+    for p, (low, high) in ((0.2, (0, 10)), (0.8, (10, 20))):
+        coop = sum(
+            r["agent_b_action"] == "C" for r in rows if r["condition"].endswith(f"coop_prob_{p}")
+        )
+        assert low <= coop <= high, (p, coop)

@@ -206,6 +206,8 @@ class ExperimentRequest:
     replicates: int
     seed: int
     matrix: PayoffMatrix
+    # experiment.sweep: one dotted path inside the condition -> its values (None: no sweep)
+    sweep: tuple[str, tuple[float, ...]] | None = None
 
     @property
     def condition_name(self) -> str:
@@ -241,21 +243,53 @@ def build_experiment(
     """The experiment config (a YAML-ready mapping) of a one-condition run."""
     run = _run_section(run_id, request.seed, output_dir)
     run.update(store_prompts=True, store_raw_responses=True)
+    experiment: dict[str, Any] = {
+        "replicates": int(request.replicates),
+        "conditions": [
+            {
+                "name": request.condition_name,
+                "agent_a": agent_entry(request.agent_a, config_dir),
+                "agent_b": agent_entry(request.agent_b, config_dir),
+            }
+        ],
+    }
+    if request.sweep is not None:
+        path, values = request.sweep
+        whole = path.endswith("n_rounds")  # an integer setting
+        experiment["sweep"] = {path: [int(v) if whole else float(v) for v in values]}
     return {
         "run": run,
         "game": {"payoff_matrix": request.matrix.as_nested(), "noise": float(request.noise)},
         "horizon": dict(request.horizon),
-        "experiment": {
-            "replicates": int(request.replicates),
-            "conditions": [
-                {
-                    "name": request.condition_name,
-                    "agent_a": agent_entry(request.agent_a, config_dir),
-                    "agent_b": agent_entry(request.agent_b, config_dir),
-                }
-            ],
-        },
+        "experiment": experiment,
     }
+
+
+SWEEPABLE = {
+    "game.noise": "noise (move flip probability)",
+    "agent_a.overrides.temperature": "agent A's temperature (LLM)",
+    "agent_b.overrides.temperature": "agent B's temperature (LLM)",
+    "agent_a.overrides.params.coop_prob": "agent A's coop_prob (RANDOM)",
+    "agent_b.overrides.params.coop_prob": "agent B's coop_prob (RANDOM)",
+    "agent_a.overrides.params.generous_prob": "agent A's generous_prob (GTFT)",
+    "agent_b.overrides.params.generous_prob": "agent B's generous_prob (GTFT)",
+    "horizon.n_rounds": "rounds (fixed horizon)",
+}
+
+
+def parse_values(text: str) -> tuple[float, ...]:
+    """ "0, 0.05, 0.1" -> (0.0, 0.05, 0.1); PayoffInputError names what is not a number."""
+    parts = [p.strip() for p in text.replace(";", ",").split(",") if p.strip()]
+    bad = []
+    values = []
+    for part in parts:
+        try:
+            values.append(float(part))
+        except ValueError:
+            bad.append(f"not a number: {part!r}")
+    if bad or not values:
+        raise PayoffInputError(bad or ["give at least one value, e.g. 0, 0.05, 0.1"])
+    return tuple(dict.fromkeys(values))
 
 
 def build_tournament(

@@ -35,6 +35,9 @@ INITIAL = {
     "rx_noise": 0.0,
     "rx_reps": 3,
     "rx_seed": 1337,
+    "rx_sweep_on": False,
+    "rx_sweep_path": "game.noise",
+    "rx_sweep_values": "0, 0.05, 0.1",
 }
 FORM_KEYS = ("rx_agent_a", "rx_agent_b", *INITIAL)
 PAYOFF_BASE, PAYOFF_SAVED = "rx_payoff_base", "rx_payoff_saved"
@@ -107,6 +110,8 @@ def render(ctx: AppContext) -> None:
     with c4:
         seed = st.number_input("Seed", 0, 2**31 - 1, key="rx_seed")
 
+    sweep, sweep_ok = _sweep()
+
     st.markdown("#### 💰 Payoff matrix")
     left, right = st.columns([1, 1.3])
     with left:
@@ -153,13 +158,47 @@ def render(ctx: AppContext) -> None:
             replicates=int(replicates),
             seed=int(seed),
             matrix=matrix,
+            sweep=sweep,
         )
         with st.expander("📋 Plan: games, LLM calls, tokens and cost", expanded=bool(llm)):
             st.code(launcher.plan_text("experiment", request, config_dir), language="text")
-    if not st.button("🚀 Run", type="primary", key="rx_run", disabled=request is None):
+    if not st.button(
+        "🚀 Run", type="primary", key="rx_run", disabled=request is None or not sweep_ok
+    ):
         return
     assert request is not None
     _run(ctx, request, config_dir)
+
+
+def _sweep() -> tuple[tuple[str, tuple[float, ...]] | None, bool]:
+    """The optional sweep over one parameter: ((path, values) or None, whether it is valid)."""
+    with st.expander("🔁 Sweep one parameter", expanded=bool(st.session_state["rx_sweep_on"])):
+        on = st.toggle(
+            "Play one condition per value (each with every replicate)", key="rx_sweep_on"
+        )
+        left, right = st.columns([1, 1.4])
+        path = left.selectbox(
+            "Parameter",
+            list(launcher.SWEEPABLE),
+            format_func=launcher.SWEEPABLE.get,
+            key="rx_sweep_path",
+            disabled=not on,
+        )
+        text = right.text_input("Values (comma-separated)", key="rx_sweep_values", disabled=not on)
+        if not on:
+            return None, True
+        try:
+            values = launcher.parse_values(text)
+        except launcher.PayoffInputError as exc:
+            for problem in exc.problems:
+                st.error(problem, icon="🚫")
+            return None, False
+        st.caption(
+            f"{len(values)} conditions named `<agents>+{path.split('.')[-1]}_<value>`; the plan "
+            "below checks that the parameter applies to the agents picked. The other settings "
+            "above stay as they are in every condition."
+        )
+        return (path, values), True
 
 
 def _run(ctx: AppContext, request: launcher.ExperimentRequest, config_dir: Path) -> None:
@@ -168,7 +207,10 @@ def _run(ctx: AppContext, request: launcher.ExperimentRequest, config_dir: Path)
     if finished is None:
         return
     st.session_state[SEL_RUN] = str(finished.run_dir.resolve())
-    st.session_state[SEL_CONDITION] = request.condition_name
+    if request.sweep is None:
+        st.session_state[SEL_CONDITION] = request.condition_name
+    else:  # the conditions are named from the sweep: View Results starts on the first
+        st.session_state.pop(SEL_CONDITION, None)
     st.session_state[SEL_REPLICATE] = 0
     st.session_state[FLASH] = finished.message()
     st.session_state[PENDING_TAB] = "view"
