@@ -31,7 +31,7 @@ from tests.support.configs import (
 
 from pdbench.agents.axelrod_adapter import (
     AxelrodAgent,
-    _memoized_getsource,
+    _memoized_inspect,
     import_axelrod,
     play_axelrod_pair,
     playable_strategies,
@@ -255,14 +255,14 @@ def test_noise_flips_are_the_round_by_round_draws() -> None:
 
 def test_memoized_source_changes_no_classification() -> None:
     plain = axl.FirstByTidemanAndChieruzzi().classifier
-    with _memoized_getsource():
+    with _memoized_inspect():
         memo = [axl.FirstByTidemanAndChieruzzi().classifier for _ in range(2)]
     assert memo[0] == memo[1] == plain
     made_now = type("MadeAtRunTime", (), {})
     import inspect
 
     for _ in range(2):  # the OSError of a class without source is kept and raised again
-        with _memoized_getsource(), pytest.raises(OSError):
+        with _memoized_inspect(), pytest.raises(OSError):
             inspect.getsource(made_now)
 
 
