@@ -1,11 +1,12 @@
-"""The one match engine, with two speeds, for every mode.
+"""The one match engine, with three speeds, for every mode.
 
 A `GamePlan` is one game: two configured agents, a seed, a horizon, noise and its length.
 `Engine.play` plays a list of plans: games between two batchable policies go through the
-vectorized engine (`pdbench.core.batch`) in one batch, the rest (LLM agents, Axelrod
-strategies, policies whose history window is too small for their machine) round by round with
+vectorized engine (`pdbench.core.batch`) in one batch; games that call no provider (Axelrod
+strategies, policies whose history window is too small for their machine) synchronously, one
+after the other (`pdbench.runners.direct`); games with an LLM agent round by round with
 asyncio, both agents of a round asked at once and every provider call through the run's
-`CallBroker`. Both speeds give the same moves (counter-based draws keyed by the game seed), and
+`CallBroker`. Every speed gives the same moves (counter-based draws keyed by the game seed), and
 a logged game's records go through the one `RoundsEncoder`, so experiments, tournaments and
 evolutions share every capability: budgets, the call log, stored prompts, progress and resume.
 """
@@ -33,6 +34,7 @@ from pdbench.core.rng import Purpose, agent_seed, counter_uniform
 from pdbench.core.transcript import Transcript
 from pdbench.core.types import Action
 from pdbench.runners.broker import BoundClient, CallBroker
+from pdbench.runners.direct import play_direct
 from pdbench.storage.rounds import OrderedRoundsWriter, RoundsEncoder, game_key
 from pdbench.storage.schema import GameKey, RoundValues
 
@@ -184,7 +186,8 @@ class Engine:
         self._total = total or done_before + sum(p.n_rounds for p in plans)
         self._tick(0)
         self._play_batched([p for p in plans if p.batchable])
-        rest = [p for p in plans if not p.batchable]
+        self._play_direct([p for p in plans if not p.batchable and not p.has_llm])
+        rest = [p for p in plans if p.has_llm]
         if rest:
             asyncio.run(self._play_round_by_round(rest))
 
@@ -214,13 +217,7 @@ class Engine:
         for i, plan in enumerate(plans):
             n = plan.n_rounds
             if plan.logged and self.writer is not None:
-                arrays = result.game(i)
-                key = self._key(plan)
-                if self.writer.is_next(plan.index):
-                    self.encoder.write_game(self.writer.handle, key, arrays, timestamp)
-                    self.writer.wrote_directly(plan.index)
-                else:
-                    self.writer.add(plan.index, self.encoder.game_bytes(key, arrays, timestamp))
+                self._write_game(plan, result.game(i), timestamp)
             outcome = GameOutcome(
                 plan.condition,
                 plan.replicate,
@@ -235,6 +232,38 @@ class Engine:
             )
             self.on_result(GameResult(plan, outcome))
             self._tick(n)
+
+    def _write_game(self, plan: GamePlan, arrays: dict[str, Any], timestamp: str) -> None:
+        """A whole game's records (`RoundsEncoder.write_game`), straight into the file when it
+        is the next game in plan order."""
+        assert self.writer is not None
+        key = self._key(plan)
+        if self.writer.is_next(plan.index):
+            self.encoder.write_game(self.writer.handle, key, arrays, timestamp)
+            self.writer.wrote_directly(plan.index)
+        else:
+            self.writer.add(plan.index, self.encoder.game_bytes(key, arrays, timestamp))
+
+    # ----------------------------------------------------------------------------------------
+    # Synchronous speed
+
+    def _play_direct(self, plans: list[GamePlan]) -> None:
+        """Games without a provider, one after the other, no event loop (see `direct`)."""
+        for plan in plans:
+            agents = tuple(self._agent(plan, side, None) for side in (0, 1))
+            arrays = play_direct(
+                (agents[0], agents[1]),  # type: ignore[arg-type]
+                [spec.view(plan.horizon, plan.n_rounds) for spec in plan.agents],
+                seed=plan.seed,
+                n_rounds=plan.n_rounds,
+                noise=plan.noise,
+                horizon_type=plan.horizon.type,
+                matrix=self.matrix,
+            )
+            if plan.logged and self.writer is not None:
+                self._write_game(plan, arrays, utc_now())
+            self.on_result(GameResult(plan, outcome_of(plan, arrays)))
+            self._tick(plan.n_rounds)
 
     def _key(self, plan: GamePlan) -> GameKey:
         names = (plan.agents[0].name, plan.agents[1].name)
@@ -279,8 +308,9 @@ class Engine:
                     provider = pool.get(spec.config)
                     await self.broker.check_model(provider, spec.config, SIDES[side])
 
-    def _agent(self, plan: GamePlan, side: int, pool: ProviderPool) -> Agent:
+    def _agent(self, plan: GamePlan, side: int, pool: ProviderPool | None) -> Agent:
         def provider_for(cfg: LLMAgentConfig) -> BoundClient:
+            assert pool is not None, "a game with an LLM agent is played with a provider pool"
             return self.broker.bind(
                 pool.get(cfg),
                 cfg,

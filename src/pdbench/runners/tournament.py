@@ -3,8 +3,8 @@
 Match seeds are `derive_seed(run.seed, "match", player_a, player_b, repetition)` (player display
 names, in config order: player_a is the earlier one), so adding or removing a player changes no
 other match. Lengths come from the horizon and the match seed. Matches are played by the shared
-engine (policies in one vectorized batch, LLM agents and Axelrod strategies round by round)
-through a `RunSession`: budgets, llm_calls.jsonl, stored prompts and resume work as in
+engine (policies in one vectorized batch, Axelrod strategies synchronously, LLM agents round by
+round) through a `RunSession`: budgets, llm_calls.jsonl, stored prompts and resume work as in
 experiments. A match is a game whose condition is `<player_a>_vs_<player_b>` and whose replicate
 is the repetition.
 
