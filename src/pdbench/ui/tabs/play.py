@@ -230,18 +230,6 @@ def _board(ctx: AppContext, game: dict[str, Any], config_dir: Path) -> None:
         f'<div class="pdb-round">{heading}<div style="font-size:13px;font-weight:400">'
         f"{outcome}</div></div>"
     )
-    if last:
-        a, b = st.columns(2)
-        for col, side in ((a, "a"), (b, "b")):
-            col.html(
-                move_html(
-                    str(last[f"agent_{side}_action"]),
-                    str(last[f"agent_{side}_intended_action"]),
-                    float(last[f"agent_{side}_payoff"]),
-                    bool(last[f"agent_{side}_parse_failure"]),
-                )
-            )
-
     if game["error"]:
         st.error(game["error"], icon="🚫")
     st.html(BUTTON_CSS)
@@ -255,6 +243,18 @@ def _board(ctx: AppContext, game: dict[str, Any], config_dir: Path) -> None:
             disabled=live.finished,
             width="stretch",
         )
+    if last:
+        st.caption(f"Round {played}: you played (left) and {them.short} played (right)")
+        a, b = st.columns(2)
+        for col, side in ((a, "a"), (b, "b")):
+            col.html(
+                move_html(
+                    str(last[f"agent_{side}_action"]),
+                    str(last[f"agent_{side}_intended_action"]),
+                    float(last[f"agent_{side}_payoff"]),
+                    bool(last[f"agent_{side}_parse_failure"]),
+                )
+            )
     if records:
         history = _history(records)
         lo = max(0, played - TRAIL)
