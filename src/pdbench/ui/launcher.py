@@ -1,6 +1,7 @@
 """Starting runs from the app, for every kind (experiment, tournament, evolution): which agents
 can be picked, the payoff editor's table, turning a form into a config in a new run directory,
-and running a prepared config with the library.
+and running a prepared config with the library; for the Play tab, a person's game as a config
+(`prepare_play`) and the game so far (`replay_play`).
 
 A new run lives in `<root>/ui_<timestamp>/` (roots: `data/runs`, `data/tournaments`,
 `data/evolutions`); its config is `<run>/config/<kind>.yaml`. Refs may not leave the config root,
