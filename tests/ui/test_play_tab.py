@@ -117,6 +117,9 @@ def test_switching_tabs_keeps_the_game(tmp_path: Path) -> None:
     click(at, "D")
     assert shown_moves(at) == ("CCD", "DDD")
     assert not (tmp_path / "data" / "runs").exists()  # nothing saved before the last round
+    live_config = Path(at.session_state[play.GAME]["config"])
+    at.button(key="pl_quit").click().run()
+    assert not live_config.exists()
 
 
 def test_giving_up_discards_the_game_and_keeps_the_form(tmp_path: Path) -> None:
