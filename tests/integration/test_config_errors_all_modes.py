@@ -71,7 +71,7 @@ def errors(tmp_path: Path, data: dict[str, Any], loader: Any) -> list[str]:
         ),
         (
             tournament_data(["TFT", {"type": "robot"}]),
-            "tournament.players[1].type: unknown agent type (valid: policy, llm, axelrod) (got 'robot')",
+            "tournament.players[1].type: unknown agent type (valid: policy, llm, axelrod, human) (got 'robot')",
         ),
         (tournament_data(["TFT", 5]), "tournament.players[1]: an agent is a policy name"),
         (

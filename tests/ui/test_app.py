@@ -14,7 +14,7 @@ from tests.ui.sample import REPO
 
 APP = REPO / "src" / "pdbench" / "ui" / "streamlit_app.py"
 VIEW, REPLAY, RUN = "📊 View Results", "🎬 Animated Replay", "🧪 Run Experiment"
-TOURNAMENT, EVOLUTION = "🏆 Tournament", "🧬 Evolution"
+TOURNAMENT, EVOLUTION, PLAY = "🏆 Tournament", "🧬 Evolution", "🎮 Play"
 
 
 def make_app(run_dir: Path | None = None) -> AppTest:
@@ -48,7 +48,7 @@ def captions(at: AppTest) -> str:
 def test_every_tab_renders(sample_run: Path) -> None:
     at = make_app(sample_run).run()
     assert_clean(at)
-    assert [t.label for t in at.tabs] == [VIEW, REPLAY, RUN, TOURNAMENT, EVOLUTION]
+    assert [t.label for t in at.tabs] == [VIEW, REPLAY, RUN, TOURNAMENT, EVOLUTION, PLAY]
     for label in (VIEW, REPLAY, RUN, TOURNAMENT, EVOLUTION):
         show_tab(at, label)
         assert_clean(at)
@@ -151,7 +151,7 @@ def test_run_experiment_from_the_ui(tmp_path: Path) -> None:
     at = make_app().run()
     assert_clean(at)
     # No run dir given: Run Experiment comes first.
-    assert [t.label for t in at.tabs] == [RUN, VIEW, REPLAY, TOURNAMENT, EVOLUTION]
+    assert [t.label for t in at.tabs] == [RUN, VIEW, REPLAY, TOURNAMENT, EVOLUTION, PLAY]
     at.selectbox(key="rx_agent_b").select("policy:GRIM").run()
     at.slider(key="rx_rounds").set_value(12).run()
     at.slider(key="rx_reps").set_value(2).run()

@@ -1,5 +1,5 @@
-"""The one agent factory: a configured agent (policy, LLM agent or Axelrod strategy) in, a fresh
-agent for one game out, with what it is shown of the game.
+"""The one agent factory: a configured agent (policy, LLM agent, Axelrod strategy or a person's
+recorded moves) in, a fresh agent for one game out, with what it is shown of the game.
 
 Every mode (experiments, tournaments, evolutions) builds its agents here, so an agent config means
 the same wherever it appears.
@@ -15,7 +15,12 @@ from pdbench.agents.base import Agent
 from pdbench.agents.llm import LLMAgent, PromptTemplates
 from pdbench.agents.policy import is_batchable, make_policy
 from pdbench.agents.providers.base import Provider
-from pdbench.core.config import AnyAgentConfig, LLMAgentConfig, PolicyAgentConfig
+from pdbench.core.config import (
+    AnyAgentConfig,
+    HumanAgentConfig,
+    LLMAgentConfig,
+    PolicyAgentConfig,
+)
 from pdbench.core.horizon import Horizon
 from pdbench.core.payoff import PayoffMatrix
 
@@ -87,6 +92,10 @@ def make_agent(
     if isinstance(cfg, LLMAgentConfig):
         assert spec.templates is not None, "LLM agents are loaded with their prompt templates"
         return LLMAgent(cfg, provider_for(cfg), spec.templates, matrix.seen_by(side))
+    if isinstance(cfg, HumanAgentConfig):
+        from pdbench.agents.human import HumanAgent
+
+        return HumanAgent(cfg.moves, cfg.display_name())
     from pdbench.agents.axelrod_adapter import AxelrodAgent
 
     return AxelrodAgent(cfg.strategy, cfg.display_name(), noise)

@@ -204,11 +204,10 @@ class LLMAgent(AgentBase):
         """The seed passed with one provider call (a pure function of agent seed, round, attempt)."""
         return counter_bits(self.seed, round_index, Purpose.PROVIDER, attempt) >> 1
 
-    async def decide(self, obs: Observation) -> Decision:
-        """Ask the provider for a move. After an invalid reply the conversation goes on: the
-        reply as the assistant's turn, then the correction as a new user turn."""
+    def round_prompt(self, obs: Observation) -> str:
+        """The round prompt this agent is shown for `obs`."""
         cfg = self.config
-        round_prompt = render_round(
+        return render_round(
             self.templates.round,
             obs,
             cfg.history_window,
@@ -216,6 +215,12 @@ class LLMAgent(AgentBase):
             self.labels,
             cfg.payoff_scale,
         )
+
+    async def decide(self, obs: Observation) -> Decision:
+        """Ask the provider for a move. After an invalid reply the conversation goes on: the
+        reply as the assistant's turn, then the correction as a new user turn."""
+        cfg = self.config
+        round_prompt = self.round_prompt(obs)
         turns: tuple[tuple[str, str], ...] = ()
         attempts: list[Attempt] = []
         for index in range(cfg.max_retries + 1):

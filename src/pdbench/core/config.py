@@ -25,7 +25,7 @@ from pdbench.redact import redact_url
 
 Loc = tuple[str | int, ...]
 AXELROD_PREFIX = "axelrod:"
-AGENT_TYPES = ("policy", "llm", "axelrod")
+AGENT_TYPES = ("policy", "llm", "axelrod", "human")
 
 # Bounds on what a config may ask for, so that a typo cannot make `validate` or a run hang or
 # overflow (each is also in the README).
@@ -381,6 +381,43 @@ class AxelrodAgentConfig(Strict):
         return self.name or f"{AXELROD_PREFIX}{self.strategy}"
 
 
+def _moves_shorthand(value: Any) -> Any:
+    """ "CDDC" (spaces and commas ignored) -> ["C", "D", "D", "C"]; anything else is left to the
+    model."""
+    if isinstance(value, str):
+        return [m for m in value if m not in " ,"]
+    return value
+
+
+class HumanAgentConfig(Strict):
+    """A person's game, as the moves they made (the app's Play tab writes one per game): the
+    agent plays `moves[t]` in round t, so the saved config replays the game exactly.
+
+    `moves` is a list of C and D (case-insensitive) or a string of them (`CCDC`); a fixed horizon
+    must have exactly that many rounds (checked when the config is loaded)."""
+
+    type: Literal["human"]
+    name: str | None = None
+    moves: Annotated[list[str], BeforeValidator(_moves_shorthand)] = Field(
+        min_length=1, max_length=MAX_ROUNDS
+    )
+
+    @field_validator("moves")
+    @classmethod
+    def _c_or_d(cls, value: list[str]) -> list[str]:
+        moves = [m.upper() for m in value]
+        bad = [(i, m) for i, m in enumerate(value) if m.upper() not in ("C", "D")]
+        if bad:
+            i, m = bad[0]
+            more = f" and {len(bad) - 1} more" if len(bad) > 1 else ""
+            raise ValueError(f"each move must be C or D (got {m[:20]!r} as move {i + 1}{more})")
+        return moves
+
+    def display_name(self) -> str:
+        """Name used in artifacts."""
+        return self.name or "human"
+
+
 def expand_agent(value: Any) -> Any:
     """Turn the string shorthands (`TFT`, `axelrod:Prober`) into agent mappings."""
     if isinstance(value, str):
@@ -392,11 +429,11 @@ def expand_agent(value: Any) -> Any:
 
 
 AgentConfig = Annotated[
-    PolicyAgentConfig | LLMAgentConfig | AxelrodAgentConfig,
+    PolicyAgentConfig | LLMAgentConfig | AxelrodAgentConfig | HumanAgentConfig,
     Field(discriminator="type"),
     BeforeValidator(expand_agent),
 ]
-AnyAgentConfig = PolicyAgentConfig | LLMAgentConfig | AxelrodAgentConfig
+AnyAgentConfig = PolicyAgentConfig | LLMAgentConfig | AxelrodAgentConfig | HumanAgentConfig
 
 
 # --------------------------------------------------------------------------------------------

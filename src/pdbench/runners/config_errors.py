@@ -51,7 +51,7 @@ def walk(root: type[BaseModel], loc: tuple[Any, ...], data: Any) -> tuple[Loc, A
     """(location without discriminator tags, the model valid at its end or None, the field's
     annotation there or None).
 
-    Pydantic puts the tag of a discriminated union (policy, llm, axelrod) into an error's
+    Pydantic puts the tag of a discriminated union (policy, llm, axelrod, human) into an error's
     location right after the union's field; it is not the user's key, so it is dropped.
     """
     model: type[BaseModel] | None = root
@@ -88,7 +88,7 @@ def walk(root: type[BaseModel], loc: tuple[Any, ...], data: Any) -> tuple[Loc, A
 
 
 def is_agent_slot(annotation: Any) -> bool:
-    """True when the annotation is the agent union (policy | llm | axelrod)."""
+    """True when the annotation is the agent union (policy | llm | axelrod | human)."""
     return len(_union_models(annotation)) == len(AGENT_TYPES)
 
 

@@ -328,8 +328,29 @@ class Engine:
             provider_for=provider_for,
         )
 
-    async def play_game(self, plan: GamePlan, agents: tuple[Agent, Agent]) -> GameResult:
-        """Play one game round by round (its records encoded when it is logged)."""
+    def play_prefix(self, plan: GamePlan, rounds: int) -> tuple[GameResult, tuple[Agent, Agent]]:
+        """Play only the first `rounds` rounds of one game, round by round (the agents are told
+        the plan's full length, as in the whole game); returns the result and the agents. The
+        app's Play tab replays a person's game so far with this, so the opponent moves exactly
+        as it will in the saved run."""
+        return asyncio.run(self._play_prefix(plan, rounds))
+
+    async def _play_prefix(
+        self, plan: GamePlan, rounds: int
+    ) -> tuple[GameResult, tuple[Agent, Agent]]:
+        pool = ProviderPool()
+        try:
+            await self._check_models([plan], pool)
+            agents = (self._agent(plan, 0, pool), self._agent(plan, 1, pool))
+            return await self.play_game(plan, agents, rounds), agents
+        finally:
+            await pool.aclose()
+
+    async def play_game(
+        self, plan: GamePlan, agents: tuple[Agent, Agent], rounds: int | None = None
+    ) -> GameResult:
+        """Play one game round by round (its records encoded when it is logged); `rounds`: stop
+        after that many (default: the whole game)."""
         seeds = (agent_seed(plan.seed, 0), agent_seed(plan.seed, 1))
         for agent, seed in zip(agents, seeds, strict=True):
             agent.reset(seed)
@@ -340,7 +361,7 @@ class Engine:
         failures = [0, 0]
         fallback: tuple[list[bool], list[bool]] = ([], [])
         p_coop: tuple[list[float | None], list[float | None]] = ([], [])
-        for r in range(plan.n_rounds):
+        for r in range(plan.n_rounds if rounds is None else min(rounds, plan.n_rounds)):
             obs = [
                 transcript.observation(
                     i,

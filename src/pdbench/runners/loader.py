@@ -38,6 +38,7 @@ from pdbench.core.config import (
     AxelrodAgentConfig,
     EvolutionConfig,
     ExperimentConfig,
+    HumanAgentConfig,
     LLMAgentConfig,
     Loc,
     PolicyAgentConfig,
@@ -343,6 +344,8 @@ def _check_agent(
     """What pydantic cannot check about one agent; its AgentSpec when it is usable."""
     if isinstance(agent, PolicyAgentConfig):
         return _check_policy(agent, loc, resolved, issues)
+    if isinstance(agent, HumanAgentConfig):
+        return _check_human(agent, loc, resolved, loaded.config, issues)
     if isinstance(agent, AxelrodAgentConfig):
         from pdbench.agents.axelrod_adapter import strategy_problem
 
@@ -430,6 +433,46 @@ def _check_llm_options(
             )
         else:
             agent.model_path = str(target)
+
+
+def _check_human(
+    agent: HumanAgentConfig, loc: Loc, resolved: Resolved, config: Any, issues: list[ConfigIssue]
+) -> AgentSpec | None:
+    """A human agent is one recorded game: an experiment condition with one replicate and a
+    fixed horizon of exactly as many rounds as it has moves."""
+    if not isinstance(config, ExperimentConfig):
+        issues.append(
+            resolved.node_issue(
+                loc,
+                "a human agent is one recorded game (its moves); use it in an experiment "
+                "condition, not in a tournament or an evolution",
+            )
+        )
+        return None
+    problems: list[tuple[Loc, str]] = []
+    condition = config.experiment.conditions[int(loc[2])]
+    horizon = condition.horizon or config.horizon
+    if config.experiment.replicates != 1:
+        problems.append(
+            (
+                loc,
+                "a human agent is one recorded game, so experiment.replicates must be 1 "
+                f"(got {config.experiment.replicates})",
+            )
+        )
+    if horizon.type != "fixed":
+        problems.append((loc, "a human agent needs a fixed horizon (its moves are one game's)"))
+    elif horizon.n_rounds != len(agent.moves):
+        problems.append(
+            (
+                loc + ("moves",),
+                f"a human agent needs one move per round: {len(agent.moves)} moves for a game "
+                f"of {horizon.n_rounds} rounds",
+            )
+        )
+    for where, message in problems:
+        issues.append(resolved.node_issue(where, message))
+    return None if problems else AgentSpec(agent)
 
 
 def _check_policy(

@@ -1,6 +1,7 @@
 """Starting runs from the app, for every kind (experiment, tournament, evolution): which agents
 can be picked, the payoff editor's table, turning a form into a config in a new run directory,
-and running a prepared config with the library.
+and running a prepared config with the library; for the Play tab, a person's game as a config
+(`prepare_play`) and the game so far (`replay_play`).
 
 A new run lives in `<root>/ui_<timestamp>/` (roots: `data/runs`, `data/tournaments`,
 `data/evolutions`); its config is `<run>/config/<kind>.yaml`. Refs may not leave the config root,
@@ -233,7 +234,8 @@ class TournamentRequest:
         return any(p.kind != "policy" for p in self.players)
 
 
-def _run_section(run_id: str, seed: int, output_dir: Path) -> dict[str, Any]:
+def run_section(run_id: str, seed: int, output_dir: Path) -> dict[str, Any]:
+    """The `run` section of a config a form writes."""
     return {"run_id": run_id, "seed": int(seed), "output_dir": str(output_dir)}
 
 
@@ -241,7 +243,7 @@ def build_experiment(
     request: ExperimentRequest, run_id: str, output_dir: Path, config_dir: Path
 ) -> dict[str, Any]:
     """The experiment config (a YAML-ready mapping) of a one-condition run."""
-    run = _run_section(run_id, request.seed, output_dir)
+    run = run_section(run_id, request.seed, output_dir)
     run.update(store_prompts=True, store_raw_responses=True)
     experiment: dict[str, Any] = {
         "replicates": int(request.replicates),
@@ -265,33 +267,6 @@ def build_experiment(
     }
 
 
-SWEEPABLE = {
-    "game.noise": "noise (move flip probability)",
-    "agent_a.overrides.temperature": "agent A's temperature (LLM)",
-    "agent_b.overrides.temperature": "agent B's temperature (LLM)",
-    "agent_a.overrides.params.coop_prob": "agent A's coop_prob (RANDOM)",
-    "agent_b.overrides.params.coop_prob": "agent B's coop_prob (RANDOM)",
-    "agent_a.overrides.params.generous_prob": "agent A's generous_prob (GTFT)",
-    "agent_b.overrides.params.generous_prob": "agent B's generous_prob (GTFT)",
-    "horizon.n_rounds": "rounds (fixed horizon)",
-}
-
-
-def parse_values(text: str) -> tuple[float, ...]:
-    """ "0, 0.05, 0.1" -> (0.0, 0.05, 0.1); PayoffInputError names what is not a number."""
-    parts = [p.strip() for p in text.replace(";", ",").split(",") if p.strip()]
-    bad = []
-    values = []
-    for part in parts:
-        try:
-            values.append(float(part))
-        except ValueError:
-            bad.append(f"not a number: {part!r}")
-    if bad or not values:
-        raise PayoffInputError(bad or ["give at least one value, e.g. 0, 0.05, 0.1"])
-    return tuple(dict.fromkeys(values))
-
-
 def build_tournament(
     request: TournamentRequest, run_id: str, output_dir: Path, config_dir: Path
 ) -> dict[str, Any]:
@@ -300,7 +275,7 @@ def build_tournament(
         p.value if p.kind == "policy" else agent_entry(p, config_dir) for p in request.players
     ]
     return {
-        "run": _run_section(run_id, request.seed, output_dir),
+        "run": run_section(run_id, request.seed, output_dir),
         "game": {"noise": float(request.noise)},
         "horizon": dict(request.horizon),
         "tournament": {
@@ -327,7 +302,7 @@ def build_evolution(settings: EvolutionSettings, run_id: str, output_dir: Path) 
     if settings.fitness != "auto":
         section["fitness"] = settings.fitness
     return {
-        "run": _run_section(run_id, settings.seed, output_dir),
+        "run": run_section(run_id, settings.seed, output_dir),
         "game": {"noise": float(settings.noise)},
         "horizon": {"type": "fixed", "n_rounds": int(settings.rounds)},
         "evolution": section,
@@ -453,45 +428,3 @@ def execute(
     options = RunOptions(output_dir=run_dir, overwrite=True, progress=progress)
     result = runners[kind](loaded, options)
     return Finished(kind, run_dir, result.manifest)
-
-
-_PLANS: dict[str, str] = {}  # the last plans, by request (a form redrawn asks again)
-
-
-def plan_text(kind: str, request: ExperimentRequest | TournamentRequest, config_dir: Path) -> str:
-    """What a form would run, before it runs: `pdbench --dry-run`'s plan of the config the form
-    would write (games, rounds, LLM calls, tokens and estimated cost per model), made in a
-    temporary directory; a config problem comes back as its one-line messages."""
-    key = f"{kind}|{config_dir}|{request!r}"
-    if key not in _PLANS:
-        if len(_PLANS) > 64:
-            _PLANS.clear()
-        _PLANS[key] = _plan_text(kind, request, config_dir)
-    return _PLANS[key]
-
-
-def _plan_text(kind: str, request: ExperimentRequest | TournamentRequest, config_dir: Path) -> str:
-    import tempfile
-
-    from pdbench.errors import PdbenchError
-    from pdbench.runners.loader import load_config
-    from pdbench.runners.plan import describe_plan
-
-    with tempfile.TemporaryDirectory(prefix="pdbench-plan-") as tmp:
-        target = Path(tmp) / "config"
-        target.mkdir()
-        for sub in ("agents", "prompts"):
-            if (config_dir / sub).is_dir():
-                shutil.copytree(config_dir / sub, target / sub)
-        out = Path(tmp) / "run"
-        if isinstance(request, TournamentRequest):
-            data = build_tournament(request, "plan", out, config_dir)
-        else:
-            data = build_experiment(request, "plan", out, config_dir)
-        path = target / f"{kind}.yaml"
-        path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-        try:
-            text = describe_plan(load_config(path, kind=kind))
-        except PdbenchError as exc:
-            return str(exc)
-    return "\n".join(line for line in text.splitlines() if not line.startswith("run_id:"))

@@ -47,6 +47,7 @@ class Profile:
 
 
 LLM_GRADIENT = ("#e0f7fa", "#95d8e4")
+HUMAN_GRADIENT = ("#fff3d6", "#f7c873")
 UNKNOWN_STYLE = ("❔", ("#f2f2f2", "#d2d2d2"))
 
 PERSONA_TEXT: dict[str, str] = {
@@ -105,8 +106,16 @@ def persona_profile(
     return Profile("🤖", title, where, description, LLM_GRADIENT)
 
 
+def human_profile(name: str = "") -> Profile:
+    """The profile of a person playing (a `type: human` agent)."""
+    shown = name if name and name != "human" else "You"
+    return Profile("🧑", shown, "human", "A person, playing in the app's Play tab.", HUMAN_GRADIENT)
+
+
 def agent_profile(config: Mapping[str, Any] | None, name: str = "") -> Profile:
     """The profile of an agent from its resolved config (or, without one, from its name)."""
+    if config and config.get("type") == "human":
+        return human_profile(str(config.get("name") or ""))
     if config and config.get("type") == "policy":
         return policy_profile(
             str(config.get("policy", "")), config.get("name") or None, config.get("params")

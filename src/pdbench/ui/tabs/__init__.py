@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pdbench.ui.components import AppContext
-from pdbench.ui.tabs import evolution, replay, run_experiment, tournament, view_results
+from pdbench.ui.tabs import evolution, play, replay, run_experiment, tournament, view_results
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,12 +27,14 @@ REPLAY = Tab(replay.LABEL, replay.render, replay.stop)
 RUN = Tab(run_experiment.LABEL, run_experiment.render)
 TOURNAMENT = Tab(tournament.LABEL, tournament.render)
 EVOLUTION = Tab(evolution.LABEL, evolution.render, evolution.stop)
+PLAY = Tab(play.LABEL, play.render)
 TABS: dict[str, Tab] = {
     "view": VIEW,
     "replay": REPLAY,
     "run": RUN,
     "tournament": TOURNAMENT,
     "evolution": EVOLUTION,
+    "play": PLAY,
 }
 
 
@@ -40,8 +42,8 @@ def tab_order(run_kind: str | None, has_run_dir: bool) -> list[Tab]:
     """The tab for the run directory given at launch first: View Results for an experiment (or
     a directory that is no run, so its problem shows), the Tournament or Evolution tab for those
     kinds; without one, Run Experiment first. The others keep their usual order."""
-    usual = [VIEW, REPLAY, RUN, TOURNAMENT, EVOLUTION]
+    usual = [VIEW, REPLAY, RUN, TOURNAMENT, EVOLUTION, PLAY]
     if not has_run_dir:
-        return [RUN, VIEW, REPLAY, TOURNAMENT, EVOLUTION]
+        return [RUN, VIEW, REPLAY, TOURNAMENT, EVOLUTION, PLAY]
     first = {"tournament": TOURNAMENT, "evolution": EVOLUTION}.get(run_kind or "", VIEW)
     return [first, *(t for t in usual if t is not first)]

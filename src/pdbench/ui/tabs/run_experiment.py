@@ -10,7 +10,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from pdbench.ui import launcher
+from pdbench.ui import launcher, planning
 from pdbench.ui.components import (
     FLASH,
     SEL_CONDITION,
@@ -161,7 +161,7 @@ def render(ctx: AppContext) -> None:
             sweep=sweep,
         )
         with st.expander("📋 Plan: games, LLM calls, tokens and cost", expanded=bool(llm)):
-            st.code(launcher.plan_text("experiment", request, config_dir), language="text")
+            st.code(planning.plan_text("experiment", request, config_dir), language="text")
     if not st.button(
         "🚀 Run", type="primary", key="rx_run", disabled=request is None or not sweep_ok
     ):
@@ -179,8 +179,8 @@ def _sweep() -> tuple[tuple[str, tuple[float, ...]] | None, bool]:
         left, right = st.columns([1, 1.4])
         path = left.selectbox(
             "Parameter",
-            list(launcher.SWEEPABLE),
-            format_func=launcher.SWEEPABLE.get,
+            list(planning.SWEEPABLE),
+            format_func=planning.SWEEPABLE.get,
             key="rx_sweep_path",
             disabled=not on,
         )
@@ -188,7 +188,7 @@ def _sweep() -> tuple[tuple[str, tuple[float, ...]] | None, bool]:
         if not on:
             return None, True
         try:
-            values = launcher.parse_values(text)
+            values = planning.parse_values(text)
         except launcher.PayoffInputError as exc:
             for problem in exc.problems:
                 st.error(problem, icon="🚫")

@@ -13,7 +13,7 @@ from typing import Any
 
 import streamlit as st
 
-from pdbench.ui import charts, data, launcher, presets, tables
+from pdbench.ui import charts, data, launcher, planning, presets, tables
 from pdbench.ui.components import (
     AppContext,
     restore_widgets,
@@ -141,7 +141,7 @@ def _form(config_dir: Path) -> None:
                 "📋 Plan: matches, LLM calls, tokens and cost",
                 expanded=any(p.kind != "policy" for p in players),
             ):
-                st.code(launcher.plan_text("tournament", request, config_dir), language="text")
+                st.code(planning.plan_text("tournament", request, config_dir), language="text")
         run = st.button(
             "🏆 Run Tournament", type="primary", key="tn_run", disabled=len(players) < 2
         )

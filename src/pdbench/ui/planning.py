@@ -1,0 +1,86 @@
+"""The forms' plans before they run: the sweep a Run form may ask for, and `--dry-run`'s plan of
+the config a form would write (games, rounds, LLM calls, tokens and cost per model). With
+`launcher.py`, the only part of the app that calls the runners."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import yaml
+
+from pdbench.ui.launcher import (
+    ExperimentRequest,
+    PayoffInputError,
+    TournamentRequest,
+    build_experiment,
+    build_tournament,
+)
+
+SWEEPABLE = {
+    "game.noise": "noise (move flip probability)",
+    "agent_a.overrides.temperature": "agent A's temperature (LLM)",
+    "agent_b.overrides.temperature": "agent B's temperature (LLM)",
+    "agent_a.overrides.params.coop_prob": "agent A's coop_prob (RANDOM)",
+    "agent_b.overrides.params.coop_prob": "agent B's coop_prob (RANDOM)",
+    "agent_a.overrides.params.generous_prob": "agent A's generous_prob (GTFT)",
+    "agent_b.overrides.params.generous_prob": "agent B's generous_prob (GTFT)",
+    "horizon.n_rounds": "rounds (fixed horizon)",
+}
+
+
+def parse_values(text: str) -> tuple[float, ...]:
+    """ "0, 0.05, 0.1" -> (0.0, 0.05, 0.1); PayoffInputError names what is not a number."""
+    parts = [p.strip() for p in text.replace(";", ",").split(",") if p.strip()]
+    bad = []
+    values = []
+    for part in parts:
+        try:
+            values.append(float(part))
+        except ValueError:
+            bad.append(f"not a number: {part!r}")
+    if bad or not values:
+        raise PayoffInputError(bad or ["give at least one value, e.g. 0, 0.05, 0.1"])
+    return tuple(dict.fromkeys(values))
+
+
+_PLANS: dict[str, str] = {}  # the last plans, by request (a form redrawn asks again)
+
+
+def plan_text(kind: str, request: ExperimentRequest | TournamentRequest, config_dir: Path) -> str:
+    """What a form would run, before it runs: `pdbench --dry-run`'s plan of the config the form
+    would write (games, rounds, LLM calls, tokens and estimated cost per model), made in a
+    temporary directory; a config problem comes back as its one-line messages."""
+    key = f"{kind}|{config_dir}|{request!r}"
+    if key not in _PLANS:
+        if len(_PLANS) > 64:
+            _PLANS.clear()
+        _PLANS[key] = _plan_text(kind, request, config_dir)
+    return _PLANS[key]
+
+
+def _plan_text(kind: str, request: ExperimentRequest | TournamentRequest, config_dir: Path) -> str:
+    import tempfile
+
+    from pdbench.errors import PdbenchError
+    from pdbench.runners.loader import load_config
+    from pdbench.runners.plan import describe_plan
+
+    with tempfile.TemporaryDirectory(prefix="pdbench-plan-") as tmp:
+        target = Path(tmp) / "config"
+        target.mkdir()
+        for sub in ("agents", "prompts"):
+            if (config_dir / sub).is_dir():
+                shutil.copytree(config_dir / sub, target / sub)
+        out = Path(tmp) / "run"
+        if isinstance(request, TournamentRequest):
+            data = build_tournament(request, "plan", out, config_dir)
+        else:
+            data = build_experiment(request, "plan", out, config_dir)
+        path = target / f"{kind}.yaml"
+        path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+        try:
+            text = describe_plan(load_config(path, kind=kind))
+        except PdbenchError as exc:
+            return str(exc)
+    return "\n".join(line for line in text.splitlines() if not line.startswith("run_id:"))
