@@ -28,11 +28,15 @@ class HumanAgent(AgentBase):
         """Start a new game (a person's moves use no random stream)."""
         del seed
 
-    async def decide(self, obs: Observation) -> Decision:
-        """The move the person made in this round."""
+    def choose(self, obs: Observation) -> Action:
+        """The move the person made in this round (the engine's synchronous path calls this)."""
         if obs.round_index >= len(self.moves):
             raise HumanMovesExhausted(
                 f"{self.name}: no move for round {obs.round_number} (the human agent has "
                 f"{len(self.moves)} moves)"
             )
-        return Decision(self.moves[obs.round_index])
+        return self.moves[obs.round_index]
+
+    async def decide(self, obs: Observation) -> Decision:
+        """The move the person made in this round."""
+        return Decision(self.choose(obs))
