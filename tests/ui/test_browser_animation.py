@@ -54,11 +54,12 @@ GENERATIONS = 14
 
 @pytest.fixture(scope="module")
 def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A working directory with a 10,000-round run, a 500-round run and two evolutions (12 and
-    300 members) under data/."""
+    """A working directory with a 10,000-round, a 500-round and a 3-round run and two evolutions
+    (12 and 300 members) under data/."""
     root = tmp_path_factory.mktemp("anim")
     make_run(root, LONG, n_rounds=10_000, replicates=1, run_id="long_10k")
     make_run(root, SHORT, n_rounds=500, replicates=1, run_id="short_500")
+    make_run(root, LONG, n_rounds=3, replicates=1, run_id="tiny_3")
     evolutions = root / "data" / "evolutions"
     make_evolution(evolutions / "evo_small", generations=GENERATIONS, run_id="evo_small")
     make_evolution(
@@ -126,7 +127,8 @@ def _check_readable(frame: Any, iframe: dict[str, float]) -> tuple[int, int]:
         assert abs((lab["y"] + lab["height"] / 2) - (row["y"] + row["height"] / 2)) < 2
     assert frame.locator('.pdb-row-label[data-agent="A"]').inner_text().startswith("A ·")
     assert frame.locator('.pdb-row-label[data-agent="B"]').inner_text().startswith("B ·")
-    for axis, (first, last) in ((0, (lo, hi)), (1, (1, 10_000))):
+    n = int(tl.get_attribute("data-rounds"))
+    for axis, (first, last) in ((0, (lo, hi)), (1, (1, n))):
         ticks = _ticks(frame, axis)
         assert len(ticks) >= 3
         assert all(first <= t <= last for t, _ in ticks), (ticks, first, last)
@@ -307,4 +309,24 @@ def test_evolution_ends_on_its_last_generation(
     )
     assert inside
     page.locator("iframe").first.screenshot(path=str(tmp_path / "evolution_300.png"))
+    _no_errors(page, errors)
+
+
+def test_a_3_round_game_has_ticks_1_2_3(app: tuple[Any, list[str], str], tmp_path: Path) -> None:
+    page, errors, url = app
+    errors.clear()
+    page.goto(url)
+    wait_idle(page)
+    open_tab(page, "🎬 Animated Replay")
+    select_option(page, "Run", "tiny_3")
+    frame = component(page, "#pdb-label")
+    assert component_state(frame)["last"] == 3
+    box = page.locator("iframe").first.bounding_box()
+    assert _check_readable(frame, box) == (1, 3)
+    assert [t for t, _ in _ticks(frame, 0)] == [1, 2, 3]
+    assert [t for t, _ in _ticks(frame, 1)] == [1, 2, 3]
+    _set_speed(frame, 20)
+    state, _ = _play_to_the_end(frame, timeout_s=30)
+    assert state["frame"] == 3 and state["label"].startswith("Round 3 of 3"), state
+    page.locator("iframe").first.screenshot(path=str(tmp_path / "replay_3_rounds.png"))
     _no_errors(page, errors)

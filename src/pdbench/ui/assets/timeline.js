@@ -157,7 +157,7 @@ function drawRows(ctx, g, lo, hi, w, tops, rh, colors, detail) {
 
 /* A gold cross (noise flip) or a black triangle (fallback) inside a wide cell. */
 function drawMark(ctx, kind, x, y, size) {
-  var h = Math.max(3, size * 0.28);
+  var h = Math.max(3, size * 0.36);
   if (kind === 0) {
     ctx.save();
     ctx.strokeStyle = "#5a4300";
