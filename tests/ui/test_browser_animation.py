@@ -191,7 +191,9 @@ def test_timeline_of_a_10000_round_game(app: tuple[Any, list[str], str], tmp_pat
 
 def _set_speed(frame: Any, ms: int) -> None:
     frame.eval_on_selector(
-        "#pdb-speed", "(e, ms) => { e.value = ms; e.dispatchEvent(new Event('input')); }", ms
+        "#pdb-speed",
+        "(e, ms) => { e.value = PDB.speedPosition(ms); e.dispatchEvent(new Event('input')); }",
+        ms,
     )
     assert frame.locator(".pdb-speed-text").inner_text().startswith(f"{ms} ms per")
 

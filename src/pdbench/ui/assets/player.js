@@ -29,10 +29,10 @@ PDB.Playback = function (root, first, last, start, speed, unit, show) {
   this.speedInput = el("input", "", sp);
   this.speedInput.id = "pdb-speed";
   this.speedInput.type = "range";
-  this.speedInput.min = 20;
-  this.speedInput.max = 2000;
-  this.speedInput.step = 10;
-  this.speedInput.value = speed;
+  this.speedInput.min = 0;  // a log scale: 0 is 20 ms, 100 is 2 s (see PDB.speedAt)
+  this.speedInput.max = 100;
+  this.speedInput.step = 1;
+  this.speedInput.value = PDB.speedPosition(speed);
   this.unit = unit;
   var scrub = el("div", "pdb-scrub", root);
   el("span", "pdb-scrub-end", scrub, String(first));
@@ -49,7 +49,9 @@ PDB.Playback = function (root, first, last, start, speed, unit, show) {
   back.onclick = function () { self.pause(); self.go(self.frame - 1); };
   step.onclick = function () { self.pause(); self.go(self.frame + 1); };
   this.slider.oninput = function () { self.pause(); self.go(parseInt(self.slider.value, 10)); };
-  this.speedInput.oninput = function () { self.setSpeed(parseInt(self.speedInput.value, 10)); };
+  this.speedInput.oninput = function () {
+    self.setSpeed(PDB.speedAt(parseInt(self.speedInput.value, 10)));
+  };
   (document.getElementById("pdb-root") || root).addEventListener("keydown", function (ev) {
     if (ev.target.tagName === "INPUT") return;
     if (ev.key === " ") { ev.preventDefault(); self.play.onclick(); }
@@ -60,6 +62,16 @@ PDB.Playback = function (root, first, last, start, speed, unit, show) {
   this.root.dataset.last = last;
   this.setSpeed(speed);
   this.go(start);
+};
+
+/* The speed slider is logarithmic: position 0..100 is 20 ms..2 s a frame (20, 50, 100, 200 ms
+   ... are as easy to pick as 1 and 2 s). */
+PDB.speedAt = function (pos) {
+  var ms = 20 * Math.pow(100, pos / 100);
+  return ms < 100 ? Math.round(ms) : Math.round(ms / 10) * 10;
+};
+PDB.speedPosition = function (ms) {
+  return Math.round(100 * Math.log(Math.max(20, ms) / 20) / Math.log(100));
 };
 
 PDB.Playback.prototype.setSpeed = function (ms) {
@@ -209,16 +221,19 @@ function ringSlots(counts, S) {
   for (s = 0; s < S; s++) for (i = 0; i < counts[0][s]; i++) cur[k++] = s;
   slots.push(cur);
   for (g = 1; g < G; g++) {
-    var next = Int16Array.from(cur), free = [];
+    var next = Int16Array.from(cur), free;
     for (s = 0; s < S; s++) {
       var lose = counts[g - 1][s] - counts[g][s];
-      for (i = size - 1; i >= 0 && lose > 0; i--) if (next[i] === s) { next[i] = -1; free.push(i); lose--; }
+      for (i = size - 1; i >= 0 && lose > 0; i--) {
+        if (next[i] === s) { next[i] = -1; lose--; }
+      }
     }
-    for (i = 0; i < size; i++) if (next[i] === -1 && free.indexOf(i) < 0) free.push(i);
-    free.sort(function (x, y) { return x - y; });
+    free = [];
+    for (i = 0; i < size; i++) if (next[i] === -1) free.push(i);
+    var f = 0;
     for (s = 0; s < S; s++) {
       var gain = counts[g][s] - counts[g - 1][s];
-      while (gain-- > 0 && free.length) next[free.shift()] = s;
+      while (gain-- > 0 && f < free.length) next[free[f++]] = s;
     }
     slots.push(next);
     cur = next;
