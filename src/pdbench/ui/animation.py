@@ -24,7 +24,7 @@ from pdbench.ui.style import COOP_COLOR, DEFECT_COLOR, FLIP_COLOR
 ASSETS = Path(__file__).resolve().parent / "assets"
 COLORS = {"C": COOP_COLOR, "D": DEFECT_COLOR, "flip": FLIP_COLOR}
 TIMELINE_HEIGHT = 300  # px of the iframes (fixed, so the page does not jump while loading)
-REPLAY_HEIGHT = 600
+REPLAY_HEIGHT = 540
 EVOLUTION_HEIGHT = 500
 
 

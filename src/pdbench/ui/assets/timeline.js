@@ -149,7 +149,13 @@ function drawRows(ctx, g, lo, hi, w, tops, rh, colors, detail) {
       for (var j = idx; j < list.length && list[j] <= hi; j++) {
         var cx = (list[j] - lo) * cell;
         ctx.fillRect(cx, marks[m][2], Math.max(1.5, cell - (cell >= 5 ? 1 : 0)), lane);
-        if (detail && cell >= 9) drawMark(ctx, m, cx + cell / 2, top + rh / 2, Math.min(cell, rh));
+        if (detail && cell >= 16) {
+          // the cell shows its letter: the mark goes in the corner (flip top right, fallback
+          // bottom right)
+          drawMark(ctx, m, cx + cell - 5, m === 0 ? top + 5 : top + rh - 6, 14);
+        } else if (detail && cell >= 9) {
+          drawMark(ctx, m, cx + cell / 2, top + rh / 2, Math.min(cell, rh));
+        }
       }
     }
   }
