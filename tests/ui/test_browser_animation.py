@@ -85,6 +85,21 @@ def app(
         yield page, errors, url
 
 
+def _stage(page: Any, text: str, timeout_s: float = 30) -> Any:
+    """The replay or evolution component whose label contains `text` (after a rerun the old
+    document may still be on screen for a moment)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        frame = component(page, "#pdb-label")
+        try:
+            if text in component_state(frame)["label"]:
+                return frame
+        except Exception:  # noqa: BLE001 - the frame navigated while read
+            pass
+        assert time.monotonic() < deadline, f"no component labelled {text!r}"
+        page.wait_for_timeout(200)
+
+
 def _box(frame: Any, selector: str) -> dict[str, float]:
     box = frame.locator(selector).bounding_box()
     assert box is not None, selector
@@ -223,7 +238,7 @@ def test_replay_at_20_ms_reaches_the_last_round(
     wait_idle(page)
     open_tab(page, "🎬 Animated Replay")
     select_option(page, "Run", "short_500")
-    frame = component(page, "#pdb-label")
+    frame = _stage(page, "Round 1 of 500")
     state = component_state(frame)
     assert state["label"].startswith("Round 1 of 500") and state["last"] == 500
     # Jumps: the next noise flip and the next fallback are the first ones in rounds.jsonl.
@@ -252,7 +267,7 @@ def test_replay_at_20_ms_reaches_the_last_round(
     page.locator("iframe").first.screenshot(path=str(tmp_path / "replay_end.png"))
     # The mock LLM game: fallbacks exist and the jump lands on one.
     select_option(page, "Condition", "LLM_mock_fallbacks")
-    frame = component(page, "#pdb-label")
+    frame = _stage(page, "Round 1 of 500")
     assert component_state(frame)["frame"] == 1
     llm = rounds[rounds["condition"] == "LLM_mock_fallbacks"].sort_values("round_index")
     failed = llm[llm["agent_a_parse_failure"] | llm["agent_b_parse_failure"]]
@@ -277,7 +292,7 @@ def test_evolution_ends_on_its_last_generation(
     open_tab(page, "🧬 Evolution")
     _choose(page, "Saved evolutions", "evo_small")
     page.get_by_text("Generation by generation").wait_for()
-    frame = component(page, ".pdb-ring")
+    frame = _stage(page, "12 individuals")
     state = component_state(frame)
     assert state["frame"] == last and state["last"] == last
     assert state["label"].startswith(f"Generation {last} of {last}")
@@ -295,7 +310,7 @@ def test_evolution_ends_on_its_last_generation(
     full_page_screenshot(page, tmp_path / "evolution.png", width=WIDTH)
     # 300 members still fit the ring (smaller dots).
     _choose(page, "Saved evolutions", "evo_300")
-    frame = component(page, ".pdb-ring")
+    frame = _stage(page, "300 individuals")
     frame.wait_for_function("() => document.querySelectorAll('.pdb-member').length === 300")
     ring = _box(frame, ".pdb-ring")
     assert ring["height"] <= 400 and ring["width"] <= 400
@@ -321,7 +336,7 @@ def test_a_3_round_game_has_ticks_1_2_3(app: tuple[Any, list[str], str], tmp_pat
     wait_idle(page)
     open_tab(page, "🎬 Animated Replay")
     select_option(page, "Run", "tiny_3")
-    frame = component(page, "#pdb-label")
+    frame = _stage(page, "Round 1 of 3")
     assert component_state(frame)["last"] == 3
     box = page.locator("iframe").first.bounding_box()
     assert _check_readable(frame, box) == (1, 3)
