@@ -133,3 +133,32 @@ def run_from_ui(page: Any, button: str) -> None:
     page.get_by_role("button", name=button).click()
     page.get_by_text("finished:", exact=False).wait_for(timeout=30_000)
     wait_idle(page)
+
+
+def component(page: Any, selector: str, timeout_s: float = 30) -> Any:
+    """The frame of the browser-side component (an st.iframe) whose document has `selector`."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for frame in page.frames:
+            if frame is page.main_frame or frame.is_detached():
+                continue
+            try:
+                if frame.query_selector(selector) is not None:
+                    return frame
+            except Exception:  # noqa: BLE001 - a frame being replaced by a rerun
+                continue
+        page.wait_for_timeout(200)
+    raise AssertionError(f"no component with {selector}")
+
+
+def component_state(frame: Any) -> dict[str, Any]:
+    """A replay's or evolution's frame on stage, last frame, playing flag, label and slider
+    value, read at one instant."""
+    return frame.evaluate(
+        """() => ({
+            frame: Number(ROOT.dataset.frame), last: Number(ROOT.dataset.last),
+            playing: ROOT.dataset.playing === "1",
+            label: document.getElementById("pdb-label").textContent,
+            slider: Number(document.getElementById("pdb-scrub").value),
+        })"""
+    )

@@ -16,6 +16,7 @@ from typing import Any
 
 from tests.ui.browser import (
     chromium_page,
+    component,
     open_tab,
     run_from_ui,
     select_option,
@@ -56,9 +57,10 @@ def tour(page: Any, url: str, out_dir: Path, replay_round: int = 14) -> list[Pat
     shots = [out_dir / "view_results.png"]
     full_page_screenshot(page, shots[-1])
     open_tab(page, "🎬 Animated Replay")
+    replay = component(page, "#pdb-label")
     for _ in range(replay_round - 1):
-        page.get_by_role("button", name="Step ▶️").click()
-        wait_idle(page)
+        replay.locator("#pdb-step").click()
+    page.wait_for_timeout(500)
     shots.append(out_dir / "replay.png")
     full_page_screenshot(page, shots[-1])
     open_tab(page, "📊 View Results")
@@ -92,16 +94,15 @@ def tournament_shot(page: Any, out_dir: Path) -> Path:
 
 
 def evolution_shot(page: Any, out_dir: Path, generation: int = 2) -> Path:
-    """The "Trust wins" preset run from the Evolution tab, the animated chart at `generation`."""
+    """The "Trust wins" preset run from the Evolution tab, the animated ring at `generation`."""
     open_tab(page, "🧬 Evolution")
     page.get_by_role("button", name="🤝 Trust wins (no noise)").click()
     wait_idle(page)
     run_from_ui(page, "🧬 Run Evolution")
-    page.get_by_role("button", name="⏮️ Restart").click()
-    wait_idle(page)
+    animation = component(page, ".pdb-ring")
+    animation.locator("#pdb-restart").click()
     for _ in range(generation):
-        page.get_by_role("button", name="Step ▶️").click()
-        wait_idle(page)
+        animation.locator("#pdb-step").click()
     page.wait_for_timeout(1500)  # let Vega draw
     path = out_dir / "evolution.png"
     full_page_screenshot(page, path)

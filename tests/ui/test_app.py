@@ -5,6 +5,7 @@ messages instead of tracebacks."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import orjson
@@ -100,26 +101,22 @@ def test_selection_follows_to_the_replay_tab(sample_run: Path) -> None:
     assert at.selectbox(key="rp_condition").value == "GTFT_vs_WSLS_noisy"
 
 
-def test_replay_step_scrub_play_pause(sample_run: Path) -> None:
+def component_data(at: AppTest) -> list[dict]:
+    """The frames (`DATA`) of each browser-side component (st.iframe) on the page."""
+    pages = [e.proto.srcdoc for e in at.get("iframe")]
+    return [json.loads(re.search(r"var DATA = (.*?);\n", p).group(1)) for p in pages]
+
+
+def test_replay_sends_every_round_to_the_browser(sample_run: Path) -> None:
     at = make_app(sample_run).run()
     show_tab(at, REPLAY)
-    html = lambda: "\n".join(h.proto.body for h in at.get("html"))  # noqa: E731
-    assert "Round 1 of 30" in html()
-    at.button(key="rp_step").click().run()
     assert_clean(at)
-    assert "Round 2 of 30" in html()
-    assert at.slider(key="rp_round").value == 2
-    at.slider(key="rp_round").set_value(30).run()
-    assert "Round 30 of 30" in html()
-    scores = [m for m in at.metric if m.label.endswith("score")]
-    assert [m.value for m in scores] == ["29", "34"]  # TFT vs ALLD: 0 + 29*1 and 5 + 29*1
-    at.button(key="rp_play").click().run()
-    assert at.button(key="rp_play").label == "⏸️ Pause"
-    assert at.session_state["rp_playing"] is True
-    at.button(key="rp_play").click().run()
-    assert at.button(key="rp_play").label == "▶️ Play"
-    at.button(key="rp_restart").click().run()
-    assert "Round 1 of 30" in html()
+    (game,) = component_data(at)  # the replay plays in the browser from these frames
+    assert game["n"] == 30 and game["labels"][0].startswith("A ·")
+    assert game["a"] == "C" + "D" * 29 and game["b"] == "D" * 30  # TFT vs ALLD
+    assert game["fa"] == game["a"] and set(game["xa"]) == {"0"}
+    assert sum(game["pa"]) == 29 and sum(game["pb"]) == 34  # 0 + 29*1 and 5 + 29*1
+    assert "PDB.replay(" in at.get("iframe")[0].proto.srcdoc
 
 
 def _first_failure(run_dir: Path, condition: str) -> tuple[int, int]:
@@ -278,7 +275,7 @@ def test_viewing_never_writes_to_the_run_dir(run_copy: Path) -> None:
     at = make_app(run_copy).run()
     at.selectbox(key="vr_condition").select("LLMcoop_vs_LLMexploit").run()
     show_tab(at, REPLAY)
-    at.button(key="rp_step").click().run()
+    at.selectbox(key="rp_replicate").select_index(1).run()
     show_tab(at, VIEW)
     assert not at.exception
     assert snapshot() == before

@@ -17,6 +17,8 @@ import pytest
 from tests.ui.browser import (
     CHROMIUM,
     chromium_page,
+    component,
+    component_state,
     open_tab,
     run_from_ui,
     select_option,
@@ -31,33 +33,29 @@ pytestmark = [
 ]
 
 
-def _round_on_stage(page: Any) -> int:
-    text = page.locator(".pdb-round").first.inner_text()
-    match = re.search(r"Round (\d+) of", text)
-    assert match, text
-    return int(match.group(1))
+def _on_stage(frame: Any) -> int:
+    """The round or generation on stage of a replay or evolution component, checking that the
+    label and the slider say the same."""
+    state = component_state(frame)
+    match = re.match(r"(Round|Generation) ([\d,]+) of", state["label"])
+    assert match, state
+    assert int(match.group(2).replace(",", "")) == state["frame"] == state["slider"], state
+    return int(state["frame"])
 
 
-def _generation_on_stage(page: Any) -> int:
-    text = page.locator(".pdb-bars-head").first.inner_text()
-    match = re.search(r"Generation (\d+) of", text)
-    assert match, text
-    return int(match.group(1))
-
-
-def _play_then_pause(page: Any, on_stage: Any, at_least: int, timeout_s: float) -> None:
-    """Play until `on_stage(page)` reaches `at_least` (it must, within `timeout_s`), pause, and
-    check the frame then stays put."""
-    page.get_by_role("button", name="▶️ Play", exact=True).click()
+def _play_then_pause(frame: Any, at_least: int, timeout_s: float) -> None:
+    """Play until the frame on stage reaches `at_least` (it must, within `timeout_s`), pause,
+    and check the frame then stays put."""
+    frame.locator("#pdb-play").click()
     deadline = time.monotonic() + timeout_s
-    while on_stage(page) < at_least and time.monotonic() < deadline:
-        page.wait_for_timeout(200)
-    assert on_stage(page) >= at_least
-    page.get_by_role("button", name="⏸️ Pause").click()
-    wait_idle(page)
-    paused_at = on_stage(page)
-    page.wait_for_timeout(1200)
-    assert on_stage(page) == paused_at
+    while _on_stage(frame) < at_least and time.monotonic() < deadline:
+        frame.page.wait_for_timeout(100)
+    assert _on_stage(frame) >= at_least
+    if component_state(frame)["playing"]:  # (a slow machine may have reached the end)
+        frame.locator("#pdb-play").click()  # now "Pause"
+    paused_at = _on_stage(frame)
+    frame.page.wait_for_timeout(1200)
+    assert _on_stage(frame) == paused_at
 
 
 def _wait_for_charts(page: Any, n: int) -> None:
@@ -105,13 +103,16 @@ def test_every_tab_in_chromium(sample_run: Path, tmp_path: Path) -> None:
         page.get_by_text("LLMcoop_vs_LLMexploit · replicate 1", exact=False).first.wait_for()
         full_page_screenshot(page, shots / "view_results_llm.png")
 
-        # Animated Replay: same selection; Step, then Play advances on its own, Pause stops it.
+        # Animated Replay (in the browser): same selection; Step, then Play advances on its own,
+        # Pause stops it.
         open_tab(page, "🎬 Animated Replay")
-        assert _round_on_stage(page) == 1
-        page.get_by_role("button", name="Step ▶️").click()
-        wait_idle(page)
-        assert _round_on_stage(page) == 2
-        _play_then_pause(page, _round_on_stage, at_least=5, timeout_s=10)
+        page.get_by_text("LLMcoop_vs_LLMexploit · replicate 1", exact=False).first.wait_for()
+        replay = component(page, "#pdb-label")
+        assert _on_stage(replay) == 1
+        assert component_state(replay)["last"] == 30
+        replay.locator("#pdb-step").click()
+        assert _on_stage(replay) == 2
+        _play_then_pause(replay, at_least=5, timeout_s=10)
         full_page_screenshot(page, shots / "replay.png")
 
         # Run Experiment: a small run lands in cwd/data/runs and View Results opens on it.
@@ -150,12 +151,12 @@ def test_every_tab_in_chromium(sample_run: Path, tmp_path: Path) -> None:
         page.get_by_text("took over the whole population", exact=False).wait_for()
         _wait_for_charts(page, 1)  # population over time
         last = manifest["generations_run"]
-        assert _generation_on_stage(page) == last
+        evolution_frame = component(page, ".pdb-ring")
+        assert _on_stage(evolution_frame) == last
         # Restart, then Play: the user path that starts the animation from generation 0.
-        page.get_by_role("button", name="⏮️ Restart", exact=True).click()
-        wait_idle(page)
-        assert _generation_on_stage(page) == 0
-        _play_then_pause(page, _generation_on_stage, at_least=3, timeout_s=15)
+        evolution_frame.locator("#pdb-restart").click()
+        assert _on_stage(evolution_frame) == 0
+        _play_then_pause(evolution_frame, at_least=3, timeout_s=15)
         full_page_screenshot(page, shots / "evolution.png")
 
         assert page.locator('[data-testid="stException"]').count() == 0

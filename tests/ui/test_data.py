@@ -373,7 +373,3 @@ def test_timeline_marks_noise_flips_and_fallbacks() -> None:
     assert html.count('class="pdb-cell c flip"') == 1
     assert html.count('class="pdb-cell d fail"') == 1
     assert "A &lt;x&gt;" in html  # labels are escaped
-    trail = style.trail_html(game, ["A", "B"], current=2)
-    assert trail.count("🔴") == 3 and "now" in trail
-    move = style.move_html("C", "D", 3, False)
-    assert "🤝 C +3" in move and "flipped by noise" in move

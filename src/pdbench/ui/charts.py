@@ -1,5 +1,5 @@
-"""Altair charts: of one game (a compact action heatmap, cooperation over time, cumulative
-payoffs), of a tournament (leaderboard with 95% CIs, pairwise payoff heatmap) and of an evolving
+"""Altair charts: of one game (cooperation over time, cumulative payoffs; the zoomable timeline
+of moves is `animation.timeline_page`), of a tournament (leaderboard with 95% CIs, pairwise payoff heatmap) and of an evolving
 population (shares over generations, mean fitness).
 
 Charts only draw numbers they are given: per-round actions and payoffs from rounds.jsonl, and
@@ -17,9 +17,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from pdbench.ui.style import AGENT_COLORS, COOP_COLOR, DEFECT_COLOR, FLIP_COLOR, Player, medal
+from pdbench.ui.style import AGENT_COLORS, Player, medal
 
-MAX_CELLS = 1500  # rounds drawn one rect each; longer games are binned
 MAX_POINTS = 2000  # points per line series
 
 
@@ -34,104 +33,13 @@ def _thin(df: pd.DataFrame, max_points: int = MAX_POINTS) -> pd.DataFrame:
     return df.loc[keep]
 
 
-def _long_actions(game: pd.DataFrame, labels: Sequence[str]) -> pd.DataFrame:
-    frames = []
-    for side, label in zip(("a", "b"), labels, strict=True):
-        frames.append(
-            pd.DataFrame(
-                {
-                    "round": game["round"].to_numpy(),
-                    "agent": label,
-                    "action": game[f"agent_{side}_action"].to_numpy(),
-                    "intended": game[f"agent_{side}_intended_action"].to_numpy(),
-                    "fallback": game[f"agent_{side}_parse_failure"].to_numpy(dtype=bool),
-                    "payoff": game[f"agent_{side}_payoff"].to_numpy(),
-                }
-            )
-        )
-    out = pd.concat(frames, ignore_index=True)
-    out["noise_flip"] = out["action"] != out["intended"]
-    out["x0"] = out["round"] - 0.5
-    out["x1"] = out["round"] + 0.5
-    return out
-
-
-def timeline_heatmap(game: pd.DataFrame, labels: Sequence[str]) -> alt.Chart:
-    """Both agents' moves, round on x: one green/red cell per round, gold crosses for noise flips
-    and black triangles for parse fallbacks; longer games are binned (cell color = share of C)."""
-    n = len(game)
-    y = alt.Y("agent:N", title=None, sort=list(labels), axis=alt.Axis(labelLimit=220))
-    data = _long_actions(game, labels)
-    if n <= MAX_CELLS:
-        base = alt.Chart(data)
-        cells = base.mark_rect(stroke="white", strokeWidth=0.3 if n > 300 else 1).encode(
-            x=alt.X("x0:Q", title="round", scale=alt.Scale(domain=[0.5, n + 0.5], nice=False)),
-            x2="x1:Q",
-            y=y,
-            color=alt.Color(
-                "action:N",
-                scale=alt.Scale(domain=["C", "D"], range=[COOP_COLOR, DEFECT_COLOR]),
-                legend=alt.Legend(title="move", orient="top"),
-            ),
-            tooltip=[
-                alt.Tooltip("round:Q"),
-                alt.Tooltip("agent:N"),
-                alt.Tooltip("action:N", title="played"),
-                alt.Tooltip("intended:N"),
-                alt.Tooltip("payoff:Q"),
-                alt.Tooltip("noise_flip:N", title="noise flip"),
-                alt.Tooltip("fallback:N", title="parse fallback"),
-            ],
-        )
-        marks = base.transform_calculate(x="datum.round").encode(
-            x=alt.X("x:Q"), y=y, tooltip=["round:Q", "agent:N", "action:N", "intended:N"]
-        )
-        flips = marks.transform_filter("datum.noise_flip").mark_point(
-            shape="cross", color=FLIP_COLOR, filled=True, size=60
-        )
-        fails = marks.transform_filter("datum.fallback").mark_point(
-            shape="triangle-up", color="#111", filled=True, size=45
-        )
-        return alt.layer(cells, flips, fails).properties(height=110)
-    bins = max(1, math.ceil(n / 600))
-    data["bin"] = (data["round"] - 1) // bins
-    grouped = (
-        data.assign(coop=data["action"].eq("C"))
-        .groupby(["agent", "bin"], sort=False)
-        .agg(
-            first=("round", "min"),
-            last=("round", "max"),
-            coop=("coop", "mean"),
-            noise_flips=("noise_flip", "sum"),
-            fallbacks=("fallback", "sum"),
-        )
-        .reset_index()
-    )
-    grouped["x0"] = grouped["first"] - 0.5
-    grouped["x1"] = grouped["last"] + 0.5
-    return (
-        alt.Chart(grouped)
-        .mark_rect()
-        .encode(
-            x=alt.X("x0:Q", title=f"round (each cell = {bins} rounds)"),
-            x2="x1:Q",
-            y=y,
-            color=alt.Color(
-                "coop:Q",
-                title="share of C",
-                scale=alt.Scale(domain=[0, 0.5, 1], range=[DEFECT_COLOR, "#f3e6b3", COOP_COLOR]),
-                legend=alt.Legend(orient="top", format=".0%"),
-            ),
-            tooltip=[
-                alt.Tooltip("agent:N"),
-                alt.Tooltip("first:Q", title="from round"),
-                alt.Tooltip("last:Q", title="to round"),
-                alt.Tooltip("coop:Q", title="share of C", format=".1%"),
-                alt.Tooltip("noise_flips:Q", title="noise flips"),
-                alt.Tooltip("fallbacks:Q", title="parse fallbacks"),
-            ],
-        )
-        .properties(height=110)
+def _round_axis(n: int) -> alt.X:
+    """x = round, 1-based, in whole rounds from 1 to `n` (no padding past the last round)."""
+    return alt.X(
+        "round:Q",
+        title="round",
+        scale=alt.Scale(domain=[1, max(2, n)], nice=False),
+        axis=alt.Axis(format=",d", tickMinStep=1),
     )
 
 
@@ -168,7 +76,7 @@ def cooperation_chart(
         alt.Chart(data)
         .mark_line(strokeWidth=2.2, interpolate="linear")
         .encode(
-            x=alt.X("round:Q", title="round"),
+            x=_round_axis(max(len(game), len(joint or []), len(condition_mean or []))),
             y=alt.Y(
                 "rate:Q",
                 title="cooperation rate",
@@ -213,7 +121,7 @@ def payoff_chart(game: pd.DataFrame, labels: Sequence[str]) -> alt.Chart:
         alt.Chart(data)
         .mark_line(strokeWidth=2.2)
         .encode(
-            x=alt.X("round:Q", title="round"),
+            x=_round_axis(len(game)),
             y=alt.Y("payoff:Q", title="cumulative payoff"),
             color=alt.Color(
                 "agent:N",

@@ -199,22 +199,6 @@ def card_html(profile: Profile, side: str) -> str:
     )
 
 
-def move_html(played: str, intended: str, payoff: float, parse_failure: bool) -> str:
-    """A move card: '🤝 C +3' on green or '🗡️ D +5' on red, with notes for noise and fallbacks."""
-    notes = []
-    if played != intended:
-        notes.append(f"⚡ meant {escape(intended)}, flipped by noise")
-    if parse_failure:
-        notes.append("⚠️ fallback move after invalid replies")
-    note = f'<div class="pdb-note">{" · ".join(notes)}</div>' if notes else ""
-    return (
-        f'<div class="pdb-move {played.lower()}">'
-        f'<div class="pdb-big">{ACTION_EMOJI.get(played, "?")} {escape(played)} '
-        f"{payoff:+g}</div>"
-        f'<div class="pdb-note">{ACTION_WORD.get(played, "")}</div>{note}</div>'
-    )
-
-
 def _mark(
     classes: list[str], tip: str, played: str, intended: str, failed: bool, now: bool, text: str
 ) -> str:
@@ -286,11 +270,6 @@ def timeline_html(
     return "".join(parts)
 
 
-def trail_text(actions: Sequence[str]) -> str:
-    """A history trail such as '🟢🔴🔴'."""
-    return "".join(TRAIL_EMOJI.get(a, "⚪") for a in actions)
-
-
 LEGEND = (
     '<div class="pdb-legend">'
     '<span class="pdb-cell c">C</span> cooperate &nbsp; '
@@ -299,38 +278,6 @@ LEGEND = (
     '<span class="pdb-cell d fail">D</span> fallback after invalid LLM replies'
     "</div>"
 )
-
-
-def trail_html(table: pd.DataFrame, labels: Sequence[str], current: int) -> str:
-    """The history trail: one 🟢/🔴 per round for each agent, the current round ringed, noise
-    flips outlined in gold and parse fallbacks marked '!'. `table` is the slice to show."""
-    rows = []
-    for side, label in zip(("a", "b"), labels, strict=True):
-        cells = []
-        for rnd, played, intended, failed in zip(
-            table["round"],
-            table[f"agent_{side}_action"],
-            table[f"agent_{side}_intended_action"],
-            table[f"agent_{side}_parse_failure"],
-            strict=True,
-        ):
-            cells.append(
-                _mark(
-                    ["pdb-t"],
-                    f"Round {rnd}: {played}",
-                    played,
-                    intended,
-                    bool(failed),
-                    rnd == current,
-                    TRAIL_EMOJI.get(played, "⚪"),
-                )
-            )
-        rows.append(
-            f'<div class="pdb-row"><span class="pdb-who">{escape(label)}</span>{"".join(cells)}</div>'
-        )
-    first, last = int(table["round"].iloc[0]), int(table["round"].iloc[-1])
-    head = f'<div class="pdb-head">history, rounds {first}–{last}</div>'
-    return f'<div class="pdb-tl pdb-trail">{head}{"".join(rows)}</div>'
 
 
 # --------------------------------------------------------------------------------------------
@@ -430,11 +377,18 @@ def podium_html(entries: Sequence[tuple[int, Profile, str, str]]) -> str:
     return f'<div class="pdb-podium">{"".join(cards)}</div>'
 
 
+SMALL_STRIP = 100  # larger populations get smaller faces, twice as many a row
+
+
 def population_strip_html(counts: Sequence[tuple[Profile, int]], per_row: int = 25) -> str:
     """The population as emoji, one per individual (like the players around Nicky Case's table),
-    grouped by strategy; rows of `per_row`."""
+    grouped by strategy; rows of `per_row` (twice as many, half as large, above SMALL_STRIP
+    individuals, so 300 fit in six short rows)."""
+    small = sum(int(n) for _, n in counts) > SMALL_STRIP
+    cls = "pdb-ind small" if small else "pdb-ind"
+    per_row = 2 * per_row if small else per_row
     faces = [
-        f'<span class="pdb-ind" title="{escape(p.title)}">{p.emoji}</span>'
+        f'<span class="{cls}" title="{escape(p.title)}">{p.emoji}</span>'
         for p, n in counts
         for _ in range(int(n))
     ]
@@ -443,27 +397,6 @@ def population_strip_html(counts: Sequence[tuple[Profile, int]], per_row: int = 
         for i in range(0, len(faces), per_row)
     ]
     return f'<div class="pdb-strip">{"".join(rows)}</div>'
-
-
-def population_bars_html(
-    rows: Sequence[tuple[str, str, int, float]], total: int, generation: int, last: int
-) -> str:
-    """One horizontal bar per strategy, from (label, color, count, share): a frame of the
-    animated population chart. Widths are shares of the whole population."""
-    bars = []
-    for label, color, count, share in rows:
-        bars.append(
-            '<div class="pdb-bar-row">'
-            f'<span class="pdb-bar-label" title="{escape(label)}">{escape(label)}</span>'
-            f'<span class="pdb-bar-track"><span class="pdb-bar" style="width:{100 * share:.2f}%;'
-            f'background:{color}"></span></span>'
-            f'<span class="pdb-bar-value">{int(count)} · {share:.0%}</span></div>'
-        )
-    head = (
-        f'<div class="pdb-bars-head">Generation <b>{int(generation)}</b> of {int(last)} · '
-        f"{int(total)} individuals</div>"
-    )
-    return f'<div class="pdb-bars">{head}{"".join(bars)}</div>'
 
 
 GAMES_CSS = f"""
@@ -485,6 +418,7 @@ GAMES_CSS = f"""
 .pdb-strip-row {{ display: flex; flex-wrap: nowrap; }}
 .pdb-ind {{ display: inline-flex; width: 30px; height: 30px; align-items: center;
   justify-content: center; font-size: 22px; font-family: {EMOJI_FONTS}, sans-serif; }}
+.pdb-ind.small {{ width: 18px; height: 18px; font-size: 13px; }}
 .pdb-bars {{ font-family: "Source Sans", "Source Sans Pro", {EMOJI_FONTS}, sans-serif; }}
 .pdb-bars-head {{ font-size: 15px; margin-bottom: 6px; color: #334; }}
 .pdb-bar-row {{ display: flex; align-items: center; margin: 3px 0; }}

@@ -23,10 +23,10 @@ class Tab:
 
 
 VIEW = Tab(view_results.LABEL, view_results.render)
-REPLAY = Tab(replay.LABEL, replay.render, replay.stop)
+REPLAY = Tab(replay.LABEL, replay.render)
 RUN = Tab(run_experiment.LABEL, run_experiment.render)
 TOURNAMENT = Tab(tournament.LABEL, tournament.render)
-EVOLUTION = Tab(evolution.LABEL, evolution.render, evolution.stop)
+EVOLUTION = Tab(evolution.LABEL, evolution.render)
 PLAY = Tab(play.LABEL, play.render)
 TABS: dict[str, Tab] = {
     "view": VIEW,

@@ -2,8 +2,9 @@
 miscommunication, match length and dynamics, run, then watch the population change.
 
 A run is written to a new `data/evolutions/ui_<timestamp>/` (see `pdbench.ui.launcher`) and shown
-from its generations.parquet: the population over time (stacked area), an animated bar chart with
-play / pause / scrub (`components.Playback`, like the replay tab) and the final shares.
+from its generations.parquet: the population over time (stacked area), the animated population
+(a ring of members and a bar per strategy, played in the browser by `animation.evolution_page`)
+and the final shares.
 """
 
 from __future__ import annotations
@@ -12,24 +13,21 @@ from pathlib import Path
 
 import streamlit as st
 
-from pdbench.ui import charts, data, launcher, presets, tables
+from pdbench.ui import animation, charts, data, launcher, presets, tables
 from pdbench.ui.components import (
     AppContext,
-    Playback,
     restore_widgets,
     run_prepared,
     save_widgets,
     saved_results,
-    stop_playback,
 )
 from pdbench.ui.presets import PRESETS, PROCESSES, EvolutionSettings
-from pdbench.ui.style import policy_profile, population_bars_html, population_strip_html
+from pdbench.ui.style import policy_profile, population_strip_html
 
 LABEL = "🧬 Evolution"
-PREFIX = "ev"  # results picker (ev_dir, ev_flash, ...) and playback (ev_play, ...) keys
+PREFIX = "ev"  # results picker keys (ev_dir, ev_flash, ...)
 STORE = "ev_form"  # saved widget values (see components.restore_widgets)
-GEN = "ev_gen"  # the scrub slider's key: the generation on stage
-MAX_FRAMES = 200  # long runs skip generations so a full playback has at most this many frames
+SPEED_MS = 250  # the animation's default speed (ms per generation)
 LESSON = (
     "**The lesson** (after [The Evolution of Trust](https://ncase.me/trust/)). Each generation "
     "every pair of players plays a match; the *N* lowest scorers are eliminated and the *N* "
@@ -87,11 +85,6 @@ def _current() -> EvolutionSettings:
         fitness=str(s["ev_fitness"]),
         repetitions=int(s["ev_reps"]),
     )
-
-
-def stop() -> None:
-    """Pause playback (also called when the tab is hidden)."""
-    stop_playback(PREFIX)
 
 
 def render(ctx: AppContext) -> None:
@@ -284,42 +277,13 @@ def _show(ev: tables.Evolution) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# The animated population chart
+# The animated population
 
 
 def _player(ev: tables.Evolution) -> None:
-    last = ev.last_generation
-    playback = Playback(PREFIX, GEN, 0, last)
-    # The outcome first; Play starts again from generation 0.
-    playback.sync(f"{ev.path}|{last}|{len(ev.generations)}", start=last)
-    speed = playback.controls("Speed (ms per frame)", 250, 1500)
-    playback.stage(_frame, speed, ev, playback, speed)
-
-
-def _frame(ev: tables.Evolution, playback: Playback, speed_ms: int) -> None:
-    """The generation on stage: a bar per strategy, the population as emoji, the scrub slider."""
-    last = ev.last_generation
-    # Long runs skip generations so a full playback has at most MAX_FRAMES frames.
-    generation = playback.advance(speed_ms, stride=max(1, -(-last // MAX_FRAMES)))
-    rows = ev.at(generation)
-    total = int(rows["count"].sum())
-    by_name = ev.by_name
-    bars = [
-        (
-            by_name[str(r["strategy"])].label,
-            by_name[str(r["strategy"])].color,
-            int(r["count"]),
-            float(r["share"]),
-        )
-        for _, r in rows.iterrows()
-    ]
-    left, right = st.columns([1.25, 1])
-    left.html(population_bars_html(bars, total, generation, last))
-    right.html(
-        population_strip_html(
-            [(by_name[str(r["strategy"])].profile, int(r["count"])) for _, r in rows.iterrows()],
-            per_row=10,
-        )
+    """The population generation by generation, played in the browser; it opens on the last
+    generation (the outcome) and Play starts again from generation 0."""
+    st.iframe(
+        animation.evolution_page(ev.generations, ev.players, SPEED_MS),
+        height=animation.EVOLUTION_HEIGHT,
     )
-    if last > 0:
-        st.slider("Scrub to generation", 0, last, key=GEN)

@@ -12,12 +12,12 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from pdbench.ui import charts, data, files, science, tables
+from pdbench.ui import animation, charts, data, files, science, tables
 from pdbench.ui.components import FLASH, AppContext, Game, matchup, pick_game, show_error
 from pdbench.ui.style import LEGEND, agent_profile, timeline_html
 
 LABEL = "📊 View Results"
-HTML_TIMELINE_MAX = 200  # longer games get the compact Altair heatmap
+HTML_TIMELINE_MAX = 200  # longer games get the zoomable timeline (animation.timeline_page)
 
 
 def render(ctx: AppContext) -> None:
@@ -117,10 +117,11 @@ def _timeline(game: Game) -> None:
         st.html(timeline_html(table, game.labels))
         st.html(LEGEND)
     else:
-        st.altair_chart(charts.timeline_heatmap(table, game.labels), width="stretch")
+        st.iframe(animation.timeline_page(table, game.labels), height=animation.TIMELINE_HEIGHT)
         st.caption(
-            "Green C / red D per round (binned for long games); gold ✚ = noise flipped the "
-            "intended move; black ▲ = fallback move after invalid LLM replies. Hover for details."
+            "Rounds are numbered from 1. The lower strip is the whole game (each pixel column "
+            "coloured by its share of C); drag on it to choose the window drawn above, one cell "
+            "per round. Hover a round for its moves."
         )
     st.caption(f"{flips} noise flip(s) · {fails} parse fallback(s) in this game.")
 

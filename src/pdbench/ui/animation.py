@@ -1,0 +1,104 @@
+"""Components that run in the browser: the game timeline (overview of the whole game, brush and
+zoomed window of rounds), the animated replay of one game and the animated evolution.
+
+Each is a self-contained HTML page (our CSS and JavaScript from `ui/assets/`, the frames as JSON)
+shown in an iframe by `st.iframe`: playback runs on the browser's clock, with no server round
+trip per frame, so 20 ms a frame is 20 ms a frame and playback always ends on the last frame.
+
+Rounds are 1-based in everything shown ("round 1" is the first round played); the library's
+`round_index` is 0-based.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from pdbench.ui.style import COOP_COLOR, DEFECT_COLOR, FLIP_COLOR
+
+ASSETS = Path(__file__).resolve().parent / "assets"
+COLORS = {"C": COOP_COLOR, "D": DEFECT_COLOR, "flip": FLIP_COLOR}
+TIMELINE_HEIGHT = 300  # px of the iframes (fixed, so the page does not jump while loading)
+REPLAY_HEIGHT = 540
+EVOLUTION_HEIGHT = 500
+
+
+@cache
+def _asset(name: str) -> str:
+    return (ASSETS / name).read_text(encoding="utf-8")
+
+
+def _number(x: float) -> float | int:
+    """An int when the value is whole (shorter JSON)."""
+    return int(x) if float(x).is_integer() else round(float(x), 6)
+
+
+def game_data(table: pd.DataFrame, labels: Sequence[str]) -> dict[str, Any]:
+    """One game's rounds (`tables.game_rounds`, in round order) as the components read them:
+    played and intended moves as strings of C/D, fallback flags as strings of 0/1, payoffs."""
+    data: dict[str, Any] = {"n": len(table), "labels": list(labels)}
+    for side in ("a", "b"):
+        data[side] = "".join(table[f"agent_{side}_action"].astype(str))
+        data[f"f{side}"] = "".join(table[f"agent_{side}_intended_action"].astype(str))
+        fails = table[f"agent_{side}_parse_failure"].fillna(False).astype(bool)
+        data[f"x{side}"] = "".join("1" if f else "0" for f in fails)
+        data[f"p{side}"] = [_number(p) for p in table[f"agent_{side}_payoff"].astype(float)]
+    return data
+
+
+def evolution_data(generations: pd.DataFrame, players: Sequence[Any]) -> dict[str, Any]:
+    """Counts per generation (0..last) and strategy (in `players` order, each a `style.Player`)
+    from generations.parquet."""
+    last = int(generations["generation"].max())
+    counts = (
+        generations.pivot_table(
+            index="generation", columns="strategy", values="count", aggfunc="sum"
+        )
+        .reindex(index=range(last + 1), columns=[p.name for p in players])
+        .fillna(0)
+        .astype(int)
+    )
+    return {
+        "strategies": [
+            {"label": p.label, "emoji": p.profile.emoji, "color": p.color} for p in players
+        ],
+        "counts": counts.to_numpy().tolist(),
+    }
+
+
+def _page(data: dict[str, Any], script: str) -> str:
+    """A complete HTML page: styles, the scripts, `DATA` and `script` run on `ROOT`."""
+    payload = json.dumps(data, separators=(",", ":"), ensure_ascii=False).replace("</", "<\\/")
+    return (
+        '<!doctype html><html><head><meta charset="utf-8">'
+        f"<style>{_asset('anim.css')}</style></head>"
+        '<body><div id="pdb-root" tabindex="0"></div><script>'
+        f"{_asset('timeline.js')}\n{_asset('player.js')}\n"
+        f"var DATA = {payload};\nvar COLORS = {json.dumps(COLORS)};\n"
+        'var ROOT = document.getElementById("pdb-root");\n'
+        f"{script}</script></body></html>"
+    )
+
+
+def timeline_page(table: pd.DataFrame, labels: Sequence[str]) -> str:
+    """The game timeline: both agents' moves, the whole game and a zoomed window of rounds."""
+    return _page(game_data(table, labels), "PDB.timeline(ROOT, PDB.prepareGame(DATA), COLORS);")
+
+
+def replay_page(table: pd.DataFrame, labels: Sequence[str], speed_ms: int = 400) -> str:
+    """The animated replay of one game, with its timeline and jumps to the next defection,
+    noise flip or fallback."""
+    return _page(game_data(table, labels), f"PDB.replay(ROOT, DATA, COLORS, {int(speed_ms)});")
+
+
+def evolution_page(generations: pd.DataFrame, players: Sequence[Any], speed_ms: int = 250) -> str:
+    """The animated evolution: the population as a ring of members and a bar per strategy,
+    starting on the last generation."""
+    return _page(
+        evolution_data(generations, players), f"PDB.evolution(ROOT, DATA, {int(speed_ms)});"
+    )

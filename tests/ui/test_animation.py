@@ -1,0 +1,99 @@
+"""The browser-side components' Python half: the frames they are sent (`ui.animation`), the
+round axis of the game charts (whole rounds from 1 to n) and the compact population strip."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pandas as pd
+
+from pdbench.ui import animation, charts, style
+from pdbench.ui.style import Player, policy_profile
+
+
+def _game(n: int = 3) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "round": list(range(1, n + 1)),
+            "agent_a_action": ["C", "D", "C"][:n],
+            "agent_a_intended_action": ["C", "C", "C"][:n],
+            "agent_a_parse_failure": [False, False, True][:n],
+            "agent_a_payoff": [3.0, 5.0, 0.5][:n],
+            "agent_a_cum_payoff": [3.0, 8.0, 8.5][:n],
+            "agent_b_action": ["C", "C", "D"][:n],
+            "agent_b_intended_action": ["C", "C", "D"][:n],
+            "agent_b_parse_failure": [False, False, False][:n],
+            "agent_b_payoff": [3.0, 0.0, 5.0][:n],
+            "agent_b_cum_payoff": [3.0, 3.0, 8.0][:n],
+        }
+    )
+
+
+def _data(page: str) -> dict:
+    match = re.search(r"var DATA = (.*?);\n", page)
+    assert match
+    return json.loads(match.group(1))
+
+
+def test_game_frames() -> None:
+    data = animation.game_data(_game(), ["A · x", "B · y"])
+    assert data["n"] == 3 and data["labels"] == ["A · x", "B · y"]
+    assert (data["a"], data["fa"], data["xa"]) == ("CDC", "CCC", "001")  # a flip, a fallback
+    assert (data["b"], data["fb"], data["xb"]) == ("CCD", "CCD", "000")
+    assert data["pa"] == [3, 5, 0.5] and data["pb"] == [3, 0, 5]
+
+
+def test_pages_embed_the_frames_safely() -> None:
+    page = animation.replay_page(_game(), ["A </script><b>", "B"], 20)
+    assert "</script><b>" not in page  # a label cannot end the script
+    assert _data(page)["labels"][0] == "A </script><b>"
+    assert "PDB.replay(ROOT, DATA, COLORS, 20);" in page
+    assert "PDB.timeline(ROOT" in animation.timeline_page(_game(), ["A", "B"])
+    for asset in ("anim.css", "timeline.js", "player.js"):
+        assert (animation.ASSETS / asset).is_file()
+
+
+def test_evolution_frames_fill_missing_strategies_with_zero() -> None:
+    players = [
+        Player(
+            name=k,
+            config=None,
+            label=f"{policy_profile(k).short} · {k}",
+            color=c,
+            profile=policy_profile(k),
+        )
+        for k, c in (("TFT", "#111111"), ("ALLD", "#222222"))
+    ]
+    generations = pd.DataFrame(
+        {
+            "generation": [0, 0, 1, 2],
+            "strategy": ["TFT", "ALLD", "TFT", "TFT"],
+            "count": [2, 2, 4, 4],
+        }
+    )
+    page = animation.evolution_page(generations, players, 20)
+    data = _data(page)
+    assert data["counts"] == [[2, 2], [4, 0], [4, 0]]
+    assert [s["color"] for s in data["strategies"]] == ["#111111", "#222222"]
+    assert "PDB.evolution(ROOT, DATA, 20);" in page
+
+
+def test_game_charts_use_whole_rounds_from_one_to_n() -> None:
+    game = _game()
+    for chart in (
+        charts.cooperation_chart(game, ["A", "B"], 1, [1.0, 0.5, 0.0], []),
+        charts.payoff_chart(game, ["A", "B"]),
+    ):
+        x = chart.to_dict()["encoding"]["x"]
+        assert x["scale"]["domain"] == [1, 3] and x["scale"]["nice"] is False
+        assert x["axis"]["format"] == ",d" and x["axis"]["tickMinStep"] == 1
+
+
+def test_a_large_population_strip_stays_compact() -> None:
+    profile = policy_profile("TFT")
+    big = style.population_strip_html([(profile, 300)])
+    assert big.count('class="pdb-ind small"') == 300
+    assert big.count("pdb-strip-row") == 6  # 50 a row
+    small = style.population_strip_html([(profile, 20)])
+    assert small.count('class="pdb-ind"') == 20
