@@ -199,6 +199,22 @@ def card_html(profile: Profile, side: str) -> str:
     )
 
 
+def move_html(played: str, intended: str, payoff: float, parse_failure: bool) -> str:
+    """A move card: '🤝 C +3' on green or '🗡️ D +5' on red, with notes for noise and fallbacks."""
+    notes = []
+    if played != intended:
+        notes.append(f"⚡ meant {escape(intended)}, flipped by noise")
+    if parse_failure:
+        notes.append("⚠️ fallback move after invalid replies")
+    note = f'<div class="pdb-note">{" · ".join(notes)}</div>' if notes else ""
+    return (
+        f'<div class="pdb-move {played.lower()}">'
+        f'<div class="pdb-big">{ACTION_EMOJI.get(played, "?")} {escape(played)} '
+        f"{payoff:+g}</div>"
+        f'<div class="pdb-note">{ACTION_WORD.get(played, "")}</div>{note}</div>'
+    )
+
+
 def _mark(
     classes: list[str], tip: str, played: str, intended: str, failed: bool, now: bool, text: str
 ) -> str:
@@ -268,6 +284,38 @@ def timeline_html(
             )
     parts.append("</div>")
     return "".join(parts)
+
+
+def trail_html(table: pd.DataFrame, labels: Sequence[str], current: int) -> str:
+    """The history trail: one 🟢/🔴 per round for each agent, the current round ringed, noise
+    flips outlined in gold and parse fallbacks marked '!'. `table` is the slice to show."""
+    rows = []
+    for side, label in zip(("a", "b"), labels, strict=True):
+        cells = []
+        for rnd, played, intended, failed in zip(
+            table["round"],
+            table[f"agent_{side}_action"],
+            table[f"agent_{side}_intended_action"],
+            table[f"agent_{side}_parse_failure"],
+            strict=True,
+        ):
+            cells.append(
+                _mark(
+                    ["pdb-t"],
+                    f"Round {rnd}: {played}",
+                    played,
+                    intended,
+                    bool(failed),
+                    rnd == current,
+                    TRAIL_EMOJI.get(played, "⚪"),
+                )
+            )
+        rows.append(
+            f'<div class="pdb-row"><span class="pdb-who">{escape(label)}</span>{"".join(cells)}</div>'
+        )
+    first, last = int(table["round"].iloc[0]), int(table["round"].iloc[-1])
+    head = f'<div class="pdb-head">history, rounds {first}–{last}</div>'
+    return f'<div class="pdb-tl pdb-trail">{head}{"".join(rows)}</div>'
 
 
 LEGEND = (
