@@ -1,7 +1,8 @@
 """Real screenshots of every tab for the README: `uv run python -m tests.ui.screenshots [OUT_DIR]`.
 
 Makes a sample run with the library in a temporary directory, starts the app on it, drives
-Debian's Chromium with Playwright and writes view_results.png, view_results_llm.png, replay.png,
+Debian's Chromium with Playwright and writes view_results.png, compare.png (the condition
+comparison and memory-one profile), view_results_llm.png, replay.png,
 run_experiment.png, tournament.png (a no-noise round robin run from the UI) and evolution.png (the
 "Trust wins" preset run from the UI) (default OUT_DIR: docs/screenshots). Fails if the page shows
 an exception or logs console errors.
@@ -56,6 +57,7 @@ def tour(page: Any, url: str, out_dir: Path, replay_round: int = 14) -> list[Pat
     wait_idle(page)
     shots = [out_dir / "view_results.png"]
     full_page_screenshot(page, shots[-1])
+    shots.append(compare_shot(page, out_dir))
     open_tab(page, "🎬 Animated Replay")
     replay = component(page, "#pdb-label")
     for _ in range(replay_round - 1):
@@ -73,6 +75,31 @@ def tour(page: Any, url: str, out_dir: Path, replay_round: int = 14) -> list[Pat
     shots.append(tournament_shot(page, out_dir))
     shots.append(evolution_shot(page, out_dir))
     return shots
+
+
+def compare_shot(page: Any, out_dir: Path) -> Path:
+    """View Results' condition comparison (dot and whisker per metric) and the memory-one
+    profile: the part of the full page from the memory-one heading down to the downloads."""
+    import io
+
+    from PIL import Image
+
+    page.get_by_text("Compare conditions").wait_for()
+    page.wait_for_timeout(1500)  # let Vega draw
+    measure = """() => {
+        const block = document.querySelector('[data-testid="stMainBlockContainer"]');
+        return block ? Math.ceil(block.getBoundingClientRect().height) + 60 : 1000;
+    }"""
+    height = int(min(max(page.evaluate(measure), 800), 12000))
+    page.set_viewport_size({"width": 1440, "height": height})
+    page.wait_for_timeout(1200)
+    top = page.get_by_role("heading", name="Memory-one profile").bounding_box()
+    bottom = page.get_by_role("heading", name="Download").bounding_box()
+    image = Image.open(io.BytesIO(page.screenshot(full_page=True)))
+    path = out_dir / "compare.png"
+    image.crop((0, int(top["y"]) - 20, image.width, int(bottom["y"]) - 10)).save(path)
+    page.set_viewport_size({"width": 1440, "height": 1000})
+    return path
 
 
 def tournament_shot(page: Any, out_dir: Path) -> Path:
