@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import tempfile
 from collections import Counter
 from collections.abc import Iterator
@@ -26,7 +27,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-from tests.support.cli import run_in_process
+from tests.support.cli import run_in_process, signal_when_lines, start_process
 from tests.support.configs import experiment, llm, policy, write_config
 from tests.support.openai_server import FakeOpenAIServer
 
@@ -193,6 +194,34 @@ def test_tournament_equals_local(
     assert status(ray, "tournament_manifest.json") == "completed"
 
 
+def test_evolution_equals_local(
+    ray_cluster: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = {
+        "run": {"run_id": "ray_evolution", "seed": 5, "output_dir": "unused"},
+        "horizon": {"type": "fixed", "n_rounds": 15},
+        "evolution": {
+            "process": "moran",
+            "generations": 40,
+            "repetitions": 3,
+            "population": [
+                {"player": "ALLD", "count": 4},
+                {"player": "TFT", "count": 4},
+                {"player": "axelrod:Prober", "count": 3},
+                {"player": {"ref": "agents/llm_default.yaml"}, "count": 3},
+            ],
+        },
+    }
+    config = str(write_config(data, tmp_path))
+    local, ray = tmp_path / "local", tmp_path / "ray"
+    code, _, err = cli(["evolve", config, "-o", str(local), "--no-cache"], capsys)
+    assert code == 0, err
+    code, _, err = on_ray(["evolve", config, "-o", str(ray), "--no-cache"], capsys)
+    assert code == 0, err
+    assert rounds(ray) == rounds(local)
+    same_parquet(local, ray, "generations.parquet")
+
+
 def test_cluster_wide_concurrency_limit(
     ray_cluster: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -257,6 +286,41 @@ def test_budget_holds_across_the_cluster_and_resume_completes_the_run(
     code, _, err = on_ray(["resume", str(run_dir)], capsys)
     assert code == 0, err
     assert status(run_dir) == "completed"
+    assert rounds(run_dir) == rounds(reference)
+    same_parquet(reference, run_dir, "aggregates.parquet")
+
+
+def test_killed_driver_on_a_running_cluster_resumes_to_the_uninterrupted_run(
+    ray_cluster: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A `pdbench run --backend ray --ray-address` process joins the module's cluster and is
+    killed (SIGKILL) mid-run; the games it wrote are kept and `pdbench resume` completes the run
+    equal to an uninterrupted one."""
+    # 2 calls in flight for the whole cluster, 15 ms each: the LLM games take a few seconds
+    agent = {"mock": {"latency_ms": 15, "invalid_rate": 0.1}, "max_concurrency": 2}
+    data = experiment(
+        [(f"llm_{i}", llm("tit_for_tat", **agent), llm("generous_tft", **agent)) for i in range(4)]
+        + [("wsls_vs_random", policy("WSLS"), policy("RANDOM"))],
+        replicates=4,
+        horizon={"type": "fixed", "n_rounds": 12},
+    )
+    config = str(write_config(data, tmp_path))
+    reference, run_dir = tmp_path / "reference", tmp_path / "run"
+    code, _, err = cli(["run", config, "-o", str(reference), "--no-cache"], capsys)
+    assert code == 0, err
+    address = ray_cluster.get_runtime_context().gcs_address
+    args = ["run", config, "-o", str(run_dir), "--cache-dir", str(tmp_path / "cache")]
+    proc = start_process([*args, "--backend", "ray", "--ray-address", address], tmp_path)
+    signal_when_lines(proc, run_dir / "rounds.jsonl", 12 * 8, signal.SIGKILL, timeout=120)
+    assert proc.returncode == -signal.SIGKILL
+    assert status(run_dir) == "running"  # killed: nothing closed the manifest
+    written = len(rounds(run_dir))
+    assert 12 * 8 <= written < len(rounds(reference))
+    code, _, err = on_ray(["resume", str(run_dir)], capsys)
+    assert code == 0, err
+    manifest = json.loads((run_dir / "run_manifest.json").read_text())
+    assert manifest["status"] == "completed"
+    assert manifest["sessions"][-1]["games_kept"] >= 8
     assert rounds(run_dir) == rounds(reference)
     same_parquet(reference, run_dir, "aggregates.parquet")
 
