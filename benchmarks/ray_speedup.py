@@ -5,12 +5,14 @@ Run: `uv run python benchmarks/ray_speedup.py [--repetitions 10 --rounds 200 --r
 (needs the `ray` and `axelrod` extras; offline: a local Ray instance, a local fake server).
 
 1. In-process: a round-robin tournament of Axelrod-library strategies (played round by round in
-   Python, so CPU-bound), run with `backend="local"`, then on a local Ray instance with
-   `num_cpus=1` and with `num_cpus=2` (one untimed warm-up run per instance starts and warms its
-   worker processes). Medians over `--repeat` runs; every run's matches.parquet is checked equal
-   to the local one.
+   Python, so CPU-bound), run with `backend="local"` in this process, and on local Ray instances
+   with `num_cpus=1` and `num_cpus=2`, each in a helper process (`--serve`) that keeps its
+   instance and warm workers (one untimed warm-up run each). Runs are interleaved (local, 1, 2,
+   local, ...) so that other load on the machine falls on all three alike; medians over
+   `--repeat` runs; every run's matches.parquet is checked equal to the local one.
 2. The whole command: `pdbench tournament CONFIG --backend ray` as a fresh process (which starts
-   its own Ray instance, 1 or 2 CPUs via Ray's RAY_OVERRIDE_RESOURCES), beside `--backend local`.
+   its own Ray instance, 1 or 2 CPUs via Ray's RAY_OVERRIDE_RESOURCES), beside `--backend local`,
+   interleaved too.
 3. Concurrency: 32 LLM-vs-LLM games (openai provider against a local fake OpenAI-compatible
    server with 50 ms latency, `max_concurrency: 4`) on Ray with 2 workers; the server records the
    most requests it was answering at once.
@@ -94,25 +96,73 @@ def same_matches(a: Path, b: Path) -> bool:
     return pq.read_table(a / "matches.parquet").equals(pq.read_table(b / "matches.parquet"))
 
 
+def serve(num_cpus: int, config: Path, out: Path) -> None:
+    """`--serve N`: a Ray instance with N CPUs in this process, warmed up by one run; then one
+    timed run per "run" line on stdin, its seconds printed after "@@ " (other output may come
+    from Ray)."""
+    ray = ray_init(num_cpus, Path(tempfile.mkdtemp(prefix="pdb", dir="/tmp")))
+    try:
+        first = timed_run(config, out, backend="ray")
+        print(f"@@ ready {first:.4f}", flush=True)
+        for line in sys.stdin:
+            if line.strip() != "run":
+                break
+            print(f"@@ {timed_run(config, out, backend='ray'):.4f}", flush=True)
+    finally:
+        ray.shutdown()
+
+
+def _answer(proc: subprocess.Popen[str]) -> str:
+    """The next "@@ " line of a `--serve` process."""
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("@@ "):
+            return line[3:].strip()
+    raise SystemExit(f"the --serve process ended (exit {proc.wait()})")
+
+
 def in_process(config: Path, work: Path, repeat: int) -> dict[str, float]:
-    """Median seconds: local backend, Ray with 1 CPU, Ray with 2 CPUs."""
-    medians: dict[str, float] = {}
+    """Median seconds of in-process runs: the local backend (in this process) and Ray with 1
+    and with 2 CPUs (each a warmed-up `--serve` process), interleaved run by run so that load
+    from elsewhere on the machine falls on all three alike."""
     timed_run(config, work / "local")  # imports (axelrod) before anything is timed
-    medians["local"] = statistics.median(timed_run(config, work / "local") for _ in range(repeat))
-    print(f"  local backend          median {medians['local']:7.2f} s", flush=True)
-    for cpus in (1, 2):
-        ray = ray_init(cpus, Path(tempfile.mkdtemp(prefix="pdb", dir="/tmp")))
-        try:
-            first = timed_run(config, work / f"ray{cpus}", backend="ray")
-            times = [timed_run(config, work / f"ray{cpus}", backend="ray") for _ in range(repeat)]
-        finally:
-            ray.shutdown()
-        medians[f"ray{cpus}"] = statistics.median(times)
-        same = same_matches(work / "local", work / f"ray{cpus}")
+    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_ENABLE_UV_RUN_RUNTIME_ENV="0")
+    servers = {
+        cpus: subprocess.Popen(
+            [sys.executable, __file__, "--serve", str(cpus), "--config", str(config)]
+            + ["--out", str(work / f"ray{cpus}")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=env,
+        )
+        for cpus in (1, 2)
+    }
+    times: dict[str, list[float]] = {"local": [], "ray1": [], "ray2": []}
+    try:
+        for cpus, proc in servers.items():
+            first = float(_answer(proc).split()[1])
+            print(f"  ray, num_cpus={cpus}: first run (starts the workers) {first:.2f} s")
+        for _ in range(repeat):
+            times["local"].append(timed_run(config, work / "local"))
+            for cpus, proc in servers.items():
+                assert proc.stdin is not None
+                proc.stdin.write("run\n")
+                proc.stdin.flush()
+                times[f"ray{cpus}"].append(float(_answer(proc)))
+    finally:
+        for proc in servers.values():
+            if proc.stdin is not None:
+                proc.stdin.close()
+            proc.wait(timeout=120)
+    medians = {label: statistics.median(values) for label, values in times.items()}
+    for label, values in times.items():
+        same = label == "local" or same_matches(work / "local", work / label)
+        name = {"local": "local backend", "ray1": "ray, num_cpus=1", "ray2": "ray, num_cpus=2"}
         print(
-            f"  ray, num_cpus={cpus}        median {medians[f'ray{cpus}']:7.2f} s   (first run "
-            f"{first:.2f} s; runs {', '.join(f'{t:.2f}' for t in times)}; matches equal to "
-            f"local: {same})",
+            f"  {name[label]:22} median {medians[label]:7.2f} s   (runs "
+            f"{', '.join(f'{t:.2f}' for t in values)}; matches equal to local: {same})",
             flush=True,
         )
     return medians
@@ -120,26 +170,29 @@ def in_process(config: Path, work: Path, repeat: int) -> dict[str, float]:
 
 def whole_command(config: Path, work: Path, repeat: int) -> dict[str, float]:
     """Median wall seconds of `pdbench tournament ... --backend X` as a fresh process."""
-    out: dict[str, float] = {}
-    for label, backend, cpus in (("local", "local", None), ("ray1", "ray", 1), ("ray2", "ray", 2)):
-        env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_ENABLE_UV_RUN_RUNTIME_ENV="0")
-        if cpus is not None:
-            env["RAY_OVERRIDE_RESOURCES"] = json.dumps({"CPU": cpus})
-        command = [sys.executable, "-m", "pdbench.cli", "tournament", str(config)]
-        command += ["-o", str(work / f"cli_{label}"), "--overwrite", "--no-cache"]
-        command += ["--backend", backend]
-        times = []
-        for _ in range(repeat):
+    settings = (("local", "local", None), ("ray1", "ray", 1), ("ray2", "ray", 2))
+    times: dict[str, list[float]] = {label: [] for label, _, _ in settings}
+    for _ in range(repeat):  # interleaved, as in `in_process`
+        for label, backend, cpus in settings:
+            env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_ENABLE_UV_RUN_RUNTIME_ENV="0")
+            if cpus is not None:
+                env["RAY_OVERRIDE_RESOURCES"] = json.dumps({"CPU": cpus})
+            command = [sys.executable, "-m", "pdbench.cli", "tournament", str(config)]
+            command += ["-o", str(work / f"cli_{label}"), "--overwrite", "--no-cache"]
+            command += ["--backend", backend]
             start = time.perf_counter()
             proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1800)
-            times.append(time.perf_counter() - start)
+            times[label].append(time.perf_counter() - start)
             if proc.returncode != 0:
                 raise SystemExit(f"{' '.join(command)} failed: {proc.stderr.strip()[-500:]}")
-        out[label] = statistics.median(times)
+    out = {label: statistics.median(values) for label, values in times.items()}
+    for label, backend, cpus in settings:
         print(
             f"  pdbench tournament --backend {backend:5}"
             + (f" (Ray CPUs {cpus})" if cpus else "            ")
-            + f"  median {out[label]:7.2f} s   (runs {', '.join(f'{t:.2f}' for t in times)})",
+            + f"  median {out[label]:7.2f} s   (runs "
+            + ", ".join(f"{t:.2f}" for t in times[label])
+            + ")",
             flush=True,
         )
     return out
@@ -196,7 +249,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=200, help="rounds per match")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per setting")
     parser.add_argument("--skip-cli", action="store_true", help="skip the whole-command timing")
+    parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)  # internal: see serve()
+    parser.add_argument("--config", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve:
+        serve(args.serve, args.config, args.out)
+        return
     with tempfile.TemporaryDirectory(prefix="pdbench-ray-bench-") as tmp:
         work = Path(tmp)
         config = write_tournament(work, args.repetitions, args.rounds)
@@ -206,16 +265,18 @@ def main() -> None:
             f"study: Axelrod tournament, {n} strategies, {matches} matches of {args.rounds} "
             f"rounds ({os.cpu_count()} CPUs on this machine)"
         )
-        print("1. in process (median of", args.repeat, "runs):")
+        print(f"load average before: {os.getloadavg()[0]:.2f}")
+        print("1. in process (median of", args.repeat, "runs, interleaved):")
         medians = in_process(config, work, args.repeat)
         print(
             f"   speed-up from 1 to 2 Ray workers: {medians['ray1'] / medians['ray2']:.2f}x; "
             f"2 workers vs the local backend: {medians['local'] / medians['ray2']:.2f}x"
         )
         if not args.skip_cli:
-            print("2. the whole command, fresh process each (Ray start included):")
+            print("2. the whole command, fresh process each (Ray start included), interleaved:")
             cli = whole_command(config, work, args.repeat)
             print(f"   speed-up from 1 to 2 Ray workers: {cli['ray1'] / cli['ray2']:.2f}x")
+        print(f"load average now: {os.getloadavg()[0]:.2f} (2 would be this benchmark alone)")
         print("3. cluster-wide max_concurrency 4, 2 Ray workers, 32 LLM-vs-LLM games:")
         peak, requests = peak_concurrency(work)
         print(f"   peak concurrent requests at the server: {peak} (of {requests} requests)")

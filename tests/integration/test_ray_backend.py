@@ -20,6 +20,7 @@ import os
 import shutil
 import signal
 import tempfile
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,7 +28,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-from tests.support.cli import run_in_process, signal_when_lines, start_process
+from tests.support.cli import run_in_process, start_process
 from tests.support.configs import experiment, llm, policy, write_config
 from tests.support.openai_server import FakeOpenAIServer
 
@@ -73,6 +74,10 @@ def on_ray(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, st
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(RunSession, "_play", refuse)
         return run_in_process([*args, "--backend", "ray"], capsys)
+
+
+def line_count(path: Path) -> int:
+    return path.read_bytes().count(b"\n") if path.is_file() else 0
 
 
 def cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -290,19 +295,24 @@ def test_budget_holds_across_the_cluster_and_resume_completes_the_run(
     same_parquet(reference, run_dir, "aggregates.parquet")
 
 
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["kill", "term"])
 def test_killed_driver_on_a_running_cluster_resumes_to_the_uninterrupted_run(
-    ray_cluster: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ray_cluster: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], sig: int
 ) -> None:
     """A `pdbench run --backend ray --ray-address` process joins the module's cluster and is
-    killed (SIGKILL) mid-run; the games it wrote are kept and `pdbench resume` completes the run
-    equal to an uninterrupted one."""
+    killed mid-run (SIGKILL; or SIGTERM, which stops it like Ctrl-C although `ray.init` sets
+    its own handler); the games it wrote are kept and `pdbench resume` completes the run equal
+    to an uninterrupted one."""
     # 2 calls in flight for the whole cluster, 15 ms each: the LLM games take a few seconds
     agent = {"mock": {"latency_ms": 15, "invalid_rate": 0.1}, "max_concurrency": 2}
     data = experiment(
-        [(f"llm_{i}", llm("tit_for_tat", **agent), llm("generous_tft", **agent)) for i in range(4)]
-        + [("wsls_vs_random", policy("WSLS"), policy("RANDOM"))],
-        replicates=4,
-        horizon={"type": "fixed", "n_rounds": 12},
+        [("wsls_vs_random", policy("WSLS"), policy("RANDOM"))]
+        + [
+            (f"llm_{i}", llm("tit_for_tat", **agent), llm("generous_tft", **agent))
+            for i in range(4)
+        ],
+        replicates=3,
+        horizon={"type": "fixed", "n_rounds": 10},
     )
     config = str(write_config(data, tmp_path))
     reference, run_dir = tmp_path / "reference", tmp_path / "run"
@@ -311,16 +321,31 @@ def test_killed_driver_on_a_running_cluster_resumes_to_the_uninterrupted_run(
     address = ray_cluster.get_runtime_context().gcs_address
     args = ["run", config, "-o", str(run_dir), "--cache-dir", str(tmp_path / "cache")]
     proc = start_process([*args, "--backend", "ray", "--ray-address", address], tmp_path)
-    signal_when_lines(proc, run_dir / "rounds.jsonl", 12 * 8, signal.SIGKILL, timeout=120)
-    assert proc.returncode == -signal.SIGKILL
-    assert status(run_dir) == "running"  # killed: nothing closed the manifest
+    # Games are written in plan order, so rounds.jsonl grows in bursts; the call log grows
+    # steadily: signal once the policy games (first in the plan) are written and about a
+    # quarter of the ~260 calls are made.
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if line_count(run_dir / "rounds.jsonl") >= 3 * 10:
+            if line_count(run_dir / "llm_calls.jsonl") >= 60:
+                break
+        time.sleep(0.01)
+    assert proc.poll() is None, "the run ended before it could be interrupted"
+    proc.send_signal(sig)
+    proc.wait(timeout=60)
+    if sig == signal.SIGKILL:
+        assert proc.returncode == -signal.SIGKILL
+        assert status(run_dir) == "running"  # nothing closed the manifest
+    else:
+        assert proc.returncode == 130, proc.stderr.read() if proc.stderr else ""
+        assert status(run_dir) == "interrupted"
     written = len(rounds(run_dir))
-    assert 12 * 8 <= written < len(rounds(reference))
+    assert 3 * 10 <= written < len(rounds(reference)) and written % 10 == 0  # whole games
     code, _, err = on_ray(["resume", str(run_dir)], capsys)
     assert code == 0, err
     manifest = json.loads((run_dir / "run_manifest.json").read_text())
     assert manifest["status"] == "completed"
-    assert manifest["sessions"][-1]["games_kept"] >= 8
+    assert manifest["sessions"][-1]["games_kept"] == written // 10
     assert rounds(run_dir) == rounds(reference)
     same_parquet(reference, run_dir, "aggregates.parquet")
 
@@ -346,6 +371,22 @@ def test_rerun_reuses_the_response_cache(
     assert rounds(tmp_path / "second") == rounds(tmp_path / "first")
     assert all(key[5] for key in calls(tmp_path / "second"))
     assert "0 provider calls" in out
+
+
+def test_unreachable_address_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = str(write_config(experiment([("a", policy("TFT"), policy("ALLD"))]), tmp_path))
+    args = ["run", config, "-o", str(tmp_path / "out"), "--backend", "ray"]
+    code, _, err = cli([*args, "--ray-address", "127.0.0.1:1"], capsys)  # nothing listens
+    assert code == 2
+    assert err.strip().startswith("--ray-address 127.0.0.1:1: cannot reach a Ray cluster there")
+    assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+    code, _, err = cli(
+        ["run", config, "-o", str(tmp_path / "out"), "--ray-address", "auto"], capsys
+    )
+    assert code == 2 and err.strip() == "--ray-address needs --backend ray"
 
 
 def test_missing_ray_is_one_line(

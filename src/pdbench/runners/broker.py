@@ -170,9 +170,9 @@ class CallBroker:
         gates, or the cluster's when `shared` is set. Raises BudgetExhausted when a limit is
         reached, CancelledError (or RunHalted) when the run is stopping."""
         if self.shared is not None:
+            if self.stopping:  # before a slot is taken: the cluster counts the call on grant
+                raise asyncio.CancelledError
             async with self.shared.slot(self.provider_key(cfg), max(1, cfg.max_concurrency)):
-                if self.stopping:
-                    raise asyncio.CancelledError
                 self.budget.calls += 1
                 yield
             return

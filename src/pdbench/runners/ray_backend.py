@@ -13,9 +13,10 @@ killed at any moment keeps the games it had written and resumes like a local one
 Limits hold across the whole cluster: one `LimitsKeeper` actor per session holds the run's call
 gate (`--concurrency`), each provider's gate (`max_concurrency`, per provider, model and server)
 and the budget (`run.budget`, starting from what earlier sessions spent); every worker's broker
-takes its call slots from it (`RayLimits`). The first error of any task (budget, provider
-failure, parse abort) halts the keeper, so the other tasks stop at their next call; the driver
-writes what finished and raises that error, as the local backend would. The response cache is
+takes its call slots from it (`RayLimits`; both in `pdbench.runners.ray_limits`). The first
+error of any task (budget, provider failure, parse abort) halts the keeper, so the other tasks
+stop at their next call; the driver writes what finished and raises that error, as the local
+backend would. The response cache is
 the run's cache directory, opened by every task: on a multi-node cluster it must be on a file
 system every node sees.
 
@@ -24,13 +25,14 @@ system every node sees.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import queue
+import signal
+import socket
 import threading
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -49,6 +51,7 @@ from pdbench.runners.broker import (
     RunHalted,
 )
 from pdbench.runners.engine import Engine, GamePlan, GameResult
+from pdbench.runners.ray_limits import LimitsKeeper, RayLimits
 from pdbench.storage.cache import ResponseCache, cache_key
 from pdbench.storage.files import JsonlAppender
 from pdbench.storage.rounds import OrderedRoundsWriter, RoundsEncoder
@@ -80,146 +83,49 @@ def load_ray() -> Any:
     return ray
 
 
+def check_address(address: str | None) -> None:
+    """A `HOST:PORT` address must accept a connection (else Ray would retry for minutes);
+    RunError in one line when it does not. `auto`, `ray://...` and no address pass."""
+    if not address or "://" in address or ":" not in address:
+        return
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=5):
+            pass
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        raise RunError(
+            f"--ray-address {address}: cannot reach a Ray cluster there ({reason})"
+        ) from None
+
+
 @contextmanager
 def ray_connection(address: str | None) -> Iterator[Any]:
     """Ray, connected: the instance this process already started or joined (left running),
-    else the cluster at `address`, else a new local instance (both shut down afterwards)."""
+    else the cluster at `address`, else a new local instance (both shut down afterwards).
+
+    `ray.init` replaces the SIGTERM handler with one that exits; pdbench's own (stop like
+    Ctrl-C, resumable) is put back."""
     ray = load_ray()
     if ray.is_initialized():
         yield ray
         return
     import logging
 
+    main = threading.current_thread() is threading.main_thread()
+    on_term = signal.getsignal(signal.SIGTERM) if main else None
     try:
         ray.init(address=address, include_dashboard=False, logging_level=logging.WARNING)
     except Exception as exc:  # noqa: BLE001 - any failure to connect is one line
         where = f"the Ray cluster at {address}" if address else "a local Ray instance"
         raise RunError(f"cannot start or reach {where}: {type(exc).__name__}: {exc}") from None
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, on_term)
     try:
         yield ray
     finally:
         ray.shutdown()
-
-
-# --------------------------------------------------------------------------------------------
-# Cluster-wide limits
-
-
-class LimitsKeeper:
-    """A Ray actor (async): the run's call gate, every provider's gate and the budget.
-
-    `acquire` waits for a free slot in the run's gate and in the provider's, then counts one
-    call against the budget; it answers None (granted) or (kind, message) with kind "budget"
-    (a limit reached), "halt" (the run is stopping) or "cancelled" (the caller gave up)."""
-
-    def __init__(self, budget: Budget, run_limit: int) -> None:
-        self.budget = budget
-        self.run_limit = max(1, run_limit)
-        self.in_use: dict[str, int] = {}
-        self.halted: str | None = None
-        self.granted: dict[str, str] = {}  # ticket -> provider key
-        self.dropped: set[str] = set()
-        self.peak = 0
-        self._cond: asyncio.Condition | None = None
-
-    def _condition(self) -> asyncio.Condition:
-        if self._cond is None:
-            self._cond = asyncio.Condition()
-        return self._cond
-
-    def _verdict(self, ticket: str) -> tuple[str, str] | None:
-        if ticket in self.dropped:
-            self.dropped.discard(ticket)
-            return ("cancelled", "the caller gave up")
-        if self.halted is not None:
-            return ("halt", self.halted)
-        try:
-            self.budget.check()
-        except BudgetExhausted as exc:
-            return ("budget", str(exc))
-        return None
-
-    async def acquire(self, ticket: str, key: str, limit: int) -> tuple[str, str] | None:
-        """Take a slot of the run and of provider `key` (of `limit`) and count a call."""
-        cond = self._condition()
-        async with cond:
-            while True:
-                verdict = self._verdict(ticket)
-                if verdict is not None:
-                    return verdict
-                run_free = self.in_use.get("", 0) < self.run_limit
-                if run_free and self.in_use.get(key, 0) < limit:
-                    break
-                await cond.wait()
-            self.in_use[""] = self.in_use.get("", 0) + 1
-            self.in_use[key] = self.in_use.get(key, 0) + 1
-            self.peak = max(self.peak, self.in_use[""])
-            self.granted[ticket] = key
-            self.budget.calls += 1
-            return None
-
-    async def release(self, ticket: str) -> None:
-        """Give a granted slot back (a ticket not granted yet is dropped when it would be)."""
-        cond = self._condition()
-        async with cond:
-            key = self.granted.pop(ticket, None)
-            if key is None:
-                self.dropped.add(ticket)
-                return
-            self.in_use[""] -= 1
-            self.in_use[key] -= 1
-            cond.notify_all()
-
-    async def spend(self, tokens: int, cost_usd: float | None) -> None:
-        """Count a reply's tokens and cost (None: unknown)."""
-        self.budget.tokens += tokens
-        if cost_usd is None:
-            self.budget.unpriced_calls += 1
-        else:
-            self.budget.cost_usd += cost_usd
-
-    async def halt(self, message: str) -> None:
-        """Stop granting slots: the run is stopping with `message`."""
-        cond = self._condition()
-        async with cond:
-            if self.halted is None:
-                self.halted = message
-            cond.notify_all()
-
-    async def figures(self) -> dict[str, Any]:
-        """Calls counted, tokens, slots in use and the most calls ever in flight at once."""
-        return {"calls": self.budget.calls, "tokens": self.budget.tokens, "peak": self.peak}
-
-
-@dataclass
-class RayLimits:
-    """A worker's view of the `LimitsKeeper` (see `pdbench.runners.broker.SharedLimits`)."""
-
-    keeper: Any  # the actor handle
-
-    @asynccontextmanager
-    async def slot(self, key: str, limit: int) -> AsyncIterator[None]:
-        """Hold a cluster-wide call slot for provider `key` while the call runs."""
-        ticket = uuid.uuid4().hex
-        try:
-            verdict = await self.keeper.acquire.remote(ticket, key, limit)
-        except asyncio.CancelledError:
-            self.keeper.release.remote(ticket)  # granted later or not: never held
-            raise
-        if verdict is not None:
-            kind, message = verdict
-            if kind == "budget":
-                raise BudgetExhausted(message)
-            raise RunHalted(f"stopped: {message}")
-        try:
-            yield
-        finally:
-            self.keeper.release.remote(ticket)
-
-    def spend(self, tokens: int, cost_usd: float | None) -> None:
-        """Count a reply against the cluster's budget (sent; calls from one worker stay in
-        order, so the next acquire sees it)."""
-        self.keeper.spend.remote(tokens, cost_usd)
 
 
 # --------------------------------------------------------------------------------------------

@@ -200,9 +200,10 @@ class RunSession:
         """Every LLM agent's API key is set (a missing one stops the run before it starts),
         and Ray is installed when the run asks for it."""
         if self.options.backend == "ray":
-            from pdbench.runners.ray_backend import load_ray
+            from pdbench.runners.ray_backend import check_address, load_ray
 
             load_ray()
+            check_address(self.options.ray_address)
         elif self.options.ray_address is not None:
             raise RunError("--ray-address needs --backend ray")
         for plan in self.plans:
