@@ -3,9 +3,10 @@ Ray cluster, with artifacts equal to the local backend's.
 
 The driver (the `pdbench` process) keeps all the bookkeeping: it plans, resumes, and writes
 rounds.jsonl, llm_calls.jsonl, the manifest and the mode's artifacts exactly as the local backend
-does. The games still to play are dealt round-robin into chunks; each chunk is one Ray task (a
-streaming generator) that plays its games with the same `Engine` and sends back, as soon as each
-game finishes, its outcome, its encoded rounds.jsonl lines and the call records made meanwhile.
+does. The games still to play are dealt round-robin into chunks (see `play_on_ray`); each chunk
+is one Ray task (a streaming generator) that plays its games with the same `Engine` and sends
+back, as soon as each game finishes, its outcome, its encoded rounds.jsonl lines and the call
+records made meanwhile.
 The driver writes the games in plan order through the session's `OrderedRoundsWriter`, so
 rounds.jsonl (timestamps aside) and the Parquet artifacts equal the local backend's, and a run
 killed at any moment keeps the games it had written and resumes like a local one.
@@ -66,7 +67,7 @@ ERRORS: dict[str, type[Exception]] = {
     "RunError": RunError,
     "CacheUnusable": RunError,
 }
-CHUNKS_PER_CPU = 4  # round-by-round chunks per cluster CPU (balance against task overhead)
+CHUNKS_PER_CPU = 4  # chunks of CPU-bound round-by-round games per cluster CPU
 
 
 def load_ray() -> Any:
@@ -305,9 +306,13 @@ def play_on_ray(
         name = "pdbench-limits-" + cache_key(run=settings.run_id, nonce=uuid.uuid4().hex)[:12]
         actor = ray.remote(num_cpus=0, max_concurrency=10_000)(LimitsKeeper)
         keeper = actor.options(name=name).remote(broker.budget, settings.concurrency)
+    # Policy games: one vectorized batch per CPU. LLM games mostly wait for replies: one chunk
+    # per CPU, so that all of them are in flight at once (as with the local backend) and the
+    # limits, not the chunks, bound the calls. Other round-by-round games (Axelrod) are
+    # CPU-bound: several chunks per CPU balance the load.
     batched = [p for p in plans if p.batchable]
-    rest = [p for p in plans if not p.batchable]
-    chunks = deal(batched, cpus) + deal(rest, cpus * CHUNKS_PER_CPU)
+    rest = [p for p in plans if not p.batchable and not p.has_llm]
+    chunks = deal(batched, cpus) + deal(llm, cpus) + deal(rest, cpus * CHUNKS_PER_CPU)
     task = ray.remote(num_returns="streaming")(play_chunk)
     by_index = {p.index: p for p in plans}
     running: list[Any] = []
