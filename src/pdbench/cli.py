@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -80,6 +81,30 @@ CacheDirOpt = Annotated[
 ]
 
 
+class Backend(StrEnum):
+    """Where games are played."""
+
+    local = "local"
+    ray = "ray"
+
+
+BackendOpt = Annotated[
+    Backend,
+    typer.Option(
+        "--backend",
+        help="local: play in this process; ray: play games as Ray tasks on a Ray cluster "
+        "(the ray extra; artifacts and limits as with local).",
+    ),
+]
+RayAddressOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--ray-address",
+        help="With --backend ray: the cluster to join (ray.init address, e.g. auto or "
+        "ray://host:10001); default: start a local Ray instance.",
+    ),
+]
+
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
@@ -116,6 +141,8 @@ def _start(
     concurrency: int = 16,
     no_cache: bool = False,
     cache_dir: Path | None = None,
+    backend: str = "local",
+    ray_address: str | None = None,
 ) -> None:
     """Print the plan (dry run) or run the loaded config of any kind and print its report."""
     from pdbench.runners.plan import describe_plan
@@ -136,6 +163,7 @@ def _start(
     units = ("rounds", "generations") if loaded.kind == "evolution" else ("rounds",)
     with run_progress(units) as progress:
         options = RunOptions(output_dir, overwrite, resume, cache_dir, not no_cache, concurrency)
+        options.backend, options.ray_address = str(backend), ray_address
         options.progress = progress
         options.progress_stats = progress.watch
         result = run_loaded(loaded, options)
@@ -165,6 +193,8 @@ RUN_OPTIONS: list[tuple[str, Any, Any]] = [
     ("concurrency", ConcurrencyOpt, 16),
     ("no_cache", NoCacheOpt, False),
     ("cache_dir", CacheDirOpt, None),
+    ("backend", BackendOpt, Backend.local),
+    ("ray_address", RayAddressOpt, None),
 ]
 # Option name -> the config value it overrides (None when set to None or False).
 OVERRIDES = {
@@ -321,6 +351,8 @@ def resume_run(
     concurrency: ConcurrencyOpt = 16,
     no_cache: NoCacheOpt = False,
     cache_dir: CacheDirOpt = None,
+    backend: BackendOpt = Backend.local,
+    ray_address: RayAddressOpt = None,
 ) -> None:
     """Continue a stopped run of any kind (Ctrl-C, kill, budget, provider failure) from its
     directory, with the config, overrides and response cache it was started with."""
@@ -335,7 +367,15 @@ def resume_run(
         raise RunError(f"{run_dir}: the manifest names no config_path; cannot resume")
     loaded = _load(Path(manifest["config_path"]), kind, overrides or {})
     cache = {"no_cache": no_cache, "cache_dir": cache_dir}  # else _start takes the run's own
-    _start(loaded, output_dir=run_dir, resume=True, concurrency=concurrency, **cache)
+    _start(
+        loaded,
+        output_dir=run_dir,
+        resume=True,
+        concurrency=concurrency,
+        backend=backend,
+        ray_address=ray_address,
+        **cache,
+    )
 
 
 def _run_cache(

@@ -221,6 +221,8 @@ class FakeOpenAIServer:
         self._records: list[dict[str, Any]] = []
         self._chat_count = 0
         self._error_count = 0
+        self._in_flight = 0
+        self._peak_in_flight = 0
         self._connections: set[socket.socket] = set()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -284,6 +286,12 @@ class FakeOpenAIServer:
         """Number of chat-completion requests received so far."""
         with self._lock:
             return self._chat_count
+
+    @property
+    def peak_in_flight(self) -> int:
+        """The most chat-completion requests ever being answered at once."""
+        with self._lock:
+            return self._peak_in_flight
 
     @property
     def error_count(self) -> int:
@@ -427,7 +435,13 @@ class FakeOpenAIServer:
             record: dict[str, Any] = {"index": self._chat_count, "path": path, **fields,
                                       "fault": None, "status": None}  # fmt: skip
             self._records.append(record)
-        status, payload, headers = self._chat_reply(h, body, record)
+            self._in_flight += 1
+            self._peak_in_flight = max(self._peak_in_flight, self._in_flight)
+        try:
+            status, payload, headers = self._chat_reply(h, body, record)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
         with self._lock:
             record["status"] = None if status == _DISCONNECT else status
         return status, payload, headers

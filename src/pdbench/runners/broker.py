@@ -3,6 +3,11 @@ retries with backoff, budgets, and the per-call log (llm_calls.jsonl), in every 
 
 Parse retries (invalid C/D replies) are the LLM agent's business; transport retries (timeouts,
 connection errors, 429, 5xx) happen here and are invisible to the agent except in the log.
+
+On a cluster (the Ray backend) every worker has its own broker, and `shared` holds the limits
+that must hold across the whole cluster: the gates (the run's `--concurrency` and each
+provider's `max_concurrency`) and the budget are then kept in one place for all workers (see
+`SharedLimits`); the worker's own `budget` only counts what it spent, for its figures.
 """
 
 from __future__ import annotations
@@ -10,9 +15,11 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from pdbench.agents.providers.base import Completion, CompletionRequest, Provider, ProviderError
 from pdbench.agents.providers.pricing import call_cost
@@ -20,7 +27,6 @@ from pdbench.core.config import BudgetConfig, LLMAgentConfig
 from pdbench.errors import RunError
 from pdbench.redact import redact, redact_url
 from pdbench.storage.cache import ResponseCache, cache_key
-from pdbench.storage.files import JsonlAppender
 from pdbench.storage.schema import SCHEMA_VERSION
 
 
@@ -30,6 +36,30 @@ class ProviderFatalError(RunError):
 
 class BudgetExhausted(RunError):
     """A budget limit was reached; the run stops cleanly and can be resumed with a larger budget."""
+
+
+class RunHalted(RunError):
+    """Another worker of the run stopped it (its error is the run's); this worker stops too."""
+
+
+class CallLog(Protocol):
+    """Where call records go: llm_calls.jsonl (a JsonlAppender), or a worker's buffer."""
+
+    def write_many(self, records: list[dict[str, Any]]) -> None:
+        """Keep the records, in order."""
+
+
+class SharedLimits(Protocol):
+    """Gates and budget kept for a whole cluster (the Ray backend's limits actor)."""
+
+    def slot(self, key: str, limit: int) -> AbstractAsyncContextManager[None]:
+        """Hold one of the run's call slots and one of `limit` slots of provider `key`, with one
+        call counted against the budget; raises BudgetExhausted when the budget is spent and
+        RunHalted when the run is stopping."""
+        ...
+
+    def spend(self, tokens: int, cost_usd: float | None) -> None:
+        """Count a reply's tokens and cost (None: unknown) against the budget."""
 
 
 @dataclass
@@ -76,9 +106,10 @@ class CallBroker:
 
     cache: ResponseCache | None
     budget: Budget
-    log: JsonlAppender | None
+    log: CallLog | None
     concurrency: int
     session: int = 0
+    shared: SharedLimits | None = None  # cluster-wide gates and budget (Ray backend)
     stopping: bool = False
     cached: int = 0  # replies served from the cache (progress shows them)
     _global: asyncio.Semaphore | None = None
@@ -122,12 +153,43 @@ class CallBroker:
         """The run-wide gate and the gate of this provider, model and server."""
         if self._global is None:
             self._global = asyncio.Semaphore(max(1, self.concurrency))
-        key = "|".join(
-            str(part) for part in (cfg.provider, cfg.model, cfg.base_url, cfg.model_path, cfg.n_ctx)
-        )
+        key = self.provider_key(cfg)
         if key not in self._per_provider:
             self._per_provider[key] = asyncio.Semaphore(max(1, cfg.max_concurrency))
         return self._global, self._per_provider[key]
+
+    @staticmethod
+    def provider_key(cfg: LLMAgentConfig) -> str:
+        """What one provider gate stands for: provider, model and server."""
+        parts = (cfg.provider, cfg.model, cfg.base_url, cfg.model_path, cfg.n_ctx)
+        return "|".join(str(part) for part in parts)
+
+    @asynccontextmanager
+    async def call_slot(self, cfg: LLMAgentConfig) -> AsyncIterator[None]:
+        """Hold the gates for one provider call, counted against the budget: this process's
+        gates, or the cluster's when `shared` is set. Raises BudgetExhausted when a limit is
+        reached, CancelledError (or RunHalted) when the run is stopping."""
+        if self.shared is not None:
+            if self.stopping:  # before a slot is taken: the cluster counts the call on grant
+                raise asyncio.CancelledError
+            async with self.shared.slot(self.provider_key(cfg), max(1, cfg.max_concurrency)):
+                self.budget.calls += 1
+                yield
+            return
+        global_gate, provider_gate = self.gates(cfg)
+        async with global_gate, provider_gate:
+            if self.stopping:
+                raise asyncio.CancelledError
+            self.budget.check()
+            self.budget.calls += 1
+            yield
+
+    def spend(self, completion: Completion) -> None:
+        """Count a reply's tokens and cost here and, on a cluster, in the shared budget."""
+        self.budget.spend(completion)
+        if self.shared is not None:
+            tokens = (completion.input_tokens or 0) + (completion.output_tokens or 0)
+            self.shared.spend(tokens, completion.cost_usd)
 
     def bind(
         self,
@@ -275,12 +337,7 @@ class BoundClient:
 
     async def _send(self, request: CompletionRequest, transport_try: int) -> Completion:
         """One call through the gates, counted against the budget; ProviderError on failure."""
-        global_gate, provider_gate = self.broker.gates(self.cfg)
-        async with global_gate, provider_gate:
-            if self.broker.stopping:
-                raise asyncio.CancelledError
-            self.broker.budget.check()
-            self.broker.budget.calls += 1
+        async with self.broker.call_slot(self.cfg):
             start = time.monotonic()
             # SDK adapters enforce timeout_s on the HTTP call themselves; the outer limit is a
             # safety net that also absorbs an SDK's one-off import on its first call.
@@ -311,7 +368,7 @@ class BoundClient:
         self, key: str, request: CompletionRequest, transport_try: int, completion: Completion
     ) -> None:
         """Count, log and cache a reply."""
-        self.broker.budget.spend(completion)
+        self.broker.spend(completion)
         if completion.served_model:
             name = f"{self.cfg.provider}:{self.cfg.model}"
             self.broker.answered_models.setdefault(name, set()).add(completion.served_model)

@@ -17,7 +17,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, BinaryIO, Protocol
 
 import numpy as np
 
@@ -35,11 +35,31 @@ from pdbench.core.transcript import Transcript
 from pdbench.core.types import Action
 from pdbench.runners.broker import BoundClient, CallBroker
 from pdbench.runners.direct import play_direct
-from pdbench.storage.rounds import OrderedRoundsWriter, RoundsEncoder, game_key
+from pdbench.storage.rounds import RoundsEncoder, game_key
 from pdbench.storage.schema import GameKey, RoundValues
 
 ProgressFn = Callable[[int, int], None]
 SIDES = ("agent_a", "agent_b")
+
+
+class GameSink(Protocol):
+    """Where logged games' lines go: rounds.jsonl in plan order (`OrderedRoundsWriter`), or a
+    Ray worker's collector that sends them to the driver."""
+
+    @property
+    def handle(self) -> BinaryIO:
+        """An open file an encoder may write the next game into."""
+        ...
+
+    def is_next(self, index: int) -> bool:
+        """Whether the game with this plan index may be written into `handle` now."""
+        ...
+
+    def add(self, index: int, blob: bytes) -> None:
+        """A finished game's lines."""
+
+    def wrote_directly(self, index: int) -> None:
+        """The next game was written into `handle`."""
 
 
 def utc_now() -> str:
@@ -172,7 +192,7 @@ class Engine:
     matrix: PayoffMatrix
     broker: CallBroker
     encoder: RoundsEncoder
-    writer: OrderedRoundsWriter | None
+    writer: GameSink | None
     on_result: Callable[[GameResult], None]
     concurrency: int = 16
     progress: ProgressFn | None = None

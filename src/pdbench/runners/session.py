@@ -64,6 +64,8 @@ class RunOptions:
     use_cache: bool = True
     concurrency: int = 16
     progress: ProgressFn | None = None
+    backend: str = "local"  # local: this process; ray: Ray tasks (pdbench.runners.ray_backend)
+    ray_address: str | None = None  # the Ray cluster to join (None: start a local instance)
     # Receives the session's live figures (games, calls, tokens, cost) for progress lines.
     progress_stats: Callable[[StatsFn], None] | None = None
 
@@ -139,7 +141,10 @@ class RunSession:
 
                 self.options.progress_stats(session_stats(broker, played, llm))
             self._models = broker  # the model names seen go into the manifest at the end
-            self._play(todo, broker, writer, result)
+            if self.options.backend == "ray":
+                self._play_on_ray(todo, broker, writer, result, calls_log)
+            else:
+                self._play(todo, broker, writer, result)
             writer.close()
             self._reorder(writer.out_of_order or bool(kept))
             manifest.update(finish(result.outcomes, self.run_dir))
@@ -192,7 +197,15 @@ class RunSession:
         return manifest, kept
 
     def _preflight(self) -> None:
-        """Every LLM agent's API key is set (a missing one stops the run before it starts)."""
+        """Every LLM agent's API key is set (a missing one stops the run before it starts),
+        and Ray is installed when the run asks for it."""
+        if self.options.backend == "ray":
+            from pdbench.runners.ray_backend import check_address, load_ray
+
+            load_ray()
+            check_address(self.options.ray_address)
+        elif self.options.ray_address is not None:
+            raise RunError("--ray-address needs --backend ray")
         for plan in self.plans:
             for spec in plan.agents:
                 if isinstance(spec.config, LLMAgentConfig):
@@ -287,6 +300,46 @@ class RunSession:
         )
         total = sum(p.n_rounds for p in self.plans)
         engine.play(todo, done_before=total - sum(p.n_rounds for p in todo), total=total)
+
+    def _play_on_ray(
+        self,
+        todo: list[GamePlan],
+        broker: CallBroker,
+        writer: OrderedRoundsWriter,
+        result: SessionResult,
+        calls_log: JsonlAppender | None,
+    ) -> None:
+        """Play as Ray tasks; this process writes every record, as `_play` does."""
+        from pdbench.runners.ray_backend import RaySettings, play_on_ray, ray_connection
+
+        run = self.loaded.config.run
+        total = sum(p.n_rounds for p in self.plans)
+        done = [total - sum(p.n_rounds for p in todo)]
+        progress = self.options.progress
+
+        def tick(rounds: int) -> None:
+            done[0] += rounds
+            if progress is not None:
+                progress(done[0], total)
+
+        def collect(plan: GamePlan, outcome: GameOutcome) -> None:
+            result.outcomes[plan.index] = outcome
+            result.games_played += 1
+
+        tick(0)
+        settings = RaySettings(
+            run.run_id,
+            self.loaded.matrix(),
+            run.store_prompts,
+            run.store_raw_responses,
+            self.options.concurrency,
+            broker.session,
+            self._cache_dir(),
+        )
+        if not todo:
+            return
+        with ray_connection(self.options.ray_address) as ray:
+            play_on_ray(ray, todo, settings, broker, writer, calls_log, collect, tick)
 
     def _reorder(self, needed: bool) -> None:
         """Rewrite rounds.jsonl in plan order after a resume or games written out of order."""
