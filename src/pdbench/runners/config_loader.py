@@ -28,7 +28,12 @@ MAX_NODES = 100_000
 MAX_DEPTH = 40
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
+# libyaml's parser when PyYAML has it (several times faster than the pure-Python one; the
+# constructor, and so the duplicate-key check, stays in Python either way).
+_SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _UniqueKeyLoader(_SafeLoader):  # type: ignore[misc,valid-type]
     """YAML's safe loader, refusing a mapping that repeats a key (YAML would keep the last)."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
