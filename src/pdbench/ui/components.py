@@ -303,6 +303,19 @@ def run_prepared(config_path: Path, kind: str, unit: str) -> launcher.Finished |
 LAST_TAB = "pdbench_last_tab"  # the tab drawn in the previous run (set by streamlit_app)
 
 
+def config_dir_or_error() -> Path | None:
+    """The configs folder the forms offer agents from; None, with the reason shown, when there
+    is none."""
+    config_dir = launcher.find_config_dir()
+    if config_dir is None:
+        st.error(
+            "No configs folder with agents/ found (looked in $PDBENCH_CONFIG_DIR, ./configs and "
+            "the repository's configs/).",
+            icon="🚫",
+        )
+    return config_dir
+
+
 def restore_widgets(store: str, tab: str | None = None) -> None:
     """Put back widget values saved by `save_widgets` (a lazy tab's widgets are not drawn while
     another tab is open, and Streamlit then forgets their values, or resets them when they are

@@ -26,6 +26,7 @@ from pdbench.ui.components import (
     SEL_REPLICATE,
     SEL_RUN,
     AppContext,
+    config_dir_or_error,
     restore_widgets,
     run_prepared,
     save_widgets,
@@ -66,13 +67,8 @@ BUTTON_CSS = f"""<style>
 
 def render(ctx: AppContext) -> None:
     """Draw the tab: the setup form, or the game in progress, or the finished game."""
-    config_dir = launcher.find_config_dir()
+    config_dir = config_dir_or_error()
     if config_dir is None:
-        st.error(
-            "No configs folder with agents/ found (looked in $PDBENCH_CONFIG_DIR, ./configs and "
-            "the repository's configs/).",
-            icon="🚫",
-        )
         return
     game = st.session_state.get(GAME)
     if game is None:

@@ -17,6 +17,7 @@ from pdbench.ui.components import (
     SEL_REPLICATE,
     SEL_RUN,
     AppContext,
+    config_dir_or_error,
     restore_widgets,
     run_prepared,
     save_widgets,
@@ -45,13 +46,8 @@ PAYOFF_BASE, PAYOFF_SAVED = "rx_payoff_base", "rx_payoff_saved"
 
 def render(ctx: AppContext) -> None:
     """Draw the tab."""
-    config_dir = launcher.find_config_dir()
+    config_dir = config_dir_or_error()
     if config_dir is None:
-        st.error(
-            "No configs folder with agents/ found (looked in $PDBENCH_CONFIG_DIR, ./configs and "
-            "the repository's configs/).",
-            icon="🚫",
-        )
         return
     options = {o.key: o for o in launcher.agent_options(config_dir)}
     shown_dir = (

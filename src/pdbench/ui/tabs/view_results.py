@@ -291,30 +291,19 @@ def _downloads(game: Game) -> None:
     run_dir = game.run.path
     name = Path(run_dir).name
     found = files.run_files(run_dir)
-    columns = st.columns(min(4, len(found) + 2))
-    columns[0].download_button(
-        "📄 Report (HTML)",
-        data=partial(files.report, run_dir),
-        file_name=f"{name}_report.html",
-        mime="text/html",
-        key="vr_dl_report",
-        on_click="ignore",
-    )
-    columns[1].download_button(
-        "🗜️ All files (zip)",
-        data=partial(files.zipped, run_dir),
-        file_name=f"{name}.zip",
-        mime="application/zip",
-        key="vr_dl_zip",
-        on_click="ignore",
-    )
-    for i, path in enumerate(found):
-        columns[(i + 2) % len(columns)].download_button(
-            path.name,
-            data=partial(path.read_bytes),
-            file_name=path.name,
-            mime=files.mime(path),
-            key=f"vr_dl_{path.name}",
+    buttons = [
+        ("📄 Report (HTML)", partial(files.report, run_dir), f"{name}_report.html", "text/html"),
+        ("🗜️ All files (zip)", partial(files.zipped, run_dir), f"{name}.zip", "application/zip"),
+    ]
+    buttons += [(p.name, partial(p.read_bytes), p.name, files.mime(p)) for p in found]
+    columns = st.columns(min(4, len(buttons)))
+    for i, (label, content, file_name, mime) in enumerate(buttons):
+        columns[i % len(columns)].download_button(
+            label,
+            data=content,
+            file_name=file_name,
+            mime=mime,
+            key=f"vr_dl_{file_name}",
             on_click="ignore",
         )
 
