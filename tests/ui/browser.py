@@ -122,10 +122,24 @@ def open_tab(page: Any, label: str) -> None:
 
 
 def select_option(page: Any, widget_label: str, option_text: str) -> None:
-    """Pick an option of a select box (by the box's label and part of the option text)."""
-    page.get_by_role("combobox", name=widget_label, exact=True).click()
-    page.get_by_role("option").filter(has_text=option_text).first.click()
-    wait_idle(page)
+    """Pick an option of a select box (by the box's label and part of the option text).
+
+    Right after a tab switch the app may still rerun and redraw the box, which closes a list
+    opened too early: the box is opened again (up to 5 times) until the option shows."""
+    box = page.get_by_role("combobox", name=widget_label, exact=True)
+    option = page.get_by_role("option").filter(has_text=option_text).first
+    for _ in range(5):
+        wait_idle(page)
+        box.click()
+        try:
+            option.wait_for(state="visible", timeout=3_000)
+        except Exception:  # noqa: BLE001 - the list closed under a rerun: open it again
+            page.keyboard.press("Escape")
+            continue
+        option.click()
+        wait_idle(page)
+        return
+    raise AssertionError(f"the option {option_text!r} of {widget_label!r} never showed")
 
 
 def run_from_ui(page: Any, button: str) -> None:

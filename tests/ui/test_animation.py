@@ -97,3 +97,14 @@ def test_a_large_population_strip_stays_compact() -> None:
     assert big.count("pdb-strip-row") == 6  # 50 a row
     small = style.population_strip_html([(profile, 20)])
     assert small.count('class="pdb-ind"') == 20
+
+
+def test_equal_cumulative_payoffs_stay_visible_as_two_lines() -> None:
+    """A is drawn wide and solid, B narrow and dashed, so two equal totals do not hide one."""
+    spec = charts.payoff_chart(_game(), ["A · Copycat", "B · Copycat"]).to_dict()
+    enc = spec["encoding"]
+    assert enc["strokeDash"]["scale"]["domain"] == ["A · Copycat", "B · Copycat"]
+    solid, dashed = enc["strokeDash"]["scale"]["range"]
+    assert solid == [1, 0] and dashed[1] > 0
+    wide, narrow = enc["strokeWidth"]["scale"]["range"]
+    assert wide > narrow * 1.5

@@ -373,3 +373,23 @@ def test_timeline_marks_noise_flips_and_fallbacks() -> None:
     assert html.count('class="pdb-cell c flip"') == 1
     assert html.count('class="pdb-cell d fail"') == 1
     assert "A &lt;x&gt;" in html  # labels are escaped
+
+
+def test_rates_in_percent_for_one_decimal_progress_columns() -> None:
+    frame = pd.DataFrame({"rate": [0.9167, 0.0, 1.0], "n": [1, 2, 3]})
+    shown = tables.in_percent(frame, ["rate", "missing"])
+    assert shown["rate"].tolist() == pytest.approx([91.67, 0.0, 100.0])
+    assert shown["n"].tolist() == [1, 2, 3]
+    assert frame["rate"].tolist() == [0.9167, 0.0, 1.0]  # the loaded frame is not changed
+
+
+def test_runs_sharing_a_run_id_are_told_apart_by_their_directory(tmp_path: Path) -> None:
+    root = tmp_path / "saved"
+    make_tournament(root / "first", ["TFT", "ALLD"], run_id="same")
+    make_tournament(root / "second", ["TFT", "ALLD"], run_id="same")
+    make_tournament(root / "other", ["TFT", "ALLD"], run_id="other")
+    listed = {Path(r.path).name: r.label() for r in data.list_saved("tournament", [root])}
+    assert len(set(listed.values())) == 3
+    assert listed["first"].endswith(str(Path("saved", "first")))
+    assert listed["second"].endswith(str(Path("saved", "second")))
+    assert " in " not in listed["other"]  # a unique run_id needs no directory

@@ -117,16 +117,25 @@ def payoff_chart(game: pd.DataFrame, labels: Sequence[str]) -> alt.Chart:
         for side, label in zip(("a", "b"), labels, strict=True)
     ]
     data = pd.concat([_thin(f) for f in frames], ignore_index=True)
+    # A is a wide solid line and B a narrower dashed one drawn over it, so where the two
+    # totals are equal (mutual cooperation from round 1, self-play) both stay visible.
+    domain = list(labels)
     return (
         alt.Chart(data)
-        .mark_line(strokeWidth=2.2)
+        .mark_line()
         .encode(
             x=_round_axis(len(game)),
             y=alt.Y("payoff:Q", title="cumulative payoff"),
             color=alt.Color(
                 "agent:N",
-                scale=alt.Scale(domain=list(labels), range=[AGENT_COLORS["A"], AGENT_COLORS["B"]]),
+                scale=alt.Scale(domain=domain, range=[AGENT_COLORS["A"], AGENT_COLORS["B"]]),
                 legend=alt.Legend(title=None, orient="bottom", columns=2, labelLimit=400),
+            ),
+            strokeDash=alt.StrokeDash(
+                "agent:N", scale=alt.Scale(domain=domain, range=[[1, 0], [7, 4]]), legend=None
+            ),
+            strokeWidth=alt.StrokeWidth(
+                "agent:N", scale=alt.Scale(domain=domain, range=[4.5, 2.2]), legend=None
             ),
             tooltip=["agent:N", "round:Q", alt.Tooltip("payoff:Q", format=",.1f")],
         )
@@ -153,7 +162,7 @@ def leaderboard_chart(board: pd.DataFrame, players: Sequence[Player]) -> alt.Lay
     data["ci95_low"] = data["ci95_low"].fillna(data["mean_score_per_round"])
     data["ci95_high"] = data["ci95_high"].fillna(data["mean_score_per_round"])
     order = list(data.sort_values("rank")["label"])
-    y = alt.Y("label:N", sort=order, title=None, axis=alt.Axis(labelLimit=260, labelFontSize=13))
+    y = alt.Y("label:N", sort=order, title=None, axis=alt.Axis(labelLimit=400, labelFontSize=13))
     tooltip = [
         alt.Tooltip("medal:N", title="rank"),
         alt.Tooltip("label:N", title="player"),
@@ -200,14 +209,14 @@ def payoff_heatmap(
             sort=order,
             title="against (column player)",
             axis=alt.Axis(
-                labelAngle=-35, labelLimit=220, orient="top", labelFontSize=12, labelOverlap=False
+                labelAngle=-35, labelLimit=400, orient="top", labelFontSize=12, labelOverlap=False
             ),
         ),
         y=alt.Y(
             "row:N",
             sort=order,
             title="player (row)",
-            axis=alt.Axis(labelLimit=220, labelFontSize=12),
+            axis=alt.Axis(labelLimit=400, labelFontSize=12),
         ),
     )
     cells = base.mark_rect(stroke="white", strokeWidth=2).encode(

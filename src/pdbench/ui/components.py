@@ -303,6 +303,14 @@ def run_prepared(config_path: Path, kind: str, unit: str) -> launcher.Finished |
 LAST_TAB = "pdbench_last_tab"  # the tab drawn in the previous run (set by streamlit_app)
 
 
+def percent_column(label: str, **kwargs: Any) -> Any:
+    """A progress-bar column for a rate given in percent (see `tables.in_percent`), printed with
+    one decimal ('91.7%', '0.0%') as the metric cards and interval tables print rates."""
+    return st.column_config.ProgressColumn(
+        label, min_value=0.0, max_value=100.0, format="%.1f%%", **kwargs
+    )
+
+
 def config_dir_or_error() -> Path | None:
     """The configs folder the forms offer agents from; None, with the reason shown, when there
     is none."""

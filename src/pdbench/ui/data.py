@@ -16,8 +16,9 @@ artifact written by a newer pdbench (its schema_version).
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -215,12 +216,14 @@ class SavedRun:
     status: str
     started: str
     summary: str
+    where: str = ""  # the directory, shown when another listed run has the same run_id
 
     def label(self) -> str:
         """A one-line description for select boxes (the status only when not completed)."""
         started = self.started[:16].replace("T", " ") if self.started else "?"
         parts = [self.run_id, "" if self.status == "completed" else self.status, started]
-        return " · ".join(p for p in [*parts, self.summary] if p)
+        where = [f"in {self.where}"] if self.where else []
+        return " · ".join(p for p in [*parts, self.summary, *where] if p)
 
 
 def _plural(n: int, word: str) -> str:
@@ -280,7 +283,21 @@ def list_saved(
                     found[entry.path] = entry
     listed = sorted(found.values(), key=lambda r: (r.started, r.run_id), reverse=True)
     extras = list({e.path: e for e in (saved_run(p, kind) for p in extra)}.values())
-    return extras + [r for r in listed if r.path not in {e.path for e in extras}]
+    return _told_apart(extras + [r for r in listed if r.path not in {e.path for e in extras}])
+
+
+def _told_apart(runs: list[SavedRun]) -> list[SavedRun]:
+    """The runs, those sharing a run_id with another one labelled with their directory too
+    (relative to the working directory when inside it)."""
+    seen = Counter(r.run_id for r in runs)
+    cwd = Path.cwd().resolve()
+    out = []
+    for r in runs:
+        if seen[r.run_id] > 1:
+            path = Path(r.path)
+            r = replace(r, where=str(path.relative_to(cwd) if path.is_relative_to(cwd) else path))
+        out.append(r)
+    return out
 
 
 def condition_configs(manifest: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

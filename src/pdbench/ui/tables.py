@@ -208,6 +208,16 @@ def strategy_card(fits: pd.DataFrame, condition: str, agent: str, top: int = 3) 
     return pd.DataFrame(out)
 
 
+def in_percent(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    """A copy of `frame` with the rate `columns` (0..1) in percent (0..100), for progress columns
+    that print one decimal ('91.7%') like every other percentage in the app."""
+    out = frame.copy()
+    for column in columns:
+        if column in out.columns:
+            out[column] = out[column].astype(float) * 100.0
+    return out
+
+
 def conditions_table(aggregates: pd.DataFrame) -> pd.DataFrame:
     """One row per condition (its mean over replicates), in the file's order."""
     rows = aggregates[aggregates["scope"] == "condition"]

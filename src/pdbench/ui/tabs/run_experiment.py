@@ -102,7 +102,15 @@ def render(ctx: AppContext) -> None:
             help="Probability that a chosen move is flipped before it is played (miscommunication).",
         )
     with c3:
-        replicates = st.slider("Replicates", 1, 20, key="rx_reps")
+        replicates = st.slider(
+            "Replicates (seeds)",
+            1,
+            100,
+            key="rx_reps",
+            help="Games per condition, each with its own seed derived from the run seed and the "
+            "replicate number (the same seed gives the same games). Intervals treat the game as "
+            "the unit, so more seeds give narrower intervals.",
+        )
     with c4:
         seed = st.number_input("Seed", 0, 2**31 - 1, key="rx_seed")
 

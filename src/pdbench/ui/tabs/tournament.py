@@ -16,6 +16,7 @@ import streamlit as st
 from pdbench.ui import charts, data, launcher, planning, presets, tables
 from pdbench.ui.components import (
     AppContext,
+    percent_column,
     restore_widgets,
     run_prepared,
     save_widgets,
@@ -197,13 +198,13 @@ def _show(t: tables.Tournament) -> None:
     st.altair_chart(charts.leaderboard_chart(board, t.players), width="stretch")
     table = tables.leaderboard_table(board, t.players)
     st.dataframe(
-        table,
+        tables.in_percent(table, ["cooperation_rate"]),
         hide_index=True,
         width="stretch",
         column_order=[c for c in table.columns if c != "name"],
         column_config={
             "rank": st.column_config.TextColumn("rank", width="small"),
-            "player": st.column_config.TextColumn("player", width="medium"),
+            "player": st.column_config.TextColumn("player", width="large"),
             "score_per_round": st.column_config.NumberColumn("score / round", format="%.3f"),
             "ci95": st.column_config.TextColumn("95% CI of the mean"),
             "rank_range": st.column_config.TextColumn("rank (95%)", width="small"),
@@ -211,9 +212,7 @@ def _show(t: tables.Tournament) -> None:
             "draws": st.column_config.NumberColumn("draws", format="%d"),
             "losses": st.column_config.NumberColumn("losses", format="%d"),
             "matches": st.column_config.NumberColumn("matches", format="%d"),
-            "cooperation_rate": st.column_config.ProgressColumn(
-                "cooperation", min_value=0.0, max_value=1.0, format="percent"
-            ),
+            "cooperation_rate": percent_column("cooperation"),
         },
     )
     st.caption(

@@ -13,7 +13,15 @@ import pandas as pd
 import streamlit as st
 
 from pdbench.ui import animation, charts, data, files, science, tables
-from pdbench.ui.components import FLASH, AppContext, Game, matchup, pick_game, show_error
+from pdbench.ui.components import (
+    FLASH,
+    AppContext,
+    Game,
+    matchup,
+    percent_column,
+    pick_game,
+    show_error,
+)
 from pdbench.ui.style import LEGEND, agent_profile, timeline_html
 
 LABEL = "📊 View Results"
@@ -69,7 +77,7 @@ def _headline(game: Game) -> None:
     n_rep = int(summary["n_replicates"].max()) if len(summary) else 0
     st.subheader("📈 Headline metrics")
     st.caption(
-        f"Big numbers: replicate {game.replicate}. Grey line: mean over the condition's "
+        f"Big numbers: replicate {game.replicate}. Grey chip below each: mean over the condition's "
         f"{n_rep} replicate(s) and their range. Source: {game.aggregates_source}."
     )
     cols = st.columns(len(shown) + 1)
@@ -225,9 +233,7 @@ def _conditions(game: Game) -> None:
         if column in config or column not in table.columns:
             continue
         if kind == "rate":
-            config[column] = st.column_config.ProgressColumn(
-                label, min_value=0.0, max_value=1.0, format="percent", color="auto"
-            )
+            config[column] = percent_column(label, color="auto")
         else:
             config[column] = st.column_config.NumberColumn(label, format="%.1f")
     # The share of each agent's moves that were fallbacks, shown when there are any.
@@ -236,7 +242,14 @@ def _conditions(game: Game) -> None:
     shown += [c for c in KEY_CONDITION_COLUMNS if c in table.columns]
     if failures and table[failures].fillna(0).to_numpy().sum() > 0:
         shown += failures
-    st.dataframe(table, hide_index=True, width="stretch", column_config=config, column_order=shown)
+    rates = [c for c, (_, kind) in tables.METRICS.items() if kind == "rate"]
+    st.dataframe(
+        tables.in_percent(table, rates),
+        hide_index=True,
+        width="stretch",
+        column_config=config,
+        column_order=shown,
+    )
     st.caption(
         "Condition means over replicates, from aggregates.parquet. 👉 = the selected condition."
     )
