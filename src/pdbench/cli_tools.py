@@ -1,0 +1,239 @@
+"""The pdbench commands that read or serve finished runs: `cache`, `aggregate`, `profile`,
+`compare`, `report`, `merge` and `ui`. They are registered on the main app by `pdbench.cli`
+(after the commands that run), which also turns their library errors into exit code 2. Heavy
+libraries are imported inside each command, as in `pdbench.cli`.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from pdbench.errors import RunError
+from pdbench.redact import redact
+
+tools = typer.Typer()
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+CacheDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--cache-dir",
+        help="Response cache directory (default $PDBENCH_CACHE_DIR, else .pdbench_cache).",
+    ),
+]
+
+
+def err(line: str) -> None:
+    """Print one line to stderr, secrets redacted."""
+    typer.echo(redact(line), err=True)
+
+
+cache_app = typer.Typer(help="Inspect or clear the response cache.", no_args_is_help=True)
+tools.add_typer(cache_app, name="cache")
+
+
+def _open_cache(cache_dir: Path | None) -> Any:
+    from pdbench.storage.cache import ResponseCache, default_cache_dir
+
+    return ResponseCache(cache_dir or default_cache_dir())
+
+
+@cache_app.command("stats", epilog="Example: pdbench cache stats --cache-dir .pdbench_cache")
+def cache_stats(cache_dir: CacheDirOpt = None) -> None:
+    """Entries, tokens and size of the response cache."""
+    with _open_cache(cache_dir) as cache:
+        stats = cache.stats()
+    typer.echo(f"{stats['path']}: {stats['entries']} entries, {stats['bytes']} bytes")
+    for row in stats["by_model"]:
+        typer.echo(
+            f"  {row['provider']}/{row['model']}: {row['entries']} entries, "
+            f"tokens in/out {row['input_tokens']}/{row['output_tokens']}"
+        )
+
+
+@cache_app.command("clear", epilog="Example: pdbench cache clear")
+def cache_clear(cache_dir: CacheDirOpt = None) -> None:
+    """Delete every cached response (a damaged cache file is removed)."""
+    from pdbench.storage.cache import CacheUnusable, default_cache_dir, remove_files
+
+    try:
+        with _open_cache(cache_dir) as cache:
+            typer.echo(f"{cache.path}: removed {cache.clear()} entries")
+    except CacheUnusable:
+        removed = remove_files(cache_dir or default_cache_dir())
+        names = ", ".join(str(p) for p in removed) or "nothing"
+        typer.echo(f"the cache could not be read; removed its files: {names}")
+
+
+@tools.command(epilog="Example: pdbench aggregate data/runs/phase1_smoke_v1")
+def aggregate(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory.", show_default=False)],
+) -> None:
+    """Recompute an experiment's aggregates.parquet from rounds.jsonl (idempotent)."""
+    from pdbench.runners.plan import fallback_warnings, summary_table
+    from pdbench.storage.aggregate import aggregate_run_dir
+
+    rows = aggregate_run_dir(run_dir)
+    typer.echo(f"{run_dir}: aggregates.parquet rewritten ({len(rows)} rows)")
+    typer.echo(summary_table(rows))
+    for line in fallback_warnings(rows):
+        typer.echo(line)
+
+
+@tools.command(epilog="Example: pdbench profile data/runs/phase1_smoke_v1")
+def profile(
+    run_dir: Annotated[
+        Path, typer.Argument(help="An experiment run directory.", show_default=False)
+    ],
+    library: Annotated[
+        str,
+        typer.Option(
+            "--library",
+            help="builtin: the built-in policies and the memory-one family; all: also the "
+            "Axelrod library's deterministic strategies (slower; the axelrod extra).",
+        ),
+    ] = "builtin",
+    top: Annotated[int, typer.Option("--top", min=1, help="Strategies shown per agent.")] = 3,
+) -> None:
+    """Which strategy does each agent play like? Writes strategy_fit.parquet."""
+    from pdbench.runners.profile import profile_run, strategy_table
+
+    result = profile_run(run_dir, library)
+    typer.echo(f"{run_dir}: {result.path.name} written ({len(result.rows)} rows)")
+    typer.echo(strategy_table(result.rows, top))
+
+
+@tools.command(
+    epilog="Example: pdbench compare data/runs/phase1_smoke_v1 --metric overall_cooperation_rate"
+)
+def compare(
+    run_dir: Annotated[
+        Path, typer.Argument(help="An experiment run directory.", show_default=False)
+    ],
+    metric: Annotated[
+        str, typer.Option("--metric", help="A per-game metric of aggregates.parquet.")
+    ] = "agent_a_cooperation_rate",
+    baseline: Annotated[
+        str | None,
+        typer.Option("--baseline", help="The condition to compare with (default: the first)."),
+    ] = None,
+) -> None:
+    """Each condition against a baseline: difference, bootstrap interval, permutation p-value
+    (Holm-adjusted); writes comparisons.parquet."""
+    from pdbench.runners.compare import compare_run, comparison_table
+
+    rows = compare_run(run_dir, metric, baseline)
+    typer.echo(comparison_table(rows))
+    typer.echo(f"{run_dir}: comparisons.parquet written ({len(rows)} rows)")
+
+
+@tools.command(epilog="Example: pdbench report data/runs/phase1_smoke_v1")
+def report(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory.", show_default=False)],
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write here (default RUN_DIR/report.html)."),
+    ] = None,
+) -> None:
+    """One self-contained HTML report of a run (no network needed to view it). For an
+    experiment, runs `profile` and `compare` first when their artifacts are missing."""
+    from pdbench.report import COMPARISONS_FILE, build_report
+    from pdbench.storage.run_dir import run_kind
+    from pdbench.storage.strategy_fit import STRATEGY_FIT_FILE
+
+    if run_kind(run_dir) == "experiment":
+        if not (run_dir / STRATEGY_FIT_FILE).is_file():
+            from pdbench.runners.profile import profile_run
+
+            profile_run(run_dir)
+        if not (run_dir / COMPARISONS_FILE).is_file():
+            from pdbench.runners.compare import compare_run
+
+            compare_run(run_dir)
+    path = build_report(run_dir, output)
+    typer.echo(f"report written: {path}")
+
+
+@tools.command(epilog="Example: pdbench merge data/runs/full data/runs/shard1 data/runs/shard2")
+def merge(
+    out_dir: Annotated[
+        Path, typer.Argument(help="The merged run directory (new).", show_default=False)
+    ],
+    shard_dirs: Annotated[
+        list[Path],
+        typer.Argument(help="The shard directories (`run --shard i/K`).", show_default=False),
+    ],
+) -> None:
+    """Join the shards of an experiment into one run directory, equal to an unsharded run."""
+    from pdbench.runners.merge import merge_shards
+
+    manifest = merge_shards(out_dir, shard_dirs)
+    totals = manifest["totals"]
+    typer.echo(
+        f"merged {len(shard_dirs)} shards -> {out_dir}: {totals['games']} games, "
+        f"{totals['rounds']} rounds; aggregates.parquet written"
+    )
+
+
+@tools.command(epilog="Example: pdbench ui data/runs/phase1_smoke_v1 --port 8501")
+def ui(
+    run_dir: Annotated[
+        Path | None, typer.Argument(help="Run directory to open.", show_default=False)
+    ] = None,
+    print_command: Annotated[
+        bool,
+        typer.Option("--print-command", help="Print the streamlit command instead of running it."),
+    ] = False,
+    port: Annotated[int | None, typer.Option("--port", help="Port for the web server.")] = None,
+    address: Annotated[
+        str,
+        typer.Option(
+            "--address",
+            help="Interface to listen on; anything but this machine lets others start runs "
+            "that spend your API keys.",
+        ),
+    ] = "127.0.0.1",
+) -> None:
+    """Launch the Streamlit app (optionally opening a run directory); it listens on this
+    machine only unless --address says otherwise."""
+    from importlib.util import find_spec
+
+    if run_dir is not None and not run_dir.is_dir():
+        raise RunError(f"{run_dir}: not a directory")
+    app_path = Path(__file__).resolve().parent / "ui" / "streamlit_app.py"
+    command = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(app_path),
+        "--server.headless",
+        "true",
+        "--browser.gatherUsageStats",
+        "false",
+        "--client.toolbarMode",
+        "minimal",
+        "--theme.primaryColor",
+        "#4f6bed",
+    ]
+    command += ["--server.address", address]
+    if address not in LOOPBACK:
+        err(
+            f"warning: the app listens on {address}: anyone who can reach it can view runs and "
+            "start new ones that spend your API keys"
+        )
+    if port is not None:
+        command += ["--server.port", str(port)]
+    if run_dir is not None:
+        command += ["--", "--run-dir", str(run_dir.resolve())]
+    if print_command:
+        typer.echo(shlex.join(command))
+        return
+    if find_spec("streamlit") is None:
+        raise RunError("streamlit is not installed: run `uv sync`")
+    raise typer.Exit(subprocess.call(command))
