@@ -13,9 +13,13 @@ from pdbench.ui.launcher import (
     ExperimentRequest,
     PayoffInputError,
     TournamentRequest,
+    build_evolution,
     build_experiment,
     build_tournament,
 )
+from pdbench.ui.presets import EvolutionSettings
+
+Request = ExperimentRequest | TournamentRequest | EvolutionSettings
 
 SWEEPABLE = {
     "game.noise": "noise (move flip probability)",
@@ -47,7 +51,7 @@ def parse_values(text: str) -> tuple[float, ...]:
 _PLANS: dict[str, str] = {}  # the last plans, by request (a form redrawn asks again)
 
 
-def plan_text(kind: str, request: ExperimentRequest | TournamentRequest, config_dir: Path) -> str:
+def plan_text(kind: str, request: Request, config_dir: Path) -> str:
     """What a form would run, before it runs: `pdbench --dry-run`'s plan of the config the form
     would write (games, rounds, LLM calls, tokens and estimated cost per model), made in a
     temporary directory; a config problem comes back as its one-line messages."""
@@ -59,7 +63,7 @@ def plan_text(kind: str, request: ExperimentRequest | TournamentRequest, config_
     return _PLANS[key]
 
 
-def _plan_text(kind: str, request: ExperimentRequest | TournamentRequest, config_dir: Path) -> str:
+def _plan_text(kind: str, request: Request, config_dir: Path) -> str:
     import tempfile
 
     from pdbench.errors import PdbenchError
@@ -75,6 +79,8 @@ def _plan_text(kind: str, request: ExperimentRequest | TournamentRequest, config
         out = Path(tmp) / "run"
         if isinstance(request, TournamentRequest):
             data = build_tournament(request, "plan", out, config_dir)
+        elif isinstance(request, EvolutionSettings):
+            data = build_evolution(request, "plan", out, config_dir)
         else:
             data = build_experiment(request, "plan", out, config_dir)
         path = target / f"{kind}.yaml"
