@@ -163,3 +163,15 @@ def test_the_seeds_and_llm_members_survive_a_tab_switch() -> None:
     at.button(key="ev_preset_trust").click().run()
     assert at.multiselect(key="ev_llm").value == []
     assert at.number_input(key="ev_seeds").value == 7
+
+
+def test_the_same_llm_agent_picked_twice_is_refused_before_running() -> None:
+    at = open_tab()
+    # agents/llm_default.yaml is the mock agent with the cooperative persona.
+    at.multiselect(key="ev_llm").set_value(
+        ["persona:cooperative", "llm_file:agents/llm_default.yaml"]
+    ).run()
+    assert not at.exception
+    (message,) = [e.value for e in at.error]
+    assert "are the same agent (mock-persona-v1[cooperative])" in message
+    assert at.button(key="ev_run").disabled

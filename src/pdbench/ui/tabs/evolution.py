@@ -228,6 +228,8 @@ def _form() -> EvolutionSettings | None:
         settings = _current()
         save_widgets(STORE, _keys())
         problems = settings.problems()
+        if config_dir is not None:
+            problems += planning.same_agent_twice(settings, config_dir)
         for problem in problems:
             st.error(problem, icon="🚫")
         if settings.llm_members:
