@@ -482,9 +482,8 @@ def load_tournament(directory: str | Path) -> Tournament:
 
 
 def load_evolution(directory: str | Path) -> Evolution:
-    """An evolution's manifest, generations table and, when it ran several seeds, its
-    fixation.parquet (shares and Wilson intervals as written by the runner); RunLoadError
-    subclasses on problems."""
+    """An evolution's manifest, generations table and fixation.parquet (when it ran several
+    seeds: the runner's shares and Wilson intervals); RunLoadError subclasses on problems."""
     manifest = _finished_manifest(directory, "evolution")
     generations = _table(directory, GENERATIONS_FILE, GENERATION_COLUMNS)
     fixation = None
