@@ -49,3 +49,17 @@ def test_seeds_give_fixation_probabilities(
     for r in rows:
         assert r["ci_low"] <= r["probability"] <= r["ci_high"]
         assert (r["ci_low"], r["ci_high"]) == pytest.approx(wilson_interval(r["fixations"], 12))
+
+
+def test_overwriting_with_one_seed_removes_the_old_fixation_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A stale fixation.parquet would be shown as the new run's fixation over seeds."""
+    config = str(REPO / "configs" / "evolution.yaml")
+    out_dir = str(tmp_path / "run")
+    code, _, err = run_in_process(["evolve", config, "-o", out_dir, "--seeds", "3"], capsys)
+    assert code == 0, err
+    assert (tmp_path / "run" / "fixation.parquet").is_file()
+    code, _, err = run_in_process(["evolve", config, "-o", out_dir, "--overwrite"], capsys)
+    assert code == 0, err
+    assert not (tmp_path / "run" / "fixation.parquet").exists()

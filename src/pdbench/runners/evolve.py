@@ -40,7 +40,7 @@ from pdbench.runners.engine import GamePlan, MachineTable, ProgressFn
 from pdbench.runners.loader import SEPARATOR, LoadedConfig
 from pdbench.runners.session import RunOptions, RunSession, play_in_memory
 from pdbench.storage.parquet import write_columns
-from pdbench.storage.schema import GENERATIONS_FILE
+from pdbench.storage.schema import FIXATION_FILE, GENERATIONS_FILE
 
 
 @dataclass
@@ -255,9 +255,6 @@ def simulate_evolution(loaded: LoadedConfig, concurrency: int = 16) -> Evolution
     plans = plan_pool(loaded)
     pool = pair_pool(loaded, plans, play_in_memory(loaded, plans, concurrency)) if plans else None
     return evolve(loaded, pool)
-
-
-FIXATION_FILE = "fixation.parquet"
 
 
 def wilson_interval(

@@ -33,6 +33,7 @@ LEADERBOARD_FILE = "leaderboard.parquet"
 PAYOFF_MATRIX_FILE = "payoff_matrix.parquet"
 EVOLUTION_MANIFEST_FILE = "evolution_manifest.json"
 GENERATIONS_FILE = "generations.parquet"
+FIXATION_FILE = "fixation.parquet"  # evolution.seeds > 1: fixation share per type over seeds
 LOCK_FILE = ".pdbench.lock"  # held by the process using a run directory
 
 MANIFEST_FILES: dict[str, str] = {
@@ -50,7 +51,13 @@ ARTIFACTS: dict[str, tuple[str, ...]] = {
         ROUNDS_FILE,
         CALLS_FILE,
     ),
-    "evolution": (EVOLUTION_MANIFEST_FILE, GENERATIONS_FILE, ROUNDS_FILE, CALLS_FILE),
+    "evolution": (
+        EVOLUTION_MANIFEST_FILE,
+        GENERATIONS_FILE,
+        FIXATION_FILE,
+        ROUNDS_FILE,
+        CALLS_FILE,
+    ),
 }
 
 

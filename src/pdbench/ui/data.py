@@ -32,6 +32,7 @@ from pdbench.core.tournament_metrics import LEADERBOARD_COLUMNS, PAIRWISE_COLUMN
 from pdbench.storage.parquet import read_frame
 from pdbench.storage.schema import (
     AGGREGATES_FILE,
+    FIXATION_FILE,
     GENERATIONS_FILE,
     LEADERBOARD_FILE,
     MANIFEST_FILES,
@@ -56,6 +57,7 @@ REQUIRED_ROUND_COLUMNS = ("condition", "replicate", "round_index") + tuple(
     f"agent_{side}_{field}" for field in ("action", "payoff", "cum_payoff") for side in "ab"
 )
 GENERATION_COLUMNS = ("generation", "strategy", "count", "share", "mean_fitness")
+FIXATION_COLUMNS = ("strategy", "fixations", "seeds", "probability", "ci_low", "ci_high")
 MATCH_COLUMNS = ("player_a", "player_b", "rounds", "score_a", "score_b")
 LINE_COLUMN = "_line"
 _RECORD_KEY = ("condition", "replicate", "round_index")
@@ -497,9 +499,13 @@ def load_tournament(directory: str | Path) -> Tournament:
 
 
 def load_evolution(directory: str | Path) -> Evolution:
-    """An evolution's manifest and generations table; RunLoadError subclasses on problems."""
+    """An evolution's manifest, generations table and fixation.parquet (when it ran several
+    seeds: the runner's shares and Wilson intervals); RunLoadError subclasses on problems."""
     manifest = _finished_manifest(directory, "evolution")
     generations = _table(directory, GENERATIONS_FILE, GENERATION_COLUMNS)
+    fixation = None
+    if (Path(directory) / FIXATION_FILE).is_file():
+        fixation = _table(directory, FIXATION_FILE, FIXATION_COLUMNS).reset_index(drop=True)
     names = [str(s) for s in manifest.get("strategies") or []]
     present = list(dict.fromkeys(str(s) for s in generations["strategy"]))
     if not names or set(present) - set(names):
@@ -512,4 +518,5 @@ def load_evolution(directory: str | Path) -> Evolution:
         manifest,
         generations,
         make_players(_entries(names, configs)),
+        fixation,
     )

@@ -287,9 +287,27 @@ def build_tournament(
     }
 
 
-def build_evolution(settings: EvolutionSettings, run_id: str, output_dir: Path) -> dict[str, Any]:
-    """The evolution config (a YAML-ready mapping); only strategies with individuals take part,
-    and `eliminate` is written only for eliminate_clone (the other processes refuse it)."""
+def evolution_members(settings: EvolutionSettings, config_dir: Path | None) -> list[dict[str, Any]]:
+    """The population entries: policies with individuals, then the LLM members (a ref to the
+    copied agent file, as `agent_entry`); ValueError names an LLM agent no longer offered."""
+    members: list[dict[str, Any]] = [
+        {"player": k, "count": n} for k, n in settings.population.items()
+    ]
+    if settings.llm_members:
+        options = {o.key: o for o in agent_options(config_dir)} if config_dir else {}
+        for key, n in settings.llm_members.items():
+            if key not in options or options[key].kind == "policy":
+                raise ValueError(f"not an LLM agent of the configs folder: {key}")
+            members.append({"player": agent_entry(options[key], config_dir), "count": n})
+    return members
+
+
+def build_evolution(
+    settings: EvolutionSettings, run_id: str, output_dir: Path, config_dir: Path | None = None
+) -> dict[str, Any]:
+    """The evolution config (a YAML-ready mapping); only strategies with individuals take part
+    (LLM members need `config_dir`), and `eliminate` is written only for eliminate_clone (the
+    other processes refuse it)."""
     section: dict[str, Any] = {"process": settings.process}
     if settings.process == "eliminate_clone":
         section["eliminate"] = int(settings.eliminate)
@@ -297,7 +315,8 @@ def build_evolution(settings: EvolutionSettings, run_id: str, output_dir: Path) 
         generations=int(settings.generations),
         mutation_rate=float(settings.mutation_rate),
         repetitions=int(settings.repetitions),
-        population=[{"player": k, "count": n} for k, n in settings.population.items()],
+        seeds=int(settings.seeds),
+        population=evolution_members(settings, config_dir),
     )
     if settings.fitness != "auto":
         section["fitness"] = settings.fitness
@@ -368,9 +387,17 @@ def prepare_tournament(request: TournamentRequest, config_dir: Path, root: Path)
     )
 
 
-def prepare_evolution(settings: EvolutionSettings, root: Path) -> Path:
-    """Write a new evolution directory's config; returns its path."""
-    return prepare("evolution", lambda run_id, out: build_evolution(settings, run_id, out), root)
+def prepare_evolution(
+    settings: EvolutionSettings, root: Path, config_dir: Path | None = None
+) -> Path:
+    """Write a new evolution directory's config (with copies of the agent files when LLM agents
+    take part); returns its path."""
+    return prepare(
+        "evolution",
+        lambda run_id, out: build_evolution(settings, run_id, out, config_dir),
+        root,
+        config_dir if settings.llm_members else None,
+    )
 
 
 def discard_run(config_path: Path) -> None:

@@ -1,5 +1,6 @@
-"""The forms' plans before they run: the sweep a Run form may ask for, and `--dry-run`'s plan of
-the config a form would write (games, rounds, LLM calls, tokens and cost per model). With
+"""The forms' plans before they run: the sweep a Run form may ask for, an LLM agent picked twice
+for one population, and `--dry-run`'s plan of the config a form would write (games, rounds, LLM
+calls, tokens and cost per model). With
 `launcher.py`, the only part of the app that calls the runners."""
 
 from __future__ import annotations
@@ -10,12 +11,18 @@ from pathlib import Path
 import yaml
 
 from pdbench.ui.launcher import (
+    AgentOption,
     ExperimentRequest,
     PayoffInputError,
     TournamentRequest,
+    agent_options,
+    build_evolution,
     build_experiment,
     build_tournament,
 )
+from pdbench.ui.presets import EvolutionSettings, read_yaml
+
+Request = ExperimentRequest | TournamentRequest | EvolutionSettings
 
 SWEEPABLE = {
     "game.noise": "noise (move flip probability)",
@@ -44,10 +51,38 @@ def parse_values(text: str) -> tuple[float, ...]:
     return tuple(dict.fromkeys(values))
 
 
+def llm_name(option: AgentOption, config_dir: Path) -> str:
+    """The name the engine gives an LLM agent option: the file's `name`, else model[persona]
+    (a mock persona is the mock agent file with that persona)."""
+    data = read_yaml(config_dir / (option.base or option.value))
+    persona = option.value if option.kind == "persona" else data.get("persona")
+    return str(data.get("name") or f"{data.get('model')}[{persona}]")
+
+
+def same_agent_twice(settings: EvolutionSettings, config_dir: Path) -> list[str]:
+    """One message per LLM agent picked twice under two entries (e.g. the cooperative mock
+    persona and agents/llm_default.yaml, whose persona is cooperative): the engine would refuse
+    the duplicate name."""
+    options = {o.key: o for o in agent_options(config_dir) if o.kind != "policy"}
+    seen: dict[str, str] = {}
+    out = []
+    for key in settings.llm_members:
+        if key not in options:
+            continue
+        name = llm_name(options[key], config_dir)
+        if name in seen:
+            out.append(
+                f"{options[seen[name]].label} and {options[key].label} are the same agent "
+                f"({name}): keep one and raise its count."
+            )
+        seen.setdefault(name, key)
+    return out
+
+
 _PLANS: dict[str, str] = {}  # the last plans, by request (a form redrawn asks again)
 
 
-def plan_text(kind: str, request: ExperimentRequest | TournamentRequest, config_dir: Path) -> str:
+def plan_text(kind: str, request: Request, config_dir: Path) -> str:
     """What a form would run, before it runs: `pdbench --dry-run`'s plan of the config the form
     would write (games, rounds, LLM calls, tokens and estimated cost per model), made in a
     temporary directory; a config problem comes back as its one-line messages."""
@@ -59,7 +94,7 @@ def plan_text(kind: str, request: ExperimentRequest | TournamentRequest, config_
     return _PLANS[key]
 
 
-def _plan_text(kind: str, request: ExperimentRequest | TournamentRequest, config_dir: Path) -> str:
+def _plan_text(kind: str, request: Request, config_dir: Path) -> str:
     import tempfile
 
     from pdbench.errors import PdbenchError
@@ -75,6 +110,8 @@ def _plan_text(kind: str, request: ExperimentRequest | TournamentRequest, config
         out = Path(tmp) / "run"
         if isinstance(request, TournamentRequest):
             data = build_tournament(request, "plan", out, config_dir)
+        elif isinstance(request, EvolutionSettings):
+            data = build_evolution(request, "plan", out, config_dir)
         else:
             data = build_experiment(request, "plan", out, config_dir)
         path = target / f"{kind}.yaml"

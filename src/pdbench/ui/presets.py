@@ -107,6 +107,9 @@ class EvolutionSettings:
     seed: int = 10
     fitness: str = "auto"
     repetitions: int = 10
+    seeds: int = 1  # independent runs of the process on the same played matches
+    # LLM members: agent option key ('persona:tit_for_tat', 'llm_file:agents/x.yaml') -> count
+    agents: dict[str, int] = field(default_factory=dict)
 
     @property
     def population(self) -> dict[str, int]:
@@ -114,9 +117,14 @@ class EvolutionSettings:
         return {k: int(self.counts[k]) for k in evolution_strategies() if self.counts.get(k, 0) > 0}
 
     @property
+    def llm_members(self) -> dict[str, int]:
+        """LLM agents (option keys) with at least one individual, in the order picked."""
+        return {k: int(n) for k, n in self.agents.items() if n > 0}
+
+    @property
     def size(self) -> int:
-        """Individuals in the initial population."""
-        return sum(self.population.values())
+        """Individuals in the initial population (policies and LLM agents)."""
+        return sum(self.population.values()) + sum(self.llm_members.values())
 
     def problems(self) -> list[str]:
         """Settings the library would refuse, as one-line messages."""
@@ -175,6 +183,7 @@ def evolution_defaults(config_dir: Path | None) -> EvolutionSettings:
             seed=int((data.get("run") or {}).get("seed", base.seed)),
             fitness=str(section.get("fitness") or "auto"),
             repetitions=int(section.get("repetitions", base.repetitions)),
+            seeds=int(section.get("seeds") or 1),
         )
     except (TypeError, ValueError):
         return base

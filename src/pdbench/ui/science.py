@@ -49,8 +49,11 @@ def comparison_frame(
     return pd.DataFrame(out, columns=["condition", "value", "low", "high", "games", "text"])
 
 
-def interval_chart(frame: pd.DataFrame, title: str, percent: bool) -> alt.LayerChart:
-    """Dot and whisker per condition (rows in the given order), with the value written beside."""
+def interval_chart(
+    frame: pd.DataFrame, title: str, percent: bool, unit: str = "games"
+) -> alt.LayerChart:
+    """Dot and whisker per condition (rows in the given order), with the value written beside;
+    `unit` names the `games` column in the tooltip (the independent units, e.g. seeds)."""
     order = list(frame["condition"])
     scale = alt.Scale(domain=[0, 1]) if percent else alt.Scale(zero=False, nice=True)
     axis = alt.Axis(format="%" if percent else "~s", title=title, grid=True, tickCount=10)
@@ -59,7 +62,7 @@ def interval_chart(frame: pd.DataFrame, title: str, percent: bool) -> alt.LayerC
     tooltip = [
         alt.Tooltip("condition:N"),
         alt.Tooltip("text:N", title=title),
-        alt.Tooltip("games:Q", title="games"),
+        alt.Tooltip("games:Q", title=unit),
     ]
     whisker = base.mark_rule(strokeWidth=2, color="#3b6fd8").encode(
         x=alt.X("low:Q", scale=scale, axis=axis), x2="high:Q", tooltip=tooltip

@@ -264,6 +264,7 @@ class Evolution:
     manifest: dict[str, Any]
     generations: pd.DataFrame  # generations.parquet
     players: list[Player]  # strategy order
+    fixation: pd.DataFrame | None = None  # fixation.parquet (evolution.seeds > 1), file order
 
     @property
     def by_name(self) -> dict[str, Player]:
@@ -338,4 +339,63 @@ def final_shares_table(
     )
     return table.sort_values(["count", "start"], ascending=False, kind="stable").reset_index(
         drop=True
+    )
+
+
+NO_FIXATION = "(no fixation)"  # fixation.parquet's row for the seeds that ended mixed
+
+
+def fixation_table(fixation: pd.DataFrame, players: Sequence[Player]) -> pd.DataFrame:
+    """fixation.parquet for display, most frequent winner first and the no-fixation row last:
+    per strategy its label, the numbers of the file (fixations, seeds, probability and its
+    Wilson interval ci_low, ci_high, computed by the runner) and the same as text: share,
+    interval (both in percent) and 'k of n'."""
+    by_name = {p.name: p for p in players}
+    names = fixation["strategy"].astype(str)
+    table = pd.DataFrame(
+        {
+            "strategy": [
+                "— no fixation (still mixed)"
+                if n == NO_FIXATION
+                else (by_name[n].label if n in by_name else n)
+                for n in names
+            ],
+            "fixations": fixation["fixations"].astype(int).to_numpy(),
+            "seeds": fixation["seeds"].astype(int).to_numpy(),
+            "probability": fixation["probability"].to_numpy(dtype=float),
+            "ci_low": fixation["ci_low"].to_numpy(dtype=float),
+            "ci_high": fixation["ci_high"].to_numpy(dtype=float),
+            "share": [format_value(v, "rate") for v in fixation["probability"]],
+            "interval": [
+                f"{format_value(lo, 'rate')} – {format_value(hi, 'rate')}"
+                for lo, hi in zip(fixation["ci_low"], fixation["ci_high"], strict=True)
+            ],
+            "k_of_n": [
+                f"{int(k)} of {int(n)}"
+                for k, n in zip(fixation["fixations"], fixation["seeds"], strict=True)
+            ],
+            "name": names.to_numpy(),
+            "last": (names == NO_FIXATION).to_numpy(),
+        }
+    )
+    table = table.sort_values(["last", "fixations"], ascending=[True, False], kind="stable")
+    return table.drop(columns="last").reset_index(drop=True)
+
+
+def fixation_chart_frame(table: pd.DataFrame) -> pd.DataFrame:
+    """`fixation_table` in the columns of `science.interval_chart` (one row per strategy)."""
+    return pd.DataFrame(
+        {
+            "condition": table["strategy"],
+            "value": table["probability"],
+            "low": table["ci_low"],
+            "high": table["ci_high"],
+            "games": table["seeds"],
+            "text": [
+                f"{share} [{interval.replace(' – ', ', ')}] · {k}"
+                for share, interval, k in zip(
+                    table["share"], table["interval"], table["k_of_n"], strict=True
+                )
+            ],
+        }
     )

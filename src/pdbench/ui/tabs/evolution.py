@@ -13,7 +13,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from pdbench.ui import animation, charts, data, launcher, presets, tables
+from pdbench.ui import animation, charts, data, launcher, planning, presets, science, tables
 from pdbench.ui.components import (
     AppContext,
     restore_widgets,
@@ -39,23 +39,41 @@ LESSON = (
 )
 
 
+LLM_COUNT = 2  # individuals of an LLM agent when it is added
+POOL_NOTE = (
+    "LLM members answer through their provider, one call per round. Their matches are played "
+    "once: *Matches per pair* (Advanced) for every pair of types, each type against itself too "
+    "(a pair of LLM members makes two calls a round), and each generation draws its matches "
+    "from that pool. Extra seeds rerun the process on the same pool: they cost no calls. "
+    "Check the calls and cost in the plan below first."
+)
+
+
 def _keys() -> list[str]:
     strategies = [f"ev_n_{k}" for k in presets.evolution_strategies()]
-    return strategies + [
-        "ev_rounds",
-        "ev_noise",
-        "ev_process",
-        "ev_eliminate",
-        "ev_mutation",
-        "ev_generations",
-        "ev_seed",
-        "ev_fitness",
-        "ev_reps",
-    ]
+    llm = [f"ev_llm_n_{k}" for k in st.session_state.get("ev_llm") or []]
+    return (
+        strategies
+        + llm
+        + [
+            "ev_llm",
+            "ev_seeds",
+            "ev_rounds",
+            "ev_noise",
+            "ev_process",
+            "ev_eliminate",
+            "ev_mutation",
+            "ev_generations",
+            "ev_seed",
+            "ev_fitness",
+            "ev_reps",
+        ]
+    )
 
 
-def _apply(settings: EvolutionSettings) -> None:
-    """Set every form widget to `settings` (preset buttons, first visit)."""
+def _apply(settings: EvolutionSettings, keep_seeds: bool = False) -> None:
+    """Set every form widget to `settings` (preset buttons, first visit); `keep_seeds` leaves
+    the number of seeds as the user set it (a preset is a population and game, not a study)."""
     for key in presets.evolution_strategies():
         st.session_state[f"ev_n_{key}"] = int(settings.counts.get(key, 0))
     st.session_state.update(
@@ -68,7 +86,12 @@ def _apply(settings: EvolutionSettings) -> None:
         ev_seed=int(settings.seed),
         ev_fitness=settings.fitness if settings.fitness in presets.FITNESS_MODES else "auto",
         ev_reps=int(settings.repetitions),
+        ev_llm=list(settings.llm_members),
     )
+    if not keep_seeds or "ev_seeds" not in st.session_state:
+        st.session_state["ev_seeds"] = int(settings.seeds)
+    for key, n in settings.llm_members.items():
+        st.session_state[f"ev_llm_n_{key}"] = int(n)
 
 
 def _current() -> EvolutionSettings:
@@ -84,6 +107,8 @@ def _current() -> EvolutionSettings:
         seed=int(s["ev_seed"]),
         fitness=str(s["ev_fitness"]),
         repetitions=int(s["ev_reps"]),
+        seeds=int(s["ev_seeds"]),
+        agents={k: int(s.get(f"ev_llm_n_{k}", LLM_COUNT)) for k in s.get("ev_llm") or []},
     )
 
 
@@ -109,15 +134,17 @@ def render(ctx: AppContext) -> None:
 
 def _form() -> EvolutionSettings | None:
     """The sandbox; returns the settings when Run was clicked with valid ones."""
+    config_dir = launcher.find_config_dir()
     restore_widgets(STORE, LABEL)
     if "ev_rounds" not in st.session_state:
-        _apply(presets.evolution_defaults(launcher.find_config_dir()))
+        _apply(presets.evolution_defaults(config_dir))
+    st.session_state.setdefault("ev_seeds", 1)  # a form saved before seeds were offered
     with st.container(border=True):
         st.markdown("#### 🎛️ Sandbox")
         buttons = st.columns([1, 1, 1, 1.6])
         for col, (key, (name, preset)) in zip(buttons, PRESETS.items(), strict=False):
             col.button(
-                name, key=f"ev_preset_{key}", on_click=_apply, args=(preset,), width="stretch"
+                name, key=f"ev_preset_{key}", on_click=_apply, args=(preset, True), width="stretch"
             )
         buttons[2].button(
             "↺ Example config",
@@ -138,8 +165,10 @@ def _form() -> EvolutionSettings | None:
                     key=f"ev_n_{key}",
                     help=f"{key}: {profile.description}",
                 )
+        options = _llm_members(config_dir)
         draft = _current()
         strip = [(policy_profile(k), n) for k, n in draft.population.items()]
+        strip += [(options[k].profile, n) for k, n in draft.llm_members.items()]
         st.html(population_strip_html(strip))
         st.caption(f"{draft.size} individuals")
         c1, c2, c3, c4 = st.columns(4)
@@ -175,6 +204,14 @@ def _form() -> EvolutionSettings | None:
             help="For Moran, a generation is one birth-death event: try several hundred.",
         )
         c7.number_input("Seed", 0, 2**31 - 1, key="ev_seed")
+        c7.number_input(
+            "Seeds (independent runs of the process)",
+            1,
+            50,
+            key="ev_seeds",
+            help="Run the process this many times on the same played matches and show how "
+            "often each strategy takes over, with a 95% interval. The charts show the first run.",
+        )
         with c8.expander("Advanced"):
             st.selectbox(
                 "Fitness",
@@ -182,20 +219,65 @@ def _form() -> EvolutionSettings | None:
                 key="ev_fitness",
                 format_func=presets.FITNESS_MODES.get,
             )
-            st.slider("Matches per pair (expected fitness)", 1, 50, key="ev_reps")
+            st.slider(
+                "Matches per pair of types (expected fitness; the LLM members' pool)",
+                1,
+                50,
+                key="ev_reps",
+            )
         settings = _current()
         save_widgets(STORE, _keys())
         problems = settings.problems()
+        if config_dir is not None:
+            problems += planning.same_agent_twice(settings, config_dir)
         for problem in problems:
             st.error(problem, icon="🚫")
+        if settings.llm_members:
+            st.info(POOL_NOTE, icon="🤖")
+        if config_dir is not None and not problems:
+            with st.expander(
+                "📋 Plan: matches, LLM calls, tokens and cost",
+                expanded=bool(settings.llm_members),
+            ):
+                st.code(planning.plan_text("evolution", settings, config_dir), language="text")
         clicked = st.button(
             "🧬 Run Evolution", type="primary", key="ev_run", disabled=bool(problems)
         )
     return settings if clicked and not problems else None
 
 
+def _llm_members(config_dir: Path | None) -> dict[str, launcher.AgentOption]:
+    """The LLM agents offered as population members (mock personas and every LLM agent file
+    in configs/agents/), a count slider per picked one; returns the options by key."""
+    if config_dir is None:
+        return {}
+    options = {
+        o.key: o for o in launcher.agent_options(config_dir) if o.kind in ("persona", "llm_file")
+    }
+    st.session_state["ev_llm"] = [k for k in st.session_state.get("ev_llm") or [] if k in options]
+    picked = st.multiselect(
+        "🤖 LLM agents in the population (mock personas, or LLM agents from configs/agents/)",
+        list(options),
+        key="ev_llm",
+        format_func=lambda k: options[k].label,
+        placeholder="None: the policies above only",
+    )
+    cols = st.columns(4) if picked else []
+    for i, key in enumerate(picked):
+        st.session_state.setdefault(f"ev_llm_n_{key}", LLM_COUNT)
+        cols[i % 4].slider(
+            f"{options[key].label}: individuals",
+            1,
+            30,
+            key=f"ev_llm_n_{key}",
+            help=options[key].profile.description,
+        )
+    return options
+
+
 def _run(settings: EvolutionSettings) -> None:
-    config_path = launcher.prepare_evolution(settings, data.EVOLUTIONS_ROOT)
+    config_dir = launcher.find_config_dir()
+    config_path = launcher.prepare_evolution(settings, data.EVOLUTIONS_ROOT, config_dir)
     finished = run_prepared(config_path, "evolution", "Progress")
     if finished is not None:
         st.session_state[f"{PREFIX}_dir"] = str(finished.run_dir.resolve())
@@ -208,11 +290,13 @@ def _describe(ev: tables.Evolution) -> str:
     rounds = (cfg.get("horizon") or {}).get("n_rounds", "?")
     process = str(m.get("process", "?"))
     n = f" (N = {m.get('eliminate')})" if process == "eliminate_clone" else ""
+    many = int((cfg.get("evolution") or {}).get("seeds") or 1)
+    seeds = f" ({many} seeds; the charts show the first)" if many > 1 else ""
     return (
         f"**{m.get('run_id', Path(ev.path).name)}** · {PROCESSES.get(process, process)}{n} · "
         f"{rounds} rounds per match · miscommunication {100 * float(m.get('noise') or 0):g}% · "
         f"mutation {100 * float(m.get('mutation_rate') or 0):g}% · fitness {m.get('fitness', '?')} "
-        f"· seed {m.get('seed', '?')} · {m.get('generations_run', '?')} of "
+        f"· seed {m.get('seed', '?')}{seeds} · {m.get('generations_run', '?')} of "
         f"{m.get('generations_requested', '?')} generations"
     )
 
@@ -236,6 +320,8 @@ def _show(ev: tables.Evolution) -> None:
             f"with {leader['share']:.0%} of the population.",
             icon="🧭",
         )
+    if ev.fixation is not None:
+        _fixation(ev)
     st.markdown("##### 📈 Population over time")
     st.altair_chart(charts.population_chart(ev.generations, ev.players), width="stretch")
     st.markdown("##### 🎞️ Generation by generation")
@@ -286,4 +372,41 @@ def _player(ev: tables.Evolution) -> None:
     st.iframe(
         animation.evolution_page(ev.generations, ev.players, SPEED_MS),
         height=animation.EVOLUTION_HEIGHT,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Fixation over seeds
+
+
+def _fixation(ev: tables.Evolution) -> None:
+    """fixation.parquet: how often each strategy took over, over the seeds, with the Wilson
+    intervals the runner wrote (dot and whisker, then the numbers)."""
+    assert ev.fixation is not None
+    table = tables.fixation_table(ev.fixation, ev.players)
+    n = int(table["seeds"].iloc[0])
+    st.markdown(f"##### 🎯 Fixation over {n} seeds")
+    st.altair_chart(
+        science.interval_chart(
+            tables.fixation_chart_frame(table), "share of seeds it took over", True, "seeds"
+        ),
+        width="stretch",
+    )
+    st.dataframe(
+        table,
+        hide_index=True,
+        width="stretch",
+        column_order=["strategy", "share", "interval", "k_of_n"],
+        column_config={
+            "strategy": st.column_config.TextColumn("strategy", width="medium"),
+            "share": st.column_config.TextColumn("fixation share"),
+            "interval": st.column_config.TextColumn("95% interval (Wilson)"),
+            "k_of_n": st.column_config.TextColumn("seeds it took over"),
+        },
+    )
+    st.caption(
+        f"The process was run {n} times on the same played matches (seed k uses "
+        "derive_seed(run seed, 'evolution', k)); a seed fixates when one strategy is left. "
+        "The seeds are independent, so the share's 95% interval is the Wilson score interval "
+        "of k of n, as written to fixation.parquet. The charts below show the first seed."
     )
