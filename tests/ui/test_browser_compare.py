@@ -11,6 +11,9 @@ import pytest
 from tests.ui.browser import CHROMIUM, chromium_page, streamlit_server, wait_idle
 from tests.ui.screenshots import full_page_screenshot
 
+from pdbench.agents.policy import POLICY_REGISTRY
+from pdbench.ui import style
+
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is not installed"),
@@ -29,6 +32,44 @@ def coloured_pixels(png: bytes) -> int:
 
     pixels = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=np.int16)
     return int(((pixels.max(axis=2) - pixels.min(axis=2)) > 60).sum())
+
+
+# Draws each emoji at 40 px in the font of the app's text and in Noto Color Emoji alone, and
+# counts the pixels that differ: 0 when the app's font leaves the emoji to the colour font.
+EMOJI_IN_APP_FONT = """async (emoji) => {
+    await document.fonts.ready;
+    const text = document.querySelector('[data-testid="stMarkdownContainer"] p') || document.body;
+    const font = getComputedStyle(text).fontFamily;
+    const draw = (e, family) => {
+        const canvas = document.createElement("canvas");
+        canvas.width = 64; canvas.height = 64;
+        const ctx = canvas.getContext("2d");
+        ctx.font = `40px ${family}`;
+        ctx.textBaseline = "alphabetic";
+        ctx.fillStyle = "#000";
+        ctx.fillText(e, 4, 50);
+        return ctx.getImageData(0, 0, 64, 64).data;
+    };
+    const differing = {};
+    for (const e of emoji) {
+        const app = draw(e, font), colour = draw(e, '"Noto Color Emoji"');
+        let n = 0;
+        for (let i = 0; i < app.length; i += 4) {
+            if (Math.abs(app[i] - colour[i]) + Math.abs(app[i + 1] - colour[i + 1])
+                + Math.abs(app[i + 2] - colour[i + 2]) + Math.abs(app[i + 3] - colour[i + 3]) > 40) n++;
+        }
+        differing[e] = n;
+    }
+    return {font, differing};
+}"""
+
+
+def agent_emoji() -> list[str]:
+    """The emoji of every kind of agent the app shows: each policy, an LLM agent, a person."""
+    return sorted(
+        {style.policy_profile(k).emoji for k in POLICY_REGISTRY}
+        | {style.LLM_EMOJI, style.human_profile().emoji}
+    )
 
 
 def test_conditions_side_by_side_with_intervals(sample_run: Path, tmp_path: Path) -> None:
@@ -70,6 +111,13 @@ def test_conditions_side_by_side_with_intervals(sample_run: Path, tmp_path: Path
             for title in ("Compare conditions", "Memory-one profile"):
                 shot = page.get_by_role("heading", name=title).screenshot()
                 assert coloured_pixels(shot) > 100, title
+            # Every agent's emoji, drawn with the app's own font as the tables draw their cells
+            # (on a canvas), comes from the colour emoji font, not from the text font (Source
+            # Sans has a monochrome 🤖 of its own, which is why LLM agents show 💬).
+            drawn = page.evaluate(EMOJI_IN_APP_FONT, agent_emoji())
+            assert "Source Sans" in drawn["font"], drawn["font"]
+            not_colour = {e: n for e, n in drawn["differing"].items() if n > 0}
+            assert not not_colour, not_colour
         full_page_screenshot(page, tmp_path / "compare.png")
         assert page.locator('[data-testid="stException"]').count() == 0
         assert errors == []

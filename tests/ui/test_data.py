@@ -293,7 +293,7 @@ def test_profiles() -> None:
     assert style.agent_profile({"type": "policy", "policy": "grim"}).short == "💀 Grudger"
     assert style.agent_profile({"type": "policy", "policy": "ALLC"}).emoji == "🕊️"
     llm = style.agent_profile({"type": "llm", "persona": "wsls", "model": "m", "provider": "mock"})
-    assert llm.emoji == "🤖" and "wsls" in llm.title and llm.subtitle == "mock:m"
+    assert llm.emoji == "💬" and "wsls" in llm.title and llm.subtitle == "mock:m"
     assert llm.title == "m · wsls"
     assert (
         style.agent_profile(None, "mock-persona-v1[exploitative]").title
@@ -333,7 +333,7 @@ def test_every_agent_has_a_label_that_tells_it_apart() -> None:
     assert style.agent_profile(tft).subtitle == "openai:mock-persona-v1 · tit for tat"
     # In a tournament, a player whose name is its title is not named twice.
     (player,) = style.make_players([("mock-tft", {**tft, "provider": "mock"})])
-    assert player.label == "🤖 mock-tft"
+    assert player.label == "💬 mock-tft"
 
 
 def test_a_new_policy_needs_only_its_class(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -141,10 +141,10 @@ def test_a_mock_llm_member_runs_from_the_tab_with_its_calls_planned(tmp_path: Pa
     assert sum(1 for c in calls if c["attempt"] == 0) == 32
     # The LLM member is labelled by model and persona, apart from the Copycat policy.
     labels = dict(zip(*(frame_with(at, "fitness")[c] for c in ("name", "strategy")), strict=True))
-    assert labels[LLM_NAME] == "🤖 mock-persona-v1 · tit for tat"
+    assert labels[LLM_NAME] == "💬 mock-persona-v1 · tit for tat"
     assert len(set(labels.values())) == 3
     (frames,) = component_data(at)
-    assert "🤖 mock-persona-v1 · tit for tat" in [s["label"] for s in frames["strategies"]]
+    assert "💬 mock-persona-v1 · tit for tat" in [s["label"] for s in frames["strategies"]]
 
 
 def test_the_seeds_and_llm_members_survive_a_tab_switch() -> None:

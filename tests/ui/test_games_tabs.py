@@ -120,7 +120,7 @@ def test_tournament_with_a_mock_llm_persona_copies_the_agent_files(tmp_path: Pat
     assert {r["replicate"] for r in records} == {0, 1}
     assert (out / "llm_calls.jsonl").is_file()
     assert manifest["horizon"]["type"] == "geometric" and manifest["horizon"]["stop_prob"] == 0.25
-    assert "🤖 mock-persona-v1 · tit for tat" in list(at.dataframe[0].value["player"])
+    assert "💬 mock-persona-v1 · tit for tat" in list(at.dataframe[0].value["player"])
 
 
 def test_configured_llm_agents_are_offered_with_their_cost_before_running() -> None:
@@ -425,7 +425,7 @@ def test_players_keep_their_strategy_color_and_get_unique_labels() -> None:
         "🪞 Copycat · TFT",
         "😇 Generous Copycat · GTFT",
         "😇 GTFT-0.1",  # a custom name is the title
-        "🤖 mock · wsls",  # model and persona
+        "💬 mock · wsls",  # model and persona
     ]
 
 

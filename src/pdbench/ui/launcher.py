@@ -75,7 +75,7 @@ class AgentOption:
         if self.kind == "policy":
             return f"{self.profile.emoji} {self.value} · {self.profile.title}"
         if self.kind == "persona":
-            return f"🤖 Mock LLM · {self.value}"
+            return f"💬 Mock LLM · {self.value}"
         return f"📄 {self.value} · {self.profile.subtitle}"
 
     @property

@@ -47,6 +47,9 @@ class Profile:
 
 
 LLM_GRADIENT = ("#e0f7fa", "#95d8e4")
+# An LLM agent's emoji. Not 🤖: Streamlit's font (Source Sans) has its own monochrome robot, which
+# Chromium prefers to the colour emoji font wherever the app's font is used (tables, labels).
+LLM_EMOJI = "💬"
 HUMAN_GRADIENT = ("#fff3d6", "#f7c873")
 UNKNOWN_STYLE = ("❔", ("#f2f2f2", "#d2d2d2"))
 
@@ -103,7 +106,7 @@ def persona_profile(
     description = PERSONA_TEXT.get(
         persona or "", "An LLM agent" + (f" ({persona})." if persona else ".")
     )
-    return Profile("🤖", title, where, description, LLM_GRADIENT)
+    return Profile(LLM_EMOJI, title, where, description, LLM_GRADIENT)
 
 
 def human_profile(name: str = "") -> Profile:

@@ -233,7 +233,7 @@ def _form() -> EvolutionSettings | None:
         for problem in problems:
             st.error(problem, icon="🚫")
         if settings.llm_members:
-            st.info(POOL_NOTE, icon="🤖")
+            st.info(POOL_NOTE, icon="💬")
         if config_dir is not None and not problems:
             with st.expander(
                 "📋 Plan: matches, LLM calls, tokens and cost",
@@ -256,7 +256,7 @@ def _llm_members(config_dir: Path | None) -> dict[str, launcher.AgentOption]:
     }
     st.session_state["ev_llm"] = [k for k in st.session_state.get("ev_llm") or [] if k in options]
     picked = st.multiselect(
-        "🤖 LLM agents in the population (mock personas, or LLM agents from configs/agents/)",
+        "💬 LLM agents in the population (mock personas, or LLM agents from configs/agents/)",
         list(options),
         key="ev_llm",
         format_func=lambda k: options[k].label,

@@ -126,7 +126,7 @@ def _setup(config_dir: Path) -> None:
         st.info(
             "An LLM opponent answers through its configured provider (the offline mock needs no "
             "key); its replies are cached, so the saved run replays exactly what you saw.",
-            icon="🤖",
+            icon="💬",
         )
     if not st.button("▶️ Start the game", type="primary", key="pl_start"):
         return

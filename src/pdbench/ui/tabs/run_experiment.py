@@ -150,7 +150,7 @@ def render(ctx: AppContext) -> None:
         st.info(
             "LLM agents answer through their configured provider (the offline mock needs no key); "
             "every prompt and raw reply is stored with the rounds.",
-            icon="🤖",
+            icon="💬",
         )
     request = None
     if matrix is not None:

@@ -132,7 +132,7 @@ def _form(config_dir: Path) -> None:
             st.info(
                 "LLM players answer through their provider, one call per round (the mock offline, "
                 "an agent file's provider otherwise): check the calls and cost below first.",
-                icon="🤖",
+                icon="💬",
             )
         if len(players) >= 2:
             request = launcher.TournamentRequest(

@@ -322,7 +322,7 @@ def _downloads(game: Game) -> None:
 
 
 def _llm_inspector(game: Game) -> None:
-    st.subheader("🤖 LLM prompts and replies")
+    st.subheader("💬 LLM prompts and replies")
     n = len(game.table)
     key = "vr_llm_round"
     if not 1 <= int(st.session_state.get(key, 1)) <= n:
