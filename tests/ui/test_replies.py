@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 import pytest
 from tests.ui.sample import _llm, _policy, make_run
+from tests.ui.test_app import REPLAY, assert_clean, component_data, make_app, show_tab
 
 from pdbench.ui import animation, data, replies, tables
 
@@ -76,6 +77,22 @@ def test_each_rounds_replies_are_its_raw_responses(sample_run: Path, replicate: 
             fallbacks += failed
             assert page[f"x{side}"][k - 1] == ("1" if failed else "0")
     assert retried > 0 and fallbacks > 0  # the game exercises both paths
+
+
+def test_the_replay_tab_sends_replies_for_llm_games_only(sample_run: Path) -> None:
+    at = show_tab(make_app(sample_run).run(), REPLAY)
+    assert_clean(at)
+    (game,) = component_data(at)
+    assert "replies" not in game  # TFT vs ALLD: two policies
+    at.selectbox(key="rp_condition").select("LLMcoop_vs_LLMexploit").run()
+    at.selectbox(key="rp_replicate").select(1).run()
+    assert_clean(at)
+    (game,) = component_data(at)
+    records = _records(sample_run, "LLMcoop_vs_LLMexploit", 1)
+    for side in ("a", "b"):
+        for k in range(1, 31):
+            attempts = records[k - 1]["raw_responses"][f"agent_{side}"]
+            assert _shown(game, side, k) == [(a["raw"], a["valid"]) for a in attempts]
 
 
 def test_a_policy_has_no_replies(llm_vs_policy: Path) -> None:
