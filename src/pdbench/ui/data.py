@@ -437,12 +437,12 @@ def load_round_record(
 @st.cache_data(show_spinner="Reading replies…", max_entries=8)
 def _game_replies(
     path: str, mtime_ns: int, size: int, key: tuple[str, int], lines: tuple[int, ...]
-) -> dict[int, dict[str, list[replies.Attempt]]]:
+) -> dict[int, dict[str, list[replies.ReplyAttempt]]]:
     """round_index -> `replies.slim` of its raw_responses, for the game `key` (condition,
     replicate): its `lines` are parsed, or every line when those do not all hold its rounds."""
     offsets = _line_offsets(path, mtime_ns, size)
     for scan in (lines, range(len(offsets))):
-        found: dict[int, dict[str, list[replies.Attempt]]] = {}
+        found: dict[int, dict[str, list[replies.ReplyAttempt]]] = {}
         for i in scan:
             record = _read_line(Path(path), *map(int, offsets[i])) if i < len(offsets) else None
             if record is not None and (record.get("condition"), record.get("replicate")) == key:
@@ -456,7 +456,7 @@ def _game_replies(
 
 def load_game_replies(
     run_dir: str | Path, game: pd.DataFrame, condition: str, replicate: int
-) -> list[dict[str, list[replies.Attempt]] | None]:
+) -> list[dict[str, list[replies.ReplyAttempt]] | None]:
     """Each round's replies (`replies.slim`) of one game (`tables.game_rounds`, in its order),
     None for a round whose record is not found."""
     path = Path(run_dir) / ROUNDS_FILE

@@ -23,7 +23,7 @@ MAX_CHARS = 600  # a longer reply is cut here (with an ellipsis and its full len
 MAX_ERROR_CHARS = 160
 SIDES = ("agent_a", "agent_b")
 
-Attempt = tuple[str | None, bool, str | None]  # (raw reply, valid, error)
+ReplyAttempt = tuple[str | None, bool, str | None]  # (raw reply, valid, error)
 
 
 def clip(text: str | None, limit: int = MAX_CHARS) -> str | None:
@@ -41,10 +41,10 @@ def _error(attempt: Mapping[str, Any]) -> str | None:
     return clip(str(error).split(" (got ")[0], MAX_ERROR_CHARS)
 
 
-def slim(raw_responses: Mapping[str, Any] | None) -> dict[str, list[Attempt]]:
+def slim(raw_responses: Mapping[str, Any] | None) -> dict[str, list[ReplyAttempt]]:
     """One round's `raw_responses`: per agent that replied, its attempts in order as
     (raw cut to MAX_CHARS or None, valid, error)."""
-    out: dict[str, list[Attempt]] = {}
+    out: dict[str, list[ReplyAttempt]] = {}
     for side in SIDES:
         attempts = (raw_responses or {}).get(side)
         if not isinstance(attempts, list) or not attempts:
@@ -64,7 +64,8 @@ def slim(raw_responses: Mapping[str, Any] | None) -> dict[str, list[Attempt]]:
 
 
 def encode(
-    rounds: Sequence[Mapping[str, list[Attempt]] | None], llm: tuple[bool, bool] = (False, False)
+    rounds: Sequence[Mapping[str, list[ReplyAttempt]] | None],
+    llm: tuple[bool, bool] = (False, False),
 ) -> dict[str, Any] | None:
     """The replies of one game's rounds (each `slim` output, or None for a round without a
     record) for the replay page: `{"texts": [[raw, valid 0/1, error], ...], "a": [...],
