@@ -2,7 +2,9 @@
 game (zoomed window readable: two distinct rows, labels and ticks not overlapping, whole-round
 ticks within the game), the replay at 20 ms a round reaching the last round with label and slider
 in step, the jumps to the next noise flip and fallback, and the evolution animation ending on its
-last generation 10 times out of 10 (and a 300-member population fitting its ring).
+last generation 10 times out of 10 (and a 300-member population fitting its ring), and the
+replay of an LLM game showing, under each move, the agent's reply and its invalid attempts as
+rounds.jsonl holds them (a reply written with HTML shows as that text).
 
 The components live in iframes; their state is read from data attributes (data-frame, data-last,
 data-playing, data-lo, data-hi) and from element boxes. Screenshots are saved in the test's tmp
@@ -50,16 +52,22 @@ SHORT = [
     },
 ]
 GENERATIONS = 14
+LLM_VS_POLICY = [
+    {"name": "LLM_vs_Copycat", "agent_a": _llm("cooperative", 0.5), "agent_b": _policy("TFT")}
+]
+HTML_REPLY = '<img src=x onerror="document.title=\'injected\'"> <b>C</b> & "D"'
 
 
 @pytest.fixture(scope="module")
 def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A working directory with a 10,000-round, a 500-round and a 3-round run and two evolutions
-    (12 and 300 members) under data/."""
+    """A working directory with a 10,000-round, a 500-round, a 3-round run and a 40-round game of
+    a mock LLM against Copycat (one reply rewritten as HTML, see `_with_html_reply`) and two
+    evolutions (12 and 300 members) under data/."""
     root = tmp_path_factory.mktemp("anim")
     make_run(root, LONG, n_rounds=10_000, replicates=1, run_id="long_10k")
     make_run(root, SHORT, n_rounds=500, replicates=1, run_id="short_500")
     make_run(root, LONG, n_rounds=3, replicates=1, run_id="tiny_3")
+    _with_html_reply(make_run(root, LLM_VS_POLICY, n_rounds=40, replicates=1, run_id="llm_40"))
     evolutions = root / "data" / "evolutions"
     make_evolution(evolutions / "evo_small", generations=GENERATIONS, run_id="evo_small")
     make_evolution(
@@ -346,4 +354,105 @@ def test_a_3_round_game_has_ticks_1_2_3(app: tuple[Any, list[str], str], tmp_pat
     state, _ = _play_to_the_end(frame, timeout_s=30)
     assert state["frame"] == 3 and state["label"].startswith("Round 3 of 3"), state
     page.locator("iframe").first.screenshot(path=str(tmp_path / "replay_3_rounds.png"))
+    _no_errors(page, errors)
+
+
+def _records(run_dir: Path) -> list[dict[str, Any]]:
+    lines = (run_dir / "rounds.jsonl").read_text(encoding="utf-8").splitlines()
+    return sorted((json.loads(x) for x in lines), key=lambda r: r["round_index"])
+
+
+def _retried(record: dict[str, Any]) -> bool:
+    """A's move came from a valid reply after at least one invalid one."""
+    attempts = record["raw_responses"]["agent_a"]
+    return len(attempts) > 1 and not record["agent_a_parse_failure"]
+
+
+def _with_html_reply(run: Path) -> None:
+    """Replace the first invalid reply of A's first retried round with one written with HTML."""
+    records = _records(run)
+    first = next(r for r in records if _retried(r))
+    first["raw_responses"]["agent_a"][0]["raw"] = HTML_REPLY
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    (run / "rounds.jsonl").write_text(text, encoding="utf-8")
+
+
+def _panel(frame: Any, agent: str) -> dict[str, Any]:
+    """What the reply panel of agent A or B shows: round, main line, attempt lines, fallback."""
+    return frame.eval_on_selector(
+        f'.pdb-reply[data-agent="{agent}"]',
+        """(p) => ({
+            round: Number(p.dataset.round || 0),
+            main: p.querySelector('.pdb-reply-main').textContent,
+            text: p.querySelector('.pdb-reply-main .pdb-reply-text')?.textContent,
+            retries: [...p.querySelectorAll('.pdb-reply-retries li')].map(li => [
+                li.querySelector('.pdb-reply-tag').textContent,
+                li.querySelector('.pdb-reply-text').textContent,
+            ]),
+            elements: p.querySelectorAll('.pdb-reply-text *').length,
+            fallback: p.querySelector('.pdb-reply-fallback')?.textContent || '',
+        })""",
+    )
+
+
+def _expected(record: dict[str, Any]) -> tuple[str, list[list[str]]]:
+    """The reply and the attempt lines for A's panel, from the record."""
+    attempts = record["raw_responses"]["agent_a"]
+    lines = [
+        [f"attempt {a['attempt'] + 1} (invalid): ", a["raw"] or "(empty reply)"] for a in attempts
+    ]
+    if record["agent_a_parse_failure"]:
+        return "no valid reply", lines
+    return attempts[-1]["raw"], lines[:-1]
+
+
+def _scrub(frame: Any, round_no: int) -> None:
+    frame.eval_on_selector(
+        "#pdb-scrub",
+        "(e, r) => { e.value = r; e.dispatchEvent(new Event('input')); }",
+        round_no,
+    )
+
+
+def test_replay_shows_the_llm_reply_and_its_retries(
+    app: tuple[Any, list[str], str], base: Path, tmp_path: Path
+) -> None:
+    page, errors, url = app
+    errors.clear()
+    page.goto(url)
+    wait_idle(page)
+    open_tab(page, "🎬 Animated Replay")
+    select_option(page, "Run", "llm_40")
+    frame = _stage(page, "Round 1 of 40")
+    records = _records(base / "data" / "runs" / "llm_40")
+    assert _panel(frame, "B")["main"] == "policy: no reply"
+    k = next(r["round_index"] for r in records if _retried(r)) + 1
+    _scrub(frame, k)
+    assert component_state(frame)["frame"] == k
+    shown, record = _panel(frame, "A"), records[k - 1]
+    reply, lines = _expected(record)
+    assert record["raw_responses"]["agent_a"][0]["raw"] == HTML_REPLY
+    assert shown["round"] == k and shown["text"] == reply and shown["retries"] == lines
+    n = len(record["raw_responses"]["agent_a"])
+    assert shown["main"].startswith(f"A's reply (attempt {n}): ")
+    assert shown["elements"] == 0  # the reply written with HTML stayed text: no element,
+    assert frame.evaluate("document.title") != "injected"  # no script run
+    assert shown["fallback"] == ""
+    page.locator("iframe").first.scroll_into_view_if_needed()
+    page.locator("iframe").first.screenshot(path=str(tmp_path / "replay_llm_reply.png"))
+    # Step: the panel follows the frame.
+    frame.locator("#pdb-step").click()
+    shown, record = _panel(frame, "A"), records[k]
+    assert shown["round"] == k + 1 and (shown["text"], shown["retries"]) == _expected(record)
+    # The next fallback: no valid reply, every attempt listed, the fallback marked.
+    f = next(r["round_index"] for r in records[k + 1 :] if r["agent_a_parse_failure"]) + 1
+    frame.locator('[data-jump="next-fallback"]').click()
+    assert component_state(frame)["frame"] == f
+    record = records[f - 1]
+    shown = _panel(frame, "A")
+    assert shown["round"] == f and (shown["text"], shown["retries"]) == _expected(record)
+    n = len(record["raw_responses"]["agent_a"])
+    meant = {"C": "Cooperate", "D": "Defect"}[record["agent_a_intended_action"]]
+    assert shown["fallback"] == f"▲ fallback move {meant} after {n} invalid replies"
+    page.locator("iframe").first.screenshot(path=str(tmp_path / "replay_llm_fallback.png"))
     _no_errors(page, errors)

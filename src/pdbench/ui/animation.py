@@ -12,7 +12,7 @@ Rounds are 1-based in everything shown ("round 1" is the first round played); th
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ ASSETS = Path(__file__).resolve().parent / "assets"
 COLORS = {"C": COOP_COLOR, "D": DEFECT_COLOR, "flip": FLIP_COLOR}
 TIMELINE_HEIGHT = 300  # px of the iframes (fixed, so the page does not jump while loading)
 REPLAY_HEIGHT = 540
+REPLY_HEIGHT = 110  # px added to the replay for the LLM agents' reply panels
 EVOLUTION_HEIGHT = 500
 
 
@@ -38,10 +39,15 @@ def _number(x: float) -> float | int:
     return int(x) if float(x).is_integer() else round(float(x), 6)
 
 
-def game_data(table: pd.DataFrame, labels: Sequence[str]) -> dict[str, Any]:
+def game_data(
+    table: pd.DataFrame, labels: Sequence[str], replies: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """One game's rounds (`tables.game_rounds`, in round order) as the components read them:
-    played and intended moves as strings of C/D, fallback flags as strings of 0/1, payoffs."""
+    played and intended moves as strings of C/D, fallback flags as strings of 0/1, payoffs, and
+    the LLM agents' replies when given (`replies.encode`)."""
     data: dict[str, Any] = {"n": len(table), "labels": list(labels)}
+    if replies is not None:
+        data["replies"] = dict(replies)
     for side in ("a", "b"):
         data[side] = "".join(table[f"agent_{side}_action"].astype(str))
         data[f"f{side}"] = "".join(table[f"agent_{side}_intended_action"].astype(str))
@@ -73,12 +79,13 @@ def evolution_data(generations: pd.DataFrame, players: Sequence[Any]) -> dict[st
 
 def _page(data: dict[str, Any], script: str) -> str:
     """A complete HTML page: styles, the scripts, `DATA` and `script` run on `ROOT`."""
-    payload = json.dumps(data, separators=(",", ":"), ensure_ascii=False).replace("</", "<\\/")
+    # "<" only occurs inside JSON strings: escaped, no text (a reply, a label) can end the script
+    payload = json.dumps(data, separators=(",", ":"), ensure_ascii=False).replace("<", "\\u003c")
     return (
         '<!doctype html><html><head><meta charset="utf-8">'
         f"<style>{_asset('anim.css')}</style></head>"
         '<body><div id="pdb-root" tabindex="0"></div><script>'
-        f"{_asset('timeline.js')}\n{_asset('player.js')}\n"
+        f"{_asset('timeline.js')}\n{_asset('player.js')}\n{_asset('replies.js')}\n"
         f"var DATA = {payload};\nvar COLORS = {json.dumps(COLORS)};\n"
         'var ROOT = document.getElementById("pdb-root");\n'
         f"{script}</script></body></html>"
@@ -90,10 +97,17 @@ def timeline_page(table: pd.DataFrame, labels: Sequence[str]) -> str:
     return _page(game_data(table, labels), "PDB.timeline(ROOT, PDB.prepareGame(DATA), COLORS);")
 
 
-def replay_page(table: pd.DataFrame, labels: Sequence[str], speed_ms: int = 400) -> str:
+def replay_page(
+    table: pd.DataFrame,
+    labels: Sequence[str],
+    speed_ms: int = 400,
+    replies: Mapping[str, Any] | None = None,
+) -> str:
     """The animated replay of one game, with its timeline and jumps to the next defection,
-    noise flip or fallback."""
-    return _page(game_data(table, labels), f"PDB.replay(ROOT, DATA, COLORS, {int(speed_ms)});")
+    noise flip or fallback, and the LLM agents' replies under their moves when given."""
+    return _page(
+        game_data(table, labels, replies), f"PDB.replay(ROOT, DATA, COLORS, {int(speed_ms)});"
+    )
 
 
 def evolution_page(generations: pd.DataFrame, players: Sequence[Any], speed_ms: int = 250) -> str:

@@ -14,7 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from pdbench.errors import PdbenchError
-from pdbench.ui import data, launcher, tables
+from pdbench.ui import data, launcher, replies, tables
 from pdbench.ui.style import CSS, GAMES_CSS, Profile, agent_profile, card_html
 
 # Session-state keys of the shared selection (plain keys, not widget keys).
@@ -171,6 +171,16 @@ def pick_game(prefix: str, ctx: AppContext) -> Game | None:
         configs=configs,
         profiles=profs,
     )
+
+
+def game_replies(game: Game) -> dict[str, Any] | None:
+    """The LLM agents' replies of the game for the replay (`replies.encode`); None when neither
+    agent is an LLM agent."""
+    if not game.has_llm:
+        return None
+    llm = tuple(c is not None and c.get("type") == "llm" for c in game.configs)
+    rounds = data.load_game_replies(game.run.path, game.table, game.condition, game.replicate)
+    return replies.encode(rounds, (llm[0], llm[1]))
 
 
 def describe_condition(game: Game) -> str:

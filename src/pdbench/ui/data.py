@@ -7,7 +7,8 @@ into a directory refreshes what is shown. File names and the rounds record's fie
 come from `pdbench.storage.schema`. Numbers are the library's artifacts (or, for a run that
 failed before writing aggregates.parquet, `pdbench.core.metrics` applied to its rounds).
 rounds.jsonl is read by pyarrow with an explicit schema of the scalar fields (100,000 rounds
-open in seconds); one round's prompts and replies are read lazily through an index of lines.
+open in seconds); one round's prompts and replies, and one game's replies for the replay, are
+read lazily through an index of lines.
 
 Problems raise `RunLoadError` subclasses with a one-line message for the user, including an
 artifact written by a newer pdbench (its schema_version).
@@ -43,6 +44,7 @@ from pdbench.storage.schema import (
     SchemaVersionError,
     check_version,
 )
+from pdbench.ui import replies
 from pdbench.ui.style import make_players
 from pdbench.ui.tables import Evolution, Tournament
 
@@ -449,6 +451,39 @@ def load_round_record(
         if record is not None and tuple(record.get(k) for k in _RECORD_KEY) == want:
             return record
     raise RoundsFileError(f"{path}: round {round_index + 1} of {condition} not found")
+
+
+@st.cache_data(show_spinner="Reading replies…", max_entries=8)
+def _game_replies(
+    path: str, mtime_ns: int, size: int, key: tuple[str, int], lines: tuple[int, ...]
+) -> dict[int, dict[str, list[replies.ReplyAttempt]]]:
+    """round_index -> `replies.slim` of its raw_responses, for the game `key` (condition,
+    replicate): its `lines` are parsed, or every line when those do not all hold its rounds."""
+    offsets = _line_offsets(path, mtime_ns, size)
+    for scan in (lines, range(len(offsets))):
+        found: dict[int, dict[str, list[replies.ReplyAttempt]]] = {}
+        for i in scan:
+            record = _read_line(Path(path), *map(int, offsets[i])) if i < len(offsets) else None
+            if record is not None and (record.get("condition"), record.get("replicate")) == key:
+                found[int(record["round_index"])] = replies.slim(record.get("raw_responses"))
+            elif scan is lines:
+                break
+        else:
+            return found
+    return {}
+
+
+def load_game_replies(
+    run_dir: str | Path, game: pd.DataFrame, condition: str, replicate: int
+) -> list[dict[str, list[replies.ReplyAttempt]] | None]:
+    """Each round's replies (`replies.slim`) of one game (`tables.game_rounds`, in its order),
+    None for a round whose record is not found."""
+    path = Path(run_dir) / ROUNDS_FILE
+    if not path.is_file():
+        raise RoundsFileError(f"{path}: rounds file not found")
+    lines = tuple(int(x) for x in game[LINE_COLUMN])
+    found = _game_replies(*_stat_key(path), (condition, int(replicate)), lines)
+    return [found.get(int(r)) for r in game["round_index"]]
 
 
 # --------------------------------------------------------------------------------------------

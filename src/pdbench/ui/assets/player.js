@@ -135,7 +135,8 @@ function num(x) {
   return Math.abs(x - Math.round(x)) < 1e-9 ? PDB.fmt(x) : x.toFixed(2);
 }
 
-/* The replay of game `g` (see PDB.prepareGame; also pa/pb, each round's payoffs). */
+/* The replay of game `g` (see PDB.prepareGame; also pa/pb, each round's payoffs, and for LLM
+   agents `replies`, shown under each move by PDB.replyPanel). */
 PDB.replay = function (root, g, colors, speed) {
   var el = PDB.el;
   PDB.prepareGame(g);
@@ -154,6 +155,7 @@ PDB.replay = function (root, g, colors, speed) {
       note: el("div", "pdb-move-note", card),
       score: el("div", "pdb-move-score", card),
     };
+    c.reply = g.replies ? PDB.replyPanel(card, g, s) : null;  // replies.js
     cards.push(c);
     if (s === 0) mid = el("div", "pdb-lead", stage);
   }
@@ -177,6 +179,7 @@ PDB.replay = function (root, g, colors, speed) {
         c.note.textContent = notes.join(" · ");
         c.score.textContent = "score " + num(cum[s]) + " (" + (pay[s] >= 0 ? "+" : "") +
           num(pay[s]) + " this round)";
+        if (c.reply) c.reply.show(r);
       }
       var lead = cum[0] - cum[1];
       mid.textContent = lead === 0 ? "⚖️ level" :

@@ -3,15 +3,16 @@
 The replay runs in the browser (`animation.replay_page`): every round is sent once as data, and
 Play / Pause / Restart / Back / Step, the speed (20 ms to 2 s per round), the scrub slider, the
 jumps to the previous or next defection, noise flip or fallback, and the timeline with its cursor
-all work without a server round trip.
+all work without a server round trip. Under an LLM agent's move: its reply, its earlier invalid
+replies and a fallback mark.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from pdbench.ui import animation
-from pdbench.ui.components import AppContext, matchup, pick_game
+from pdbench.ui import animation, data
+from pdbench.ui.components import AppContext, game_replies, matchup, pick_game, show_error
 
 LABEL = "🎬 Animated Replay"
 PREFIX = "rp"
@@ -24,9 +25,14 @@ def render(ctx: AppContext) -> None:
     if game is None:
         return
     matchup(game)
+    try:
+        replies = game_replies(game)
+    except data.RunLoadError as exc:  # the replay still runs, without the replies
+        show_error(exc)
+        replies = None
     st.iframe(
-        animation.replay_page(game.table, game.labels, SPEED_MS),
-        height=animation.REPLAY_HEIGHT,
+        animation.replay_page(game.table, game.labels, SPEED_MS, replies),
+        height=animation.REPLAY_HEIGHT + (animation.REPLY_HEIGHT if replies else 0),
     )
     st.caption(
         "Rounds are numbered from 1. Space plays or pauses, ← and → step (click the replay "
