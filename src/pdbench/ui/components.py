@@ -34,7 +34,7 @@ class AppContext:
 class Game:
     """One selected game with everything the pages draw from."""
 
-    run: data.SavedRun
+    run: tables.SavedRun
     manifest: dict[str, Any]
     rounds: pd.DataFrame
     aggregates: pd.DataFrame

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,7 @@ from pdbench.storage.schema import (
     SchemaVersionError,
     check_version,
 )
-from pdbench.ui import replies
+from pdbench.ui import replies, tables
 from pdbench.ui.style import make_players
 from pdbench.ui.tables import Evolution, Tournament
 
@@ -210,75 +210,31 @@ def run_kind(directory: str | Path) -> str | None:
     return found[0] if found else None
 
 
-@dataclass(frozen=True, slots=True)
-class SavedRun:
-    """One entry of a list of saved runs, from its manifest."""
-
-    path: str
-    kind: str
-    run_id: str
-    status: str
-    started: str
-    summary: str
-    where: str = ""  # the directory, shown when another listed run has the same run_id
-
-    def label(self) -> str:
-        """A one-line description for select boxes (the status only when not completed)."""
-        started = self.started[:16].replace("T", " ") if self.started else "?"
-        parts = [self.run_id, "" if self.status == "completed" else self.status, started]
-        where = [f"in {self.where}"] if self.where else []
-        return " · ".join(p for p in [*parts, self.summary, *where] if p)
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n:,} {word}{'' if n == 1 else 's'}"
-
-
-def _summary(kind: str, m: Mapping[str, Any]) -> str:
-    totals = m.get("totals") or {}
-    if kind == "experiment":
-        return (
-            f"{_plural(len(m.get('conditions') or []), 'condition')} · "
-            f"{int(totals.get('rounds', 0) or 0):,} rounds"
-        )
-    if kind == "tournament":
-        return (
-            f"{len(m.get('players') or [])} players · {int(totals.get('matches', 0)):,} matches · "
-            f"noise {m.get('noise', 0):g}"
-        )
-    fixated = m.get("fixated")
-    return (
-        f"{str(m.get('process', '?')).replace('_', '-')} · noise {m.get('noise', 0):g} · "
-        f"{m.get('generations_run', '?')} generations"
-        + (f" · fixated on {fixated}" if fixated else "")
-    )
-
-
-def saved_run(directory: str | Path, kind: str) -> SavedRun:
+def saved_run(directory: str | Path, kind: str) -> tables.SavedRun:
     """The list entry of a directory (status 'missing' or 'not readable' when broken)."""
     path, name = str(Path(directory).resolve()), Path(directory).name
     try:
         m = load_manifest(directory, kind)
     except RunDirMissing:
-        return SavedRun(path, kind, name, "missing", "", "")
+        return tables.SavedRun(path, kind, name, "missing", "", "")
     except RunLoadError:
-        return SavedRun(path, kind, name, f"not a readable {KIND_NAMES[kind]}", "", "")
-    return SavedRun(
+        return tables.SavedRun(path, kind, name, f"not a readable {KIND_NAMES[kind]}", "", "")
+    return tables.SavedRun(
         path,
         kind,
         str(m.get("run_id") or name),
         str(m.get("status") or "unknown"),
         str(m.get("started_at_utc") or ""),
-        _summary(kind, m),
+        tables.run_summary(kind, m),
     )
 
 
 def list_saved(
     kind: str, roots: Iterable[str | Path], extra: Iterable[str | Path] = ()
-) -> list[SavedRun]:
+) -> list[tables.SavedRun]:
     """Runs of this kind (directories holding its manifest) under `roots`, newest first, with
     the `extra` directories on top."""
-    found: dict[str, SavedRun] = {}
+    found: dict[str, tables.SavedRun] = {}
     for root in map(Path, roots):
         if root.is_dir():
             for child in root.iterdir():
@@ -290,7 +246,7 @@ def list_saved(
     return _told_apart(extras + [r for r in listed if r.path not in {e.path for e in extras}])
 
 
-def _told_apart(runs: list[SavedRun]) -> list[SavedRun]:
+def _told_apart(runs: list[tables.SavedRun]) -> list[tables.SavedRun]:
     """The runs, those sharing a run_id with another one labelled with their directory too
     (relative to the working directory when inside it)."""
     seen = Counter(r.run_id for r in runs)

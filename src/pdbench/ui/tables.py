@@ -7,7 +7,7 @@ generations.parquet reshaped). Nothing here reads files."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +17,57 @@ import pandas as pd
 from pdbench.core.payoff import PayoffMatrix
 from pdbench.storage.aggregate import series_cell
 from pdbench.ui.style import Player, medal
+
+# --------------------------------------------------------------------------------------------
+# Saved runs, as listed in the pickers
+
+
+@dataclass(frozen=True, slots=True)
+class SavedRun:
+    """One entry of a list of saved runs, from its manifest."""
+
+    path: str
+    kind: str
+    run_id: str
+    status: str
+    started: str
+    summary: str
+    where: str = ""  # the directory, shown when another listed run has the same run_id
+
+    def label(self) -> str:
+        """A one-line description for select boxes (the status only when not completed)."""
+        started = self.started[:16].replace("T", " ") if self.started else "?"
+        parts = [self.run_id, "" if self.status == "completed" else self.status, started]
+        where = [f"in {self.where}"] if self.where else []
+        return " · ".join(p for p in [*parts, self.summary, *where] if p)
+
+
+def plural(n: int, word: str) -> str:
+    """'1 condition', '3 conditions'."""
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def run_summary(kind: str, m: Mapping[str, Any]) -> str:
+    """One line on what a run holds, from its manifest (conditions and rounds, players and
+    matches, or the process and its outcome)."""
+    totals = m.get("totals") or {}
+    if kind == "experiment":
+        return (
+            f"{plural(len(m.get('conditions') or []), 'condition')} · "
+            f"{int(totals.get('rounds', 0) or 0):,} rounds"
+        )
+    if kind == "tournament":
+        return (
+            f"{len(m.get('players') or [])} players · {int(totals.get('matches', 0)):,} matches · "
+            f"noise {m.get('noise', 0):g}"
+        )
+    fixated = m.get("fixated")
+    return (
+        f"{str(m.get('process', '?')).replace('_', '-')} · noise {m.get('noise', 0):g} · "
+        f"{m.get('generations_run', '?')} generations"
+        + (f" · fixated on {fixated}" if fixated else "")
+    )
+
 
 # --------------------------------------------------------------------------------------------
 # Experiments: games and aggregate rows
