@@ -16,6 +16,7 @@ import streamlit as st
 from pdbench.ui import animation, charts, data, launcher, planning, presets, science, tables
 from pdbench.ui.components import (
     AppContext,
+    percent_column,
     restore_widgets,
     run_prepared,
     save_widgets,
@@ -343,7 +344,7 @@ def _show(ev: tables.Evolution) -> None:
             border=True,
         )
     st.dataframe(
-        table,
+        tables.in_percent(table, ["share"]),
         hide_index=True,
         width="stretch",
         column_order=["strategy", "start", "count", "share", "fitness"],
@@ -351,9 +352,7 @@ def _show(ev: tables.Evolution) -> None:
             "strategy": st.column_config.TextColumn("strategy", width="medium"),
             "start": st.column_config.NumberColumn("initial count", format="%d"),
             "count": st.column_config.NumberColumn("final count", format="%d"),
-            "share": st.column_config.ProgressColumn(
-                "final share", min_value=0.0, max_value=1.0, format="percent"
-            ),
+            "share": percent_column("final share"),
             "fitness": st.column_config.TextColumn("mean fitness (last generation)"),
         },
     )

@@ -254,7 +254,7 @@ def _conditions(game: Game) -> None:
         "Condition means over replicates, from aggregates.parquet. 👉 = the selected condition."
     )
     with st.expander("All metric columns of every condition"):
-        full = table.drop(columns=[" ", "agent_a", "agent_b"])
+        full = tables.in_percent(table.drop(columns=[" ", "agent_a", "agent_b"]), rates)
         st.dataframe(full, hide_index=True, width="stretch", column_config=config)
 
 
