@@ -2,7 +2,8 @@
 
 Makes a sample run with the library in a temporary directory, starts the app on it, drives
 Debian's Chromium with Playwright and writes view_results.png, compare.png (the condition
-comparison and memory-one profile), view_results_llm.png, replay.png,
+comparison and memory-one profile), view_results_llm.png, replay.png, replay_llm.png (the
+mock-LLM game's replay with replies and retries),
 run_experiment.png, tournament.png (a no-noise round robin run from the UI) and evolution.png (the
 "Trust wins" preset run from the UI) (default OUT_DIR: docs/screenshots). Fails if the page shows
 an exception or logs console errors.
@@ -69,12 +70,29 @@ def tour(page: Any, url: str, out_dir: Path, replay_round: int = 14) -> list[Pat
     select_option(page, "Condition", "LLMcoop_vs_LLMexploit")
     shots.append(out_dir / "view_results_llm.png")
     full_page_screenshot(page, shots[-1])
+    shots.append(llm_replay_shot(page, out_dir))
     open_tab(page, "🧪 Run Experiment")
     shots.append(out_dir / "run_experiment.png")
     full_page_screenshot(page, shots[-1])
     shots.append(tournament_shot(page, out_dir))
     shots.append(evolution_shot(page, out_dir))
     return shots
+
+
+def llm_replay_shot(page: Any, out_dir: Path) -> Path:
+    """The replay of the mock-LLM condition (chosen in View Results just before) at its first
+    round with a retried reply: each agent's reply and its invalid attempts beside its move."""
+    open_tab(page, "🎬 Animated Replay")
+    replay = component(page, "#pdb-label")
+    replay.locator("#pdb-restart").click()
+    for _ in range(60):
+        if replay.get_by_text("(invalid)", exact=False).count():
+            break
+        replay.locator("#pdb-step").click()
+    page.wait_for_timeout(500)
+    path = out_dir / "replay_llm.png"
+    full_page_screenshot(page, path)
+    return path
 
 
 def compare_shot(page: Any, out_dir: Path) -> Path:

@@ -209,8 +209,7 @@ PDB.timeline = function (root, g, colors, opts) {
     lab.title = g.labels[s];
     lab.dataset.agent = "AB"[s];
     lab.style.top = tops[s] + "px";
-    lab.style.height = RH + "px";
-    lab.style.lineHeight = RH + "px";
+    lab.style.height = RH + "px";  // a long name wraps onto a second line (title: in full)
     labels.push(lab);
     var row = PDB.el("div", "pdb-row", det);
     row.dataset.agent = "AB"[s];
