@@ -139,11 +139,17 @@ def tournament_shot(page: Any, out_dir: Path) -> Path:
 
 
 def evolution_shot(page: Any, out_dir: Path, generation: int = 2) -> Path:
-    """The "Trust wins" preset run from the Evolution tab, the animated ring at `generation`."""
+    """The "Trust wins" preset run from the Evolution tab with 20 seeds of the process: the
+    animated ring at `generation` and the fixation shares over the seeds."""
     open_tab(page, "🧬 Evolution")
     page.get_by_role("button", name="🤝 Trust wins (no noise)").click()
     wait_idle(page)
+    seeds = page.get_by_role("spinbutton", name="Seeds (independent runs of the process)")
+    seeds.fill("20")
+    seeds.press("Enter")
+    wait_idle(page)
     run_from_ui(page, "🧬 Run Evolution")
+    page.get_by_text("Fixation over 20 seeds").wait_for()
     animation = component(page, ".pdb-ring")
     animation.locator("#pdb-restart").click()
     for _ in range(generation):
