@@ -12,6 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 import yaml
+from tests.support.cli import run_in_process
 
 REPO = Path(__file__).resolve().parents[2]
 RUN_COMMANDS = {
@@ -90,8 +91,12 @@ def test_a_config_of_another_kind_names_its_command() -> None:
     assert done.stderr.strip().endswith("run it with `pdbench tournament`")
 
 
-def test_seed_and_noise_mean_the_same_in_every_mode(tmp_path: Path) -> None:
-    """--seed and --noise land in the run's config snapshot and manifest, for every kind."""
+def test_seed_and_noise_mean_the_same_in_every_mode(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--seed and --noise land in the run's config snapshot and manifest, for every kind.
+    (In this process: what is checked is the runs' artifacts, not a process's start-up.)"""
+    monkeypatch.chdir(tmp_path)
     shutil.copytree(REPO / "configs", tmp_path / "configs")
     small = {
         "run.yaml": ("experiment", "replicates", 1),
@@ -106,20 +111,22 @@ def test_seed_and_noise_mean_the_same_in_every_mode(tmp_path: Path) -> None:
         data["horizon"] = {"type": "fixed", "n_rounds": 5}
         path.write_text(yaml.safe_dump(data))
         out = tmp_path / command
-        done = pdbench(
-            command,
-            str(path),
-            "-o",
-            str(out),
-            "--seed",
-            "31",
-            "--noise",
-            "0.1",
-            "--cache-dir",
-            str(tmp_path / "cache"),
-            cwd=tmp_path,
+        code, _, err = run_in_process(
+            [
+                command,
+                str(path),
+                "-o",
+                str(out),
+                "--seed",
+                "31",
+                "--noise",
+                "0.1",
+                "--cache-dir",
+                str(tmp_path / "cache"),
+            ],
+            capsys,
         )
-        assert done.returncode == 0, done.stderr
+        assert code == 0, err
         manifest_name = {"run": "run_manifest.json", "tournament": "tournament_manifest.json"}
         manifest = orjson.loads(
             (out / manifest_name.get(command, "evolution_manifest.json")).read_bytes()
@@ -127,5 +134,5 @@ def test_seed_and_noise_mean_the_same_in_every_mode(tmp_path: Path) -> None:
         assert manifest["seed"] == 31 and manifest["config"]["run"]["seed"] == 31, command
         assert manifest["config"]["game"]["noise"] == 0.1, command
         assert manifest["overrides"] == {"run.seed": 31, "game.noise": 0.1}, command
-        again = pdbench(command, str(path), "-o", str(out), cwd=tmp_path)
-        assert again.returncode == 2 and "--overwrite" in again.stderr, command
+        code, _, err = run_in_process([command, str(path), "-o", str(out)], capsys)
+        assert code == 2 and "--overwrite" in err, command

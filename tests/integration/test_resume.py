@@ -10,16 +10,18 @@ same rounds.jsonl (apart from timestamp_utc) and the same aggregates, LLM usage 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from tests.support.cli import run_process, signal_when_lines, start_process
+from tests.support.cli import cli_env, run_process, signal_when_lines, start_process
 from tests.support.configs import execute
 
 from pdbench.errors import RunError
@@ -141,6 +143,27 @@ def start_and_stop(cfg: Path, out: Path, cache: Path, sig: int) -> subprocess.Po
     return proc
 
 
+def start_gated_and_stop(cfg: Path, out: Path, cache: Path, sig: int) -> subprocess.Popen[str]:
+    """Like `start_and_stop`, but the run surely is still in progress when `sig` arrives: once
+    the first game is in rounds.jsonl, no further mock call starts (tests/support/gated_cli.py),
+    so the run cannot end first, however late that first game is written."""
+    rounds = out / "rounds.jsonl"
+    env = cli_env()
+    env.update(PDBENCH_TEST_GATE_FILE=str(rounds), PDBENCH_TEST_GATE_LINES=str(N_ROUNDS))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    args = ["run", str(cfg), "-o", str(out), "--cache-dir", str(cache), "--concurrency", "2"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.support.gated_cli", *args],
+        cwd=cfg.parent,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    signal_when_lines(proc, rounds, N_ROUNDS, sig)
+    return proc
+
+
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An uninterrupted run (fresh cache) of the same experiment."""
@@ -244,7 +267,7 @@ def test_ctrl_c_marks_the_run_interrupted_and_resume_completes(
 ) -> None:
     cfg = write_experiment(tmp_path)
     out, cache = tmp_path / "A", tmp_path / "cache"
-    proc = start_and_stop(cfg, out, cache, signal.SIGINT)
+    proc = start_gated_and_stop(cfg, out, cache, signal.SIGINT)
     stderr = proc.stderr.read() if proc.stderr else ""
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import random
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -125,8 +126,23 @@ def _nudge(value: Any, rng: random.Random) -> Any:
     return value
 
 
-def mutate(tree: Any, rng: random.Random) -> Any:
-    """A copy of `tree` with one to three random edits, most of them plausible nudges."""
+OPERATORS = (
+    "nudge",
+    "replace",
+    "drop_key",
+    "rename_key",
+    "add_key",
+    "wrap_in_list",
+    "wrap_in_map",
+    "duplicate_list_entry",
+)
+
+
+def mutate(tree: Any, rng: random.Random, applied: Counter[str] | None = None) -> Any:
+    """A copy of `tree` with one to three random edits, most of them plausible nudges. Each edit
+    is counted in `applied` by operator (see OPERATORS) and, for a value from VALUES or a key
+    from KEYS, as `value:<index>` or `key:<index>` (the random draws are the same either way)."""
+    applied = Counter() if applied is None else applied
     tree = copy.deepcopy(tree)
     for _ in range(rng.choice([1, 1, 2, 3])):
         paths = _paths(tree)
@@ -137,17 +153,39 @@ def mutate(tree: Any, rng: random.Random) -> Any:
         op = rng.randrange(9)
         if op >= 6:  # nudge a value
             parent[last] = _nudge(parent[last], rng)
+            applied["nudge"] += 1
         elif op <= 1:  # replace a value
-            parent[last] = copy.deepcopy(rng.choice(VALUES))
+            parent[last] = _value(rng, applied)
+            applied["replace"] += 1
         elif op == 2 and isinstance(parent, dict):  # drop a key
             del parent[last]
+            applied["drop_key"] += 1
         elif op == 3 and isinstance(parent, dict):  # add or misspell a key
-            value = parent.pop(last) if rng.random() < 0.5 else copy.deepcopy(rng.choice(VALUES))
-            parent[rng.choice(KEYS) if rng.random() < 0.7 else f"{last}{rng.choice(KEYS)}"] = value
+            renamed = rng.random() < 0.5
+            value = parent.pop(last) if renamed else _value(rng, applied)
+            applied["rename_key" if renamed else "add_key"] += 1
+            if rng.random() < 0.7:
+                k = rng.randrange(len(KEYS))
+                parent[KEYS[k]] = value
+            else:
+                k = rng.randrange(len(KEYS))
+                parent[f"{last}{KEYS[k]}"] = value
+            applied[f"key:{k}"] += 1
         elif op == 4:  # wrap a value
-            parent[last] = [parent[last]] if rng.random() < 0.5 else {"x": parent[last]}
+            in_list = rng.random() < 0.5
+            parent[last] = [parent[last]] if in_list else {"x": parent[last]}
+            applied["wrap_in_list" if in_list else "wrap_in_map"] += 1
         elif isinstance(parent, list) and parent:  # duplicate a list entry
             parent.append(copy.deepcopy(parent[last]))
+            applied["duplicate_list_entry"] += 1
         else:
-            parent[last] = copy.deepcopy(rng.choice(VALUES))
+            parent[last] = _value(rng, applied)
+            applied["replace"] += 1
     return tree
+
+
+def _value(rng: random.Random, applied: Counter[str]) -> Any:
+    """A copy of a random entry of VALUES (drawn as `rng.choice(VALUES)` draws it)."""
+    i = rng.randrange(len(VALUES))
+    applied[f"value:{i}"] += 1
+    return copy.deepcopy(VALUES[i])
