@@ -313,6 +313,21 @@ def run_prepared(config_path: Path, kind: str, unit: str) -> launcher.Finished |
 LAST_TAB = "pdbench_last_tab"  # the tab drawn in the previous run (set by streamlit_app)
 
 
+def agent_multiselect(
+    label: str, key: str, options: dict[str, launcher.AgentOption], placeholder: str
+) -> list[str]:
+    """A multiselect of agent options (by key, shown by label) whose saved picks that are no
+    longer offered (an agent file removed) are dropped first; returns the picked keys."""
+    st.session_state[key] = [k for k in st.session_state.get(key) or [] if k in options]
+    return st.multiselect(
+        label,
+        list(options),
+        key=key,
+        format_func=lambda k: options[k].label,
+        placeholder=placeholder,
+    )
+
+
 def percent_column(label: str, **kwargs: Any) -> Any:
     """A progress-bar column for a rate given in percent (see `tables.in_percent`), printed with
     one decimal ('91.7%', '0.0%') as the metric cards and interval tables print rates."""

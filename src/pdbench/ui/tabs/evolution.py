@@ -16,6 +16,7 @@ import streamlit as st
 from pdbench.ui import animation, charts, data, launcher, planning, presets, science, tables
 from pdbench.ui.components import (
     AppContext,
+    agent_multiselect,
     percent_column,
     restore_widgets,
     run_prepared,
@@ -255,13 +256,11 @@ def _llm_members(config_dir: Path | None) -> dict[str, launcher.AgentOption]:
     options = {
         o.key: o for o in launcher.agent_options(config_dir) if o.kind in ("persona", "llm_file")
     }
-    st.session_state["ev_llm"] = [k for k in st.session_state.get("ev_llm") or [] if k in options]
-    picked = st.multiselect(
+    picked = agent_multiselect(
         "💬 LLM agents in the population (mock personas, or LLM agents from configs/agents/)",
-        list(options),
-        key="ev_llm",
-        format_func=lambda k: options[k].label,
-        placeholder="None: the policies above only",
+        "ev_llm",
+        options,
+        "None: the policies above only",
     )
     cols = st.columns(4) if picked else []
     for i, key in enumerate(picked):

@@ -16,6 +16,7 @@ import streamlit as st
 from pdbench.ui import charts, data, launcher, planning, presets, tables
 from pdbench.ui.components import (
     AppContext,
+    agent_multiselect,
     percent_column,
     restore_widgets,
     run_prepared,
@@ -93,15 +94,13 @@ def _form(config_dir: Path) -> None:
     }
     for key, value in initial.items():
         st.session_state.setdefault(key, value)
-    st.session_state["tn_players"] = [k for k in st.session_state["tn_players"] if k in options]
     with st.container(border=True):
         st.markdown("#### ⚙️ New tournament")
-        picked = st.multiselect(
+        picked = agent_multiselect(
             "Strategies (scripted policies, mock LLM personas, or LLM agents from agents/)",
-            list(options),
-            key="tn_players",
-            format_func=lambda k: options[k].label,
-            placeholder="Pick at least two",
+            "tn_players",
+            options,
+            "Pick at least two",
         )
         c1, c2, c3, c4, c5 = st.columns([1.6, 1.2, 1.2, 0.9, 0.9])
         with c1:
