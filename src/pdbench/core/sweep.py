@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -79,14 +80,87 @@ def _target(condition: dict[str, Any], path: str, horizon: Any) -> tuple[dict[st
     return node, parts[-1]
 
 
+def _target_key(path: str) -> tuple[str, ...]:
+    """The setting a sweep path reaches (`noise` and `game.noise` reach the same one)."""
+    parts = target_parts(path)
+    return tuple(parts[1:] if parts[0] == "game" else parts)
+
+
+def _overlaps(paths: list[str]) -> list[tuple[str, str]]:
+    """Sweep entries that reach one setting, or one inside another's (each later entry
+    against the first one it collides with)."""
+    out: list[tuple[str, str]] = []
+    keys = [_target_key(p) for p in paths]
+    for j, later in enumerate(keys):
+        for i in range(j):
+            earlier = keys[i]
+            n = min(len(earlier), len(later))
+            if earlier[:n] == later[:n]:
+                out.append(
+                    (
+                        paths[j],
+                        f"reaches the same setting as the sweep entry {paths[i]!r}; sweep each "
+                        "setting once",
+                    )
+                )
+                break
+    return out
+
+
+def expanded_count(
+    conditions: list[Any], sweep: dict[str, list[Any]], only: list[str] | None = None
+) -> int:
+    """How many conditions `expand_sweep` would return, counted without expanding anything
+    (an integer product: exact and immediate for a sweep of any shape)."""
+    combos = math.prod(len(v) if isinstance(v, list) else 1 for v in sweep.values())
+    swept = sum(
+        1 for c in conditions if isinstance(c, dict) and (not only or c.get("name") in only)
+    )
+    return len(conditions) - swept + swept * combos
+
+
+def _nodes(value: Any) -> int:
+    """Values in a tree (each mapping, list and scalar counts one)."""
+    count, stack = 0, [value]
+    while stack:
+        node = stack.pop()
+        count += 1
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return count
+
+
+def expanded_nodes(
+    conditions: list[Any], sweep: dict[str, list[Any]], only: list[str] | None = None
+) -> int:
+    """Values in the conditions `expand_sweep` would return, counted without expanding."""
+    combos = math.prod(len(v) if isinstance(v, list) else 1 for v in sweep.values())
+    total = 0
+    for c in conditions:
+        swept = isinstance(c, dict) and (not only or c.get("name") in only)
+        total += _nodes(c) * (combos if swept else 1)
+    return total
+
+
 def expand_sweep(
     conditions: list[dict[str, Any]],
     sweep: dict[str, list[Any]],
     only: list[str] | None = None,
     horizon: Any = None,
+    max_conditions: int | None = None,
+    max_nodes: int | None = None,
 ) -> SweepResult:
     """The conditions with each swept one replaced by one condition per combination of values
-    (in the order of `sweep`, the first path varying slowest)."""
+    (in the order of `sweep`, the first path varying slowest).
+
+    Two entries that reach one setting (`noise` and `game.noise`, `agent_a.x` and
+    `agent_a.overrides.x`, a mapping and a key inside it) are a problem, and so is a sweep that
+    would make more than `max_conditions` conditions or `max_nodes` values: all are found
+    before anything is
+    expanded, so the bound holds in memory and time whatever the sweep's shape.
+    """
     problems: list[tuple[str, str]] = []
     paths = list(sweep)
     for path, values in sweep.items():
@@ -103,6 +177,29 @@ def expand_sweep(
                 (
                     "sweep_conditions",
                     f"no condition named {name!r} (valid: {', '.join(map(str, names))})",
+                )
+            )
+    if not problems:
+        problems.extend(_overlaps(paths))
+    if not problems and max_conditions is not None:
+        count = expanded_count(conditions, sweep, only)
+        if count > max_conditions:
+            problems.append(
+                (
+                    "",
+                    f"expands to {count:,} conditions; at most {max_conditions:,} fit the "
+                    "bound on games a run plays (conditions x replicates)",
+                )
+            )
+    if not problems and max_nodes is not None:
+        nodes = expanded_nodes(conditions, sweep, only)
+        if nodes > max_nodes:
+            count = expanded_count(conditions, sweep, only)
+            problems.append(
+                (
+                    "",
+                    f"too many values once expanded ({count:,} conditions holding {nodes:,} "
+                    f"values; a config holds at most {max_nodes:,})",
                 )
             )
     if problems:

@@ -34,6 +34,7 @@ from pdbench.agents.policy import POLICY_REGISTRY, policy_names, unused_params
 from pdbench.agents.providers.base import provider_entry
 from pdbench.core.config import (
     CONFIG_MODELS,
+    MAX_GAMES,
     AnyAgentConfig,
     AxelrodAgentConfig,
     EvolutionConfig,
@@ -52,6 +53,7 @@ from pdbench.errors import ConfigError, ConfigIssue
 from pdbench.redact import redact_url, remember, url_secrets
 from pdbench.runners.config_errors import validation_issues
 from pdbench.runners.config_loader import (
+    MAX_NODES,
     Origin,
     Resolved,
     apply_overrides,
@@ -238,17 +240,25 @@ def _expand_sweep(resolved: Any, display: str) -> dict[str, dict[str, Any]]:
     if not isinstance(sweep, dict) or not isinstance(conditions, list):
         return {}  # the model's validation says what is wrong
     only = experiment.get("sweep_conditions")
+    replicates = experiment.get("replicates", 1)
+    if isinstance(replicates, bool) or not isinstance(replicates, int) or replicates < 1:
+        replicates = 1  # the model's validation says what is wrong
     result = expand_sweep(
-        conditions, sweep, only if isinstance(only, list) else None, resolved.data.get("horizon")
+        conditions,
+        sweep,
+        only if isinstance(only, list) else None,
+        resolved.data.get("horizon"),
+        max_conditions=MAX_GAMES // replicates,
+        max_nodes=MAX_NODES,
     )
     if result.problems:
         raise ConfigError(
             [
                 ConfigIssue(
                     display,
-                    f"experiment.sweep.{path}"
-                    if path != "sweep_conditions"
-                    else "experiment.sweep_conditions",
+                    "experiment.sweep_conditions"
+                    if path == "sweep_conditions"
+                    else f"experiment.sweep.{path}".rstrip("."),
                     message,
                 )
                 for path, message in result.problems
@@ -257,18 +267,26 @@ def _expand_sweep(resolved: Any, display: str) -> dict[str, dict[str, Any]]:
     by_name = {c.get("name"): i for i, c in enumerate(conditions) if isinstance(c, dict)}
     base = ("experiment", "conditions")
     tables = (resolved.origins, resolved.ref_sites)
-    old = [{k: v for k, v in t.items() if k[:2] == base and len(k) > 2} for t in tables]
-    for table, entries in zip(tables, old, strict=True):
-        for key in entries:
-            del table[key]
+    # Each table's entries under experiment.conditions, grouped by condition index (so the
+    # work below is linear in the expanded conditions, not quadratic).
+    old: list[dict[Any, list[tuple[Loc, Any]]]] = []
+    for table in tables:
+        groups: dict[Any, list[tuple[Loc, Any]]] = {}
+        for key in [k for k in table if k[:2] == base and len(k) > 2]:
+            groups.setdefault(key[2], []).append((key, table.pop(key)))
+        old.append(groups)
     for j, cond in enumerate(result.conditions):
         name = cond.get("name") if isinstance(cond, dict) else None
         coords = result.coordinates.get(name)
         i = by_name.get(name.split("+", 1)[0] if coords else name, j)
-        for table, entries in zip(tables, old, strict=True):
-            for key, origin in entries.items():
-                if key[2] == i:
-                    table[(*base, j, *key[3:])] = origin
+        added: list[list[Loc]] = []
+        for table, groups in zip(tables, old, strict=True):
+            keys = []
+            for key, origin in groups.get(i, []):
+                new_key = (*base, j, *key[3:])
+                table[new_key] = origin
+                keys.append(new_key)
+            added.append(keys)
         if coords:
             shown = ", ".join(f"{p}={v!r}" for p, v in coords.items())
             resolved.notes[(*base, j)] = f"condition {name!r} from experiment.sweep ({shown})"
@@ -276,9 +294,10 @@ def _expand_sweep(resolved: Any, display: str) -> dict[str, dict[str, Any]]:
             # from there, and errors about it point there.
             for path, k in result.value_index[name].items():
                 target = (*base, j, *target_parts(path))
-                for table in tables:
-                    for key in [key for key in table if key[: len(target)] == target]:
-                        del table[key]
+                for table, keys in zip(tables, added, strict=True):
+                    for key in keys:
+                        if key[: len(target)] == target:
+                            table.pop(key, None)
                 entry = ("experiment", "sweep", path, k)
                 file, inner = resolved.origin_of(entry)
                 resolved.origins[target] = Origin(file, inner)
