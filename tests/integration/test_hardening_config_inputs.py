@@ -5,6 +5,7 @@ path setting obeys the root (L04)."""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -107,3 +108,163 @@ def test_w09_distinct_settings_still_sweep(tmp_path: Path) -> None:
         "p",
     ]
     assert [c.noise for c in conditions] == [0.0, 0.1, None]
+
+
+# --------------------------------------------------------------------------------------------
+# P07: the root marker
+# --------------------------------------------------------------------------------------------
+
+
+def leak_config(study: Path, out: Path) -> Path:
+    data = experiment(
+        [
+            (
+                "leak",
+                llm("cooperative", prompts={"system": "../../otheruser/notes.md"}),
+                policy("TFT"),
+            )
+        ],
+        run={"output_dir": str(out)},
+    )
+    return write_config(data, study, "x.yaml")
+
+
+def marker_setup(tmp_path: Path) -> tuple[Path, Path]:
+    top = tmp_path / "hi"
+    (top / "otheruser").mkdir(parents=True)
+    (top / "otheruser" / "notes.md").write_text("password=hunter2\n")
+    config = leak_config(top / "dl" / "study", tmp_path / "out")
+    return top, config
+
+
+def refused_leaving_root(config: Path) -> None:
+    with pytest.raises(ConfigError) as exc:
+        load_config(config)
+    assert "leaves the config root" in str(exc.value) and "hunter2" not in str(exc.value)
+
+
+def test_p07_own_marker_in_the_project_still_widens_the_root(tmp_path: Path) -> None:
+    top, config = marker_setup(tmp_path)
+    (top / ".pdbench-root").touch()
+    assert load_config(config).root == top.resolve()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
+def test_p07_a_marker_owned_by_another_user_does_not_count(tmp_path: Path) -> None:
+    top, config = marker_setup(tmp_path)
+    marker = top / ".pdbench-root"
+    marker.touch()
+    os.chown(marker, 65534, 65534)  # nobody
+    refused_leaving_root(config)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
+def test_p07_a_directory_owned_by_another_user_stops_the_search(tmp_path: Path) -> None:
+    top, config = marker_setup(tmp_path)
+    (top / ".pdbench-root").touch()  # ours, but in a directory someone else owns
+    os.chown(top, 65534, 65534)
+    try:
+        refused_leaving_root(config)
+    finally:
+        os.chown(top, 0, 0)
+
+
+def test_p07_a_world_writable_directory_is_never_searched(tmp_path: Path) -> None:
+    top, config = marker_setup(tmp_path)
+    (top / ".pdbench-root").touch()
+    top.chmod(0o1777)  # like /tmp: anyone could have planted the marker
+    refused_leaving_root(config)
+
+
+def test_p07_the_search_stops_at_the_projects_git_directory(tmp_path: Path) -> None:
+    top, config = marker_setup(tmp_path)
+    (top / ".pdbench-root").touch()
+    (top / "dl" / ".git").mkdir()  # the config's project is hi/dl: hi's marker is another's
+    refused_leaving_root(config)
+
+
+def test_p07_a_symlinked_marker_does_not_count(tmp_path: Path) -> None:
+    top, config = marker_setup(tmp_path)
+    (tmp_path / "elsewhere").touch()
+    (top / ".pdbench-root").symlink_to(tmp_path / "elsewhere")
+    refused_leaving_root(config)
+
+
+# --------------------------------------------------------------------------------------------
+# P09, P10: special files
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom", "/dev/null"])
+def test_p09_a_device_as_config_is_refused_without_reading_it(device: str) -> None:
+    with pytest.raises(ConfigError) as exc:
+        load_config(device)
+    assert "not a regular file (a character device)" in one_line(exc)
+
+
+def test_p09_a_file_over_the_limit_is_refused(tmp_path: Path) -> None:
+    big = tmp_path / "big.yaml"
+    big.write_bytes(b"# " + b"x" * 1_000_000 + b"\n")
+    with pytest.raises(ConfigError) as exc:
+        load_config(big)
+    assert "file too large" in one_line(exc)
+
+
+def test_p10_a_fifo_as_config_or_ref_or_prompt_is_refused_without_waiting(
+    tmp_path: Path,
+) -> None:
+    fifo = tmp_path / "fifo.yaml"
+    os.mkfifo(fifo)
+    with pytest.raises(ConfigError) as exc:
+        load_config(fifo)  # the old loader waited forever for a writer
+    assert "not a regular file (a FIFO)" in one_line(exc)
+    config = write_config(
+        experiment([("x", llm(prompts={"system": "fifo.md"}), policy("TFT"))]), tmp_path
+    )
+    os.mkfifo(tmp_path / "fifo.md")
+    with pytest.raises(ConfigError) as exc:
+        load_config(config)
+    assert "prompts.system: not found" in str(exc.value)  # never opened
+
+
+# --------------------------------------------------------------------------------------------
+# L04: model_path obeys the root
+# --------------------------------------------------------------------------------------------
+
+
+def local_agent(model_path: str) -> dict[str, Any]:
+    return {"ref": "agents/local_smollm2.yaml", "overrides": {"model_path": model_path}}
+
+
+@pytest.mark.parametrize("where", ["/etc/passwd", "../outside.gguf"])
+def test_l04_model_path_outside_the_root_is_refused(tmp_path: Path, where: str) -> None:
+    (tmp_path / "outside.gguf").write_bytes(b"GGUF" + b"\0" * 60)
+    project = tmp_path / "project"
+    config = write_config(experiment([("x", local_agent(where), policy("TFT"))]), project)
+    with pytest.raises(ConfigError) as exc:
+        load_config(config)
+    text = one_line(exc)
+    assert "model_path: path leaves the config root" in text and "root:" not in text
+
+
+def test_l04_a_file_in_the_root_without_gguf_magic_is_refused_without_quoting_it(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "notes.gguf").write_bytes(b"root:x:0:0 password=hunter2\n")
+    config = write_config(experiment([("x", local_agent("notes.gguf"), policy("TFT"))]), tmp_path)
+    with pytest.raises(ConfigError) as exc:
+        load_config(config)
+    text = one_line(exc)
+    assert "not a GGUF model file" in text and "hunter2" not in text and "'root" not in text
+
+
+def test_l04_a_gguf_file_in_the_root_is_accepted_and_resolved(tmp_path: Path) -> None:
+    model = tmp_path / "models" / "m.gguf"
+    model.parent.mkdir()
+    model.write_bytes(b"GGUF" + b"\0" * 60)
+    config = write_config(
+        experiment([("x", local_agent("models/m.gguf"), policy("TFT"))]), tmp_path
+    )
+    loaded = load_config(config)
+    agent = loaded.config.experiment.conditions[0].agent_a
+    assert agent.model_path == str(model.resolve())

@@ -360,16 +360,29 @@ def test_a_model_file_llama_cpp_cannot_load_is_one_line_and_leaves_no_process(
     tmp_path: Path,
 ) -> None:
     bad = tmp_path / "bad.gguf"
-    bad.write_bytes(b"this is not a GGUF file\n" * 64)
+    bad.write_bytes(b"GGUF" + b"\xff\xfe but damaged after the magic\n" * 64)
     before = set(child_pids())
     with pytest.raises(ProviderError) as info:
         llamacpp.LlamaCppProvider(agent(model_path=str(bad)), None)
     message = str(info.value)
     assert "\n" not in message
     assert "did not start" in message and str(bad) in message
-    assert "GGUF" in message  # llama.cpp's own reason, from its log
     remove_kept_log(message)
     assert set(child_pids()) <= before
+
+
+def test_l04_a_file_without_the_gguf_magic_starts_no_server_and_is_not_quoted(
+    tmp_path: Path,
+) -> None:
+    secret = tmp_path / "notes.txt"
+    secret.write_bytes(b"root:x:0:0 password=hunter2\n" * 8)
+    before = set(child_pids())
+    with pytest.raises(ProviderError) as info:
+        llamacpp.LlamaCppProvider(agent(model_path=str(secret)), None)
+    message = str(info.value)
+    assert "not a GGUF model file" in message and "\n" not in message
+    assert "root" not in message.replace(str(tmp_path), "") and "hunter2" not in message
+    assert set(child_pids()) <= before and llamacpp.running_servers() == []
 
 
 def test_a_startup_that_never_ends_is_bounded(

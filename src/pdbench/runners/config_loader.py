@@ -6,10 +6,18 @@ config root: the nearest directory at or above the top-level config that holds a
 marker file (so `configs/studies/x.yaml` may ref `../agents/...` when `configs/.pdbench-root`
 exists), else the directory of the top-level config. Overrides merge deeply; overriding a key the
 referenced file does not have is an error.
+
+The marker counts only from the config's own project: the search climbs no higher than the first
+directory holding `.git`, stops below a directory that is world-writable (`/tmp`) or owned by
+another user, and a marker counts only when it is a regular file owned by the user running
+pdbench (or root). Config and prompt files are read only when they are regular files, and never
+more than MAX_FILE_BYTES of them (a device or FIFO is refused without being opened for reading).
 """
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -141,18 +149,68 @@ def _check_depth(text: str) -> None:
             depth -= 1
 
 
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+class FileProblem(Exception):
+    """A file that may not be read as a config or prompt (one-line message, no file bytes)."""
+
+
+def read_bounded(path: Path, limit: int = MAX_FILE_BYTES, what: str = "a config") -> bytes:
+    """The bytes of a regular file of at most `limit` bytes. A FIFO, device, socket or
+    directory is refused without waiting for a writer or reading it (opened non-blocking, checked
+    with fstat), and a file that grows past `limit` is refused after reading `limit + 1` bytes,
+    whatever its size claims. FileNotFoundError passes through; other problems: FileProblem."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise FileProblem(f"cannot read file ({exc.strerror or exc})") from None
+    try:
+        info = os.fstat(fd)
+        for test, kind in _KINDS:
+            if test(info.st_mode):
+                raise FileProblem(f"not a regular file ({kind})")
+        if info.st_size > limit:
+            raise FileProblem(
+                f"file too large ({info.st_size:,} bytes; {what} is at most {limit:,})"
+            )
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:
+            raise FileProblem(f"file too large (over {limit:,} bytes; {what} is at most {limit:,})")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise FileProblem(f"cannot read file ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+
+
 def read_yaml(path: Path, display: str) -> Any:
     """Parse one YAML file; a syntax error becomes a one-line ConfigIssue with line and column."""
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            message = f"file too large ({size:,} bytes; a config is at most {MAX_FILE_BYTES:,})"
-            raise ConfigError([ConfigIssue(display, "", message)])
-        text = path.read_text(encoding="utf-8")
+        raw = read_bounded(path)
+        text = raw.decode("utf-8")
     except FileNotFoundError:
         raise ConfigError([ConfigIssue(display, "", "file not found")]) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError([ConfigIssue(display, "", f"cannot read file ({exc})")]) from None
+    except FileProblem as exc:
+        raise ConfigError([ConfigIssue(display, "", str(exc))]) from None
+    except UnicodeDecodeError as exc:
+        message = f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+        raise ConfigError([ConfigIssue(display, "", message)]) from None
     try:
         _check_depth(text)
         return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
@@ -190,13 +248,12 @@ def locate(base: Path, value: str, root: Path, want: str = "file") -> Path | str
 def read_text_file(path: Path) -> tuple[str, bytes] | str:
     """A prompt-like text file as (text with universal newlines, raw bytes), or a problem message."""
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            return f"file too large ({size:,} bytes; at most {MAX_FILE_BYTES:,})"
-        raw = path.read_bytes()
+        raw = read_bounded(path, what="a prompt file")
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         return f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+    except FileProblem as exc:
+        return str(exc)
     except OSError as exc:
         return f"cannot read file ({exc.strerror or exc})"
     return text.replace("\r\n", "\n").replace("\r", "\n"), raw
@@ -339,12 +396,42 @@ class _Resolver:
         return origin.file, origin.loc
 
 
+def _trusted_owner(uid: int) -> bool:
+    return uid in (0, os.geteuid()) if hasattr(os, "geteuid") else True
+
+
+def _marker_counts(directory: Path) -> bool:
+    """A `.pdbench-root` marker in `directory` that is a regular file owned by this user or
+    root (a symlink or a file someone else planted does not count)."""
+    try:
+        info = (directory / ROOT_MARKER).lstat()
+    except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode) and _trusted_owner(info.st_uid)
+
+
+def _inside_project(directory: Path) -> bool:
+    """Whether the marker search may look in `directory`: not world-writable (a shared /tmp)
+    and owned by this user or root."""
+    try:
+        info = directory.stat()
+    except OSError:
+        return False
+    return not info.st_mode & stat.S_IWOTH and _trusted_owner(info.st_uid)
+
+
 def config_root(config_dir: Path) -> Path:
     """The config root for a config in `config_dir`: the nearest directory at or above it that
-    holds a `.pdbench-root` marker file, else `config_dir` itself."""
+    holds a `.pdbench-root` marker file that counts, else `config_dir` itself. The search stays
+    inside the config's project: it stops at the first directory holding `.git`, and before a
+    directory that is world-writable or owned by another user."""
     for directory in (config_dir, *config_dir.parents):
-        if (directory / ROOT_MARKER).is_file():
+        if not _inside_project(directory):
+            break
+        if _marker_counts(directory):
             return directory
+        if (directory / ".git").exists():
+            break
     return config_dir
 
 

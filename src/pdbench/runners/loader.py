@@ -435,23 +435,44 @@ def _check_llm_options(
                 )
             )
     if agent.model_path is not None:
-        file, _ = resolved.origin_of(loc + ("model_path",))
-        try:
-            target = (file.parent / Path(agent.model_path).expanduser()).resolve()
-            found = target.is_file()
-        except (OSError, ValueError) as exc:
-            target, found = None, False
-            message = f"not a usable path ({exc})"
-        else:
-            message = "model file not found"
-        if not found or target is None:
-            issues.append(
-                resolved.issue(
-                    loc + ("model_path",), f"{message} (got {short_repr(agent.model_path)})"
-                )
+        _check_model_path(agent, loc, resolved, issues)
+
+
+def _check_model_path(
+    agent: LLMAgentConfig, loc: Loc, resolved: Resolved, issues: list[ConfigIssue]
+) -> None:
+    """model_path obeys the config root like prompt files (relative to the file that sets it)
+    and must start with the GGUF magic; problems never quote the file's bytes."""
+    assert agent.model_path is not None
+    where = loc + ("model_path",)
+    file, _ = resolved.origin_of(where)
+    target = locate(file.parent, agent.model_path, resolved.root)
+    if isinstance(target, str):
+        problem = "model file not found" if target == "not found" else target
+        issues.append(resolved.issue(where, f"{problem} (got {short_repr(agent.model_path)})"))
+        return
+    try:
+        with target.open("rb") as handle:
+            magic = handle.read(4)
+    except OSError as exc:
+        issues.append(
+            resolved.issue(
+                where,
+                f"cannot read file ({exc.strerror or type(exc).__name__}) "
+                f"(got {short_repr(agent.model_path)})",
             )
-        else:
-            agent.model_path = str(target)
+        )
+        return
+    if magic != b"GGUF":
+        issues.append(
+            resolved.issue(
+                where,
+                "not a GGUF model file (it does not start with the GGUF magic) "
+                f"(got {short_repr(agent.model_path)})",
+            )
+        )
+        return
+    agent.model_path = str(target)
 
 
 def _check_human(

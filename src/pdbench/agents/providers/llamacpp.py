@@ -92,6 +92,19 @@ def model_file(cfg: LLMAgentConfig) -> Path:
         found = False
     if not found:
         raise _fatal(f"model_path: model file not found (got {str(cfg.model_path)!r})")
+    try:
+        with path.open("rb") as handle:
+            magic = handle.read(4)
+    except OSError as exc:
+        raise _fatal(
+            f"model_path: cannot read file ({exc.strerror or type(exc).__name__}) "
+            f"(got {str(cfg.model_path)!r})"
+        ) from None
+    if magic != b"GGUF":  # never start a server on it: its error would quote the file's bytes
+        raise _fatal(
+            "model_path: not a GGUF model file (it does not start with the GGUF magic) "
+            f"(got {str(cfg.model_path)!r})"
+        )
     return path.resolve()
 
 
