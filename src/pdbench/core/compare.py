@@ -41,7 +41,7 @@ class Contrast:
 
 def _clean(values: Sequence[float | None]) -> np.ndarray:
     arr = np.array([np.nan if v is None else float(v) for v in values], dtype=np.float64)
-    return arr[~np.isnan(arr)]
+    return arr[np.isfinite(arr)]  # NaN and infinities are missing, never a result
 
 
 def permutation_p_value(

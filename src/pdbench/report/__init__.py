@@ -16,14 +16,16 @@ from pdbench.report.experiment import experiment_sections
 from pdbench.report.format import fmt
 from pdbench.report.svg import GRID, INK, MUTED, Point, interval_dots
 from pdbench.storage.files import write_bytes_atomic
+from pdbench.storage.parquet import numeric_columns, read_checked_rows
 from pdbench.storage.run_dir import read_manifest, run_kind
 from pdbench.storage.schema import (
     AGGREGATES_FILE,
     GENERATIONS_FILE,
     LEADERBOARD_FILE,
     PAYOFF_MATRIX_FILE,
+    aggregates_arrow_schema,
 )
-from pdbench.storage.strategy_fit import STRATEGY_FIT_FILE, read_table_rows
+from pdbench.storage.strategy_fit import STRATEGY_FIT_FILE, strategy_fit_schema
 
 REPORT_FILE = "report.html"
 COMPARISONS_FILE = "comparisons.parquet"
@@ -71,8 +73,58 @@ def _page(title: str, subtitle: str, sections: Sequence[str]) -> str:
     )
 
 
+FIXATION_FILE = "fixation.parquet"
+# The columns the report shows as numbers, per artifact: checked to hold numbers when the file is
+# read (a damaged or hand-edited file is one line naming it, never markup in the page).
+_NUMBERS: dict[str, tuple[str, ...]] = {
+    COMPARISONS_FILE: (
+        "n_baseline",
+        "n_condition",
+        "baseline_mean",
+        "condition_mean",
+        "difference",
+        "ci_low",
+        "ci_high",
+        "p_value",
+        "p_holm",
+    ),
+    LEADERBOARD_FILE: (
+        "rank",
+        "matches",
+        "wins",
+        "draws",
+        "losses",
+        "mean_score_per_round",
+        "ci95_low",
+        "ci95_high",
+        "rank_ci_low",
+        "rank_ci_high",
+        "cooperation_rate",
+    ),
+    PAYOFF_MATRIX_FILE: ("mean_score_per_round",),
+    GENERATIONS_FILE: ("generation", "share"),
+    FIXATION_FILE: ("seeds", "probability", "ci_low", "ci_high", "fixations"),
+}
+_REMEDY = {
+    AGGREGATES_FILE: "run `pdbench aggregate RUN_DIR`",
+    STRATEGY_FIT_FILE: "run `pdbench profile RUN_DIR`",
+    COMPARISONS_FILE: "run `pdbench compare RUN_DIR`",
+}
+
+
+def _numbers(name: str) -> tuple[str, ...]:
+    if name == AGGREGATES_FILE:
+        return tuple(numeric_columns(aggregates_arrow_schema()))
+    if name == STRATEGY_FIT_FILE:
+        return tuple(numeric_columns(strategy_fit_schema()))
+    return _NUMBERS.get(name, ())
+
+
 def _rows(path: Path) -> list[dict[str, Any]] | None:
-    return read_table_rows(path)
+    """An artifact's rows, checked (storage.parquet.read_checked_rows): NaN and infinities read
+    as missing, and text where a number belongs refuses the file in one line."""
+    remedy = _REMEDY.get(path.name, "re-run the command that writes it")
+    return read_checked_rows(path, _numbers(path.name), remedy)
 
 
 def experiment_report(run_dir: Path) -> str:
@@ -223,7 +275,7 @@ def evolution_report(run_dir: Path) -> str:
         f"<section id='population'><h2>Population</h2><p>Fixated: <b>{escape(str(fixated or 'none'))}</b></p>"
         f"<figure>{svg}</figure></section>",
     ]
-    fixation = _rows(run_dir / "fixation.parquet")
+    fixation = _rows(run_dir / FIXATION_FILE)
     if fixation:
         n = fixation[0]["seeds"]
         chart = interval_dots(

@@ -13,8 +13,9 @@ from pdbench.core.metrics import COUNT_COLUMNS, IDENTITY_COLUMNS
 from pdbench.core.rng import derive_seed
 from pdbench.errors import RunError
 from pdbench.storage.aggregate import aggregate_run_dir
+from pdbench.storage.parquet import numeric_columns, read_checked_rows
 from pdbench.storage.run_dir import read_manifest
-from pdbench.storage.schema import AGGREGATES_FILE
+from pdbench.storage.schema import AGGREGATES_FILE, aggregates_arrow_schema
 from pdbench.storage.strategy_fit import write_table
 
 COMPARISONS_FILE = "comparisons.parquet"
@@ -98,13 +99,12 @@ def comparison_rows(
 def read_aggregate_rows(run_dir: Path) -> list[dict[str, Any]]:
     """aggregates.parquet's rows (recomputed from rounds.jsonl when absent or older than the
     interval columns)."""
-    import pyarrow.parquet as pq
-
     path = Path(run_dir) / AGGREGATES_FILE
-    if path.is_file():
-        table = pq.read_table(path)
-        if "collapsed_fraction" in table.column_names:
-            return table.to_pylist()
+    rows = read_checked_rows(
+        path, numeric_columns(aggregates_arrow_schema()), f"run `pdbench aggregate {run_dir}`"
+    )
+    if rows and "collapsed_fraction" in rows[0]:
+        return rows
     return aggregate_run_dir(run_dir)
 
 

@@ -22,7 +22,12 @@ from pdbench.core.strategy_fit import (
     share_intervals,
 )
 from pdbench.errors import RunError
-from pdbench.storage.aggregate import RunDirError, outcomes_from_table, read_rounds_table
+from pdbench.storage.aggregate import (
+    RunDirError,
+    check_rounds,
+    outcomes_from_table,
+    read_rounds_table,
+)
 from pdbench.storage.run_dir import RunLock, read_manifest
 from pdbench.storage.schema import ROUNDS_FILE
 from pdbench.storage.strategy_fit import STRATEGY_FIT_FILE, write_strategy_fit
@@ -128,7 +133,9 @@ def profile_run(
         raise RunDirError(f"{run_dir}: not a directory")
     manifest = read_manifest(run_dir, "experiment")
     with RunLock(run_dir):
-        outcomes = outcomes_from_table(read_rounds_table(run_dir / ROUNDS_FILE))
+        table = read_rounds_table(run_dir / ROUNDS_FILE)
+        check_rounds(table, manifest, run_dir / ROUNDS_FILE)
+        outcomes = outcomes_from_table(table)
         rows = profile_rows(manifest, outcomes, library, resamples)
         path = run_dir / STRATEGY_FIT_FILE
         write_strategy_fit(rows, path)

@@ -141,6 +141,101 @@ def read_rounds_table(
     return table
 
 
+ACTIONS = ("C", "D")
+
+
+def planned_lengths(manifest: dict[str, Any]) -> dict[tuple[str, int], int] | None:
+    """(condition, replicate) -> the game's length, as the manifest planned it (None when the
+    manifest lists no games: an older pdbench); a malformed plan is a one-line RunDirError."""
+    conditions = manifest.get("conditions")
+    if not isinstance(conditions, list):
+        return None
+    out: dict[tuple[str, int], int] = {}
+    for i, condition in enumerate(conditions):
+        games = condition.get("games") if isinstance(condition, dict) else None
+        if games is None:
+            return None
+        try:
+            for game in games:
+                n = game["n_rounds"]
+                replicate = game["replicate"]
+                if not all(type(v) is int for v in (n, replicate)) or n < 1 or replicate < 0:
+                    raise TypeError
+                out[(str(condition["name"]), replicate)] = n
+        except (KeyError, TypeError):
+            raise RunDirError(
+                f"run_manifest.json: conditions[{i}].games is not a list of games with "
+                "replicate and n_rounds (edited by hand?)"
+            ) from None
+    return out
+
+
+def check_rounds(table: Any, manifest: dict[str, Any], path: Path) -> None:
+    """Refuse rounds that the run could not have recorded, naming the first: an action other
+    than C or D, a payoff that is not a finite number, a game the manifest does not plan, or a
+    game whose rounds are not exactly 0..n-1 of the length the manifest planned (a torn line,
+    a deleted or duplicated round). One-line RunDirError naming the file and the record."""
+    n = len(table)
+    for side in ("agent_a", "agent_b"):
+        actions = table.column(f"{side}_action").to_numpy(zero_copy_only=False)
+        bad = np.flatnonzero(~np.isin(actions, ACTIONS))
+        if len(bad):
+            raise RunDirError(
+                f"{path}: record {int(bad[0]) + 1}: {side}_action must be C or D "
+                f"(got {_shown(actions[bad[0]])}); the file was damaged or edited"
+            )
+        payoffs = table.column(f"{side}_payoff").to_numpy(zero_copy_only=False)
+        values = np.array([np.nan if v is None else v for v in payoffs], dtype=np.float64)
+        bad = np.flatnonzero(~np.isfinite(values))
+        if len(bad):
+            raise RunDirError(
+                f"{path}: record {int(bad[0]) + 1}: {side}_payoff is not a finite number; "
+                "the file was damaged or edited"
+            )
+    for name in ("condition", "replicate", "round_index"):
+        if table.column(name).null_count:
+            row = int(
+                np.flatnonzero(table.column(name).is_null().to_numpy(zero_copy_only=False))[0]
+            )
+            raise RunDirError(
+                f"{path}: record {row + 1}: no {name}; the file was damaged or edited"
+            )
+    plan = planned_lengths(manifest)
+    if plan is None or n == 0:
+        return
+    conditions = table.column("condition").to_numpy(zero_copy_only=False).astype(str)
+    replicates = table.column("replicate").to_numpy(zero_copy_only=False).astype(np.int64)
+    rounds = table.column("round_index").to_numpy(zero_copy_only=False).astype(np.int64)
+    seen: dict[tuple[str, int], list[int]] = {}
+    for row, key in enumerate(zip(conditions.tolist(), replicates.tolist(), strict=True)):
+        seen.setdefault(key, []).append(row)
+    for (condition, replicate), rows in seen.items():
+        planned = plan.get((condition, replicate))
+        where = f"{path}: record {rows[0] + 1}: condition {condition!r} replicate {replicate}"
+        if planned is None:
+            raise RunDirError(f"{where}: not a game of this run's plan (run_manifest.json)")
+        got = np.sort(rounds[rows])
+        if len(got) != planned or not np.array_equal(got, np.arange(planned)):
+            raise RunDirError(
+                f"{where}: {len(got)} round records where the plan has rounds 0..{planned - 1}"
+                " (a torn, deleted or duplicated line); resume the run or restore the file"
+            )
+    if manifest.get("status") == "completed":
+        missing = [k for k in plan if k not in seen]
+        if missing:
+            condition, replicate = missing[0]
+            raise RunDirError(
+                f"{path}: condition {condition!r} replicate {replicate}: no rounds, but the "
+                f"run is marked completed ({len(missing)} planned games missing)"
+            )
+
+
+def _shown(value: Any) -> str:
+    """A value from a damaged record for a message: repr, cut short."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:36] + "...'"
+
+
 def _floats(values: np.ndarray) -> np.ndarray:
     """Probabilities as float64, NaN where none was recorded (null reads as None or NaN)."""
     return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
@@ -206,6 +301,7 @@ def _aggregate_locked(run_dir: Path) -> list[dict[str, Any]]:
     except RunError as exc:
         raise RunDirError(str(exc)) from None
     table = read_rounds_table(run_dir / ROUNDS_FILE)
+    check_rounds(table, manifest, run_dir / ROUNDS_FILE)
     collapse_cfg = manifest.get("collapse", {})
     collapse = CollapseParams(
         int(collapse_cfg.get("k", 10)), float(collapse_cfg.get("threshold", 0.2))

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from pdbench.errors import PdbenchError
 from pdbench.storage.files import write_bytes_atomic
 from pdbench.storage.schema import PARQUET_VERSION_KEY, SCHEMA_VERSION, check_version
 
@@ -47,3 +48,56 @@ def read_frame(path: Path) -> Any:
     version = (table.schema.metadata or {}).get(PARQUET_VERSION_KEY)
     check_version(str(path), version.decode() if version else None)
     return table.to_pandas()
+
+
+class ArtifactError(PdbenchError):
+    """A Parquet artifact that is damaged, truncated or edited by hand (one line naming it)."""
+
+
+def numeric_columns(schema: Any) -> list[str]:
+    """The names of a pyarrow schema's number columns (integers and floats)."""
+    import pyarrow as pa
+
+    return [f.name for f in schema if pa.types.is_integer(f.type) or pa.types.is_floating(f.type)]
+
+
+def read_checked_rows(
+    path: Path, numbers: Any = (), remedy: str = "re-run the command that writes it"
+) -> list[dict[str, Any]] | None:
+    """The rows of a Parquet artifact (None when there is none), checked before anything uses
+    them: a file pyarrow cannot read (truncated, damaged) or a column of `numbers` holding
+    anything but numbers (edited by hand) is one ArtifactError line naming the file; a NaN or
+    infinite number reads as None (missing), so it can never become a result."""
+    import math
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    if not path.is_file():
+        return None
+    remedy = remedy.replace("RUN_DIR", str(path.parent))
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        first = (str(exc).splitlines() or [type(exc).__name__])[0][:160]
+        raise ArtifactError(f"{path}: not a readable Parquet file ({first}); {remedy}") from None
+    version = (table.schema.metadata or {}).get(PARQUET_VERSION_KEY)
+    check_version(str(path), version.decode("utf-8", "replace") if version else None)
+    wanted = set(numbers)
+    for field in table.schema:
+        if field.name in wanted and not (
+            pa.types.is_integer(field.type)
+            or pa.types.is_floating(field.type)
+            or pa.types.is_null(field.type)
+        ):
+            raise ArtifactError(
+                f"{path}: column {field.name!r} holds {field.type} values where numbers belong "
+                f"(a damaged or hand-edited file); {remedy}"
+            )
+    rows = table.to_pylist()
+    for row in rows:
+        for key, value in row.items():
+            if isinstance(value, float) and not math.isfinite(value):
+                row[key] = None
+    return rows
