@@ -132,6 +132,11 @@ def experiment_report(run_dir: Path) -> str:
     aggregates = _rows(run_dir / AGGREGATES_FILE)
     if not aggregates:
         raise ReportError(f"{run_dir}: no {AGGREGATES_FILE}: run `pdbench aggregate {run_dir}`")
+    if not any(r.get("scope") == "condition" for r in aggregates):
+        raise ReportError(
+            f"{run_dir / AGGREGATES_FILE}: no condition rows (a damaged or hand-edited file); "
+            f"run `pdbench aggregate {run_dir}`"
+        )
     if "collapsed_fraction" not in aggregates[0]:
         raise ReportError(
             f"{run_dir}: {AGGREGATES_FILE} has no intervals (an older pdbench wrote it): run "

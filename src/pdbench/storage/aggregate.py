@@ -210,15 +210,26 @@ def check_rounds(table: Any, manifest: dict[str, Any], path: Path) -> None:
     for row, key in enumerate(zip(conditions.tolist(), replicates.tolist(), strict=True)):
         seen.setdefault(key, []).append(row)
     for (condition, replicate), rows in seen.items():
-        planned = plan.get((condition, replicate))
+        if (condition, replicate) not in plan:
+            raise RunDirError(
+                f"{path}: record {rows[0] + 1}: condition {condition!r} replicate {replicate}: "
+                "not a game of this run's plan (run_manifest.json)"
+            )
+    for (condition, replicate), rows in seen.items():
+        planned = plan[(condition, replicate)]
         where = f"{path}: record {rows[0] + 1}: condition {condition!r} replicate {replicate}"
-        if planned is None:
-            raise RunDirError(f"{where}: not a game of this run's plan (run_manifest.json)")
         got = np.sort(rounds[rows])
         if len(got) != planned or not np.array_equal(got, np.arange(planned)):
+            indexes = rounds[rows]
+            outside = np.flatnonzero((indexes < 0) | (indexes >= planned))
+            _, first = np.unique(indexes, return_index=True)
+            repeated = np.setdiff1d(np.arange(len(rows)), first)
+            if len(outside) or len(repeated):
+                row = rows[int((outside if len(outside) else repeated)[0])]
+                where = f"{path}: record {row + 1}: condition {condition!r} replicate {replicate}"
             raise RunDirError(
                 f"{where}: {len(got)} round records where the plan has rounds 0..{planned - 1}"
-                " (a torn, deleted or duplicated line); resume the run or restore the file"
+                " (a torn, deleted, duplicated or edited line); resume the run or restore the file"
             )
     if manifest.get("status") == "completed":
         missing = [k for k in plan if k not in seen]
@@ -302,17 +313,26 @@ def _aggregate_locked(run_dir: Path) -> list[dict[str, Any]]:
         raise RunDirError(str(exc)) from None
     table = read_rounds_table(run_dir / ROUNDS_FILE)
     check_rounds(table, manifest, run_dir / ROUNDS_FILE)
-    collapse_cfg = manifest.get("collapse", {})
-    collapse = CollapseParams(
-        int(collapse_cfg.get("k", 10)), float(collapse_cfg.get("threshold", 0.2))
-    )
-    condition_order = [c["name"] for c in manifest.get("conditions", [])]
+    try:
+        collapse_cfg = manifest.get("collapse", {})
+        collapse = CollapseParams(
+            int(collapse_cfg.get("k", 10)), float(collapse_cfg.get("threshold", 0.2))
+        )
+        condition_order = [str(c["name"]) for c in manifest.get("conditions", [])]
+        settings = interval_settings(manifest)
+        coordinates = {
+            c["name"]: c["sweep"] for c in manifest.get("conditions", []) if c.get("sweep")
+        }
+    except (AttributeError, KeyError, TypeError, ValueError):
+        raise RunDirError(
+            f"{run_dir / 'run_manifest.json'}: collapse, intervals or conditions malformed "
+            "(a damaged or hand-edited manifest)"
+        ) from None
     rows = aggregate_rows(
         manifest.get("run_id", ""), outcomes_from_table(table), condition_order, collapse
     )
     rows = add_usage_columns(rows, usage_by_game(run_dir))
-    rows = with_intervals(rows, interval_settings(manifest))
-    coordinates = {c["name"]: c["sweep"] for c in manifest.get("conditions", []) if c.get("sweep")}
+    rows = with_intervals(rows, settings)
     rows = add_sweep_columns(rows, coordinates)
     write_aggregates(rows, run_dir / AGGREGATES_FILE)
     return rows
