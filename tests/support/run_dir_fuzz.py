@@ -82,7 +82,12 @@ def damage_rounds(path: Path, rng: random.Random) -> str:
         j = rng.randrange(len(lines))
         lines[i], lines[j] = lines[j], lines[i]
     elif kind == "edit":
-        record = json.loads(lines[i])
+        try:
+            record = json.loads(lines[i])
+        except ValueError:
+            return "rounds.unreadable"
+        if not isinstance(record, dict):
+            return "rounds.unreadable"
         field = rng.choice(ROUND_FIELDS)
         record[field] = rng.choice([v for v in ODD_VALUES if v != record.get(field)])
         text = json.dumps(record).replace("NaN", "NaN")
@@ -106,7 +111,10 @@ def damage_manifest(path: Path, rng: random.Random) -> str:
         data = path.read_bytes()
         path.write_bytes(data[: rng.randrange(len(data))])
         return "manifest.truncate"
-    manifest = json.loads(path.read_text())
+    try:
+        manifest = json.loads(path.read_text())
+    except ValueError:  # already damaged by this case
+        return "manifest.unreadable"
     if kind == "drop":
         key = rng.choice(sorted(manifest))
         del manifest[key]
@@ -139,7 +147,10 @@ def damage_parquet(path: Path, rng: random.Random) -> str:
             data[rng.randrange(len(data))] ^= 0xFF
         path.write_bytes(bytes(data))
     else:
-        table = pq.read_table(path)
+        try:
+            table = pq.read_table(path)
+        except (pa.ArrowException, OSError):
+            return "parquet.unreadable"
         i = rng.randrange(table.num_columns)
         field = table.schema.field(i)
         n = table.num_rows
