@@ -105,6 +105,22 @@ _NUMBERS: dict[str, tuple[str, ...]] = {
     GENERATIONS_FILE: ("generation", "share"),
     FIXATION_FILE: ("seeds", "probability", "ci_low", "ci_high", "fixations"),
 }
+# The columns the report needs in every row: text (names, labels) and numbers (ranks, sizes).
+_TEXTS: dict[str, tuple[str, ...]] = {
+    AGGREGATES_FILE: ("condition", "scope"),
+    STRATEGY_FIT_FILE: ("condition", "agent", "strategy"),
+    COMPARISONS_FILE: ("metric", "baseline", "condition"),
+    LEADERBOARD_FILE: ("player",),
+    PAYOFF_MATRIX_FILE: ("player", "opponent"),
+    GENERATIONS_FILE: ("strategy",),
+    FIXATION_FILE: ("strategy",),
+}
+_REQUIRED: dict[str, tuple[str, ...]] = {
+    STRATEGY_FIT_FILE: ("rank",),
+    LEADERBOARD_FILE: ("rank",),
+    GENERATIONS_FILE: ("generation", "share"),
+    FIXATION_FILE: ("seeds",),
+}
 _REMEDY = {
     AGGREGATES_FILE: "run `pdbench aggregate RUN_DIR`",
     STRATEGY_FIT_FILE: "run `pdbench profile RUN_DIR`",
@@ -124,7 +140,13 @@ def _rows(path: Path) -> list[dict[str, Any]] | None:
     """An artifact's rows, checked (storage.parquet.read_checked_rows): NaN and infinities read
     as missing, and text where a number belongs refuses the file in one line."""
     remedy = _REMEDY.get(path.name, "re-run the command that writes it")
-    return read_checked_rows(path, _numbers(path.name), remedy)
+    return read_checked_rows(
+        path,
+        _numbers(path.name),
+        remedy,
+        texts=_TEXTS.get(path.name, ()),
+        required=_REQUIRED.get(path.name, ()),
+    )
 
 
 def experiment_report(run_dir: Path) -> str:

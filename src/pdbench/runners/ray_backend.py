@@ -30,6 +30,7 @@ import os
 import queue
 import signal
 import socket
+import tempfile
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -84,12 +85,35 @@ def load_ray() -> Any:
     return ray
 
 
+RAY_CURRENT_CLUSTER = Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster"
+
+
 def check_address(address: str | None) -> None:
-    """A `HOST:PORT` address must accept a connection (else Ray would retry for minutes);
-    RunError in one line when it does not. `auto`, `ray://...` and no address pass."""
-    if not address or "://" in address or ":" not in address:
+    """The cluster at `--ray-address` must accept a connection before anything is created (else
+    a run dir would be made for a run that cannot start, or Ray would retry for minutes);
+    RunError in one line when it does not. `HOST:PORT` and `ray://HOST:PORT` are tried directly;
+    `auto` is the cluster this machine runs (RAY_ADDRESS, else Ray's record of it in
+    /tmp/ray/ray_current_cluster). No address (a new local instance) passes."""
+    if not address:
         return
-    host, _, port = address.rpartition(":")
+    target = address
+    if address == "auto":
+        target = os.environ.get("RAY_ADDRESS") or ""
+        if not target:
+            try:
+                target = RAY_CURRENT_CLUSTER.read_text(encoding="utf-8").strip()
+            except OSError:
+                target = ""
+        if not target or target == "auto":
+            raise RunError(
+                "--ray-address auto: no Ray cluster is running on this machine (start one with "
+                "`ray start --head`, or leave --ray-address out for a local instance)"
+            )
+    if target.startswith("ray://"):
+        target = target[len("ray://") :]
+    elif "://" in target:
+        raise RunError(f"--ray-address {address}: use HOST:PORT, ray://HOST:PORT or auto")
+    host, _, port = target.rpartition(":")
     try:
         with socket.create_connection((host.strip("[]"), int(port)), timeout=5):
             pass

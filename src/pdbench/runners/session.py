@@ -13,6 +13,7 @@ identically and logged ones are read back.
 from __future__ import annotations
 
 import importlib
+import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -39,8 +40,10 @@ from pdbench.storage.files import JsonlAppender, environment_info
 from pdbench.storage.rounds import OrderedRoundsWriter, RoundsEncoder
 from pdbench.storage.run_dir import (
     RunLock,
+    close_all,
     finished_games,
     make_run_dir,
+    mark_failed_in_place,
     prepare_output_dir,
     read_manifest,
     spending,
@@ -157,15 +160,16 @@ class RunSession:
             raise
         except KeyboardInterrupt:
             status, error = "interrupted", "interrupted by the user"
+        except (OSError, sqlite3.OperationalError) as exc:  # a full disk, a file size limit
+            reason = getattr(exc, "strerror", None) or str(exc)
+            status, error = "failed", f"cannot write to {self.run_dir} ({reason})"
         except BaseException as exc:
             status, error = "failed", f"{type(exc).__name__}: {exc}"
             raise
         finally:
-            writer.close()
-            if calls_log is not None:
-                calls_log.close()
-            if cache is not None:
-                cache.close()
+            closing = close_all(writer, calls_log, cache)
+            if closing and status == "completed":
+                status, error = "failed", f"cannot write to {self.run_dir} ({closing})"
             self._close_manifest(manifest, status, error)
         kept_in = self.run_dir / ROUNDS_FILE if any(p.logged for p in self.plans) else None
         where = f"finished games are kept in {kept_in}; " if kept_in else ""
@@ -197,8 +201,8 @@ class RunSession:
         return manifest, kept
 
     def _preflight(self) -> None:
-        """Every LLM agent's API key is set (a missing one stops the run before it starts),
-        and Ray is installed when the run asks for it."""
+        """Every LLM agent's API key is set (a missing one stops the run before it starts), the
+        response cache opens, and Ray is installed and its cluster reachable when asked for."""
         if self.options.backend == "ray":
             from pdbench.runners.ray_backend import check_address, load_ray
 
@@ -210,6 +214,8 @@ class RunSession:
             for spec in plan.agents:
                 if isinstance(spec.config, LLMAgentConfig):
                     require_api_key(spec.config)
+        if any(p.has_llm for p in self.plans):
+            close_all(self._cache())  # an unusable cache dir stops the run before it starts
 
     def _resume(self) -> tuple[dict[str, Any], dict[int, GameOutcome]]:
         manifest = read_manifest(self.run_dir, self.loaded.kind)
@@ -363,7 +369,14 @@ class RunSession:
                 listed = seen["listed"] if seen["listed"] is not None else before.get("listed")
                 models[key] = {"listed": listed, "answered": answered}
             manifest["models"] = models
-        write_manifest(self.run_dir, self.loaded.kind, manifest)
+        try:
+            write_manifest(self.run_dir, self.loaded.kind, manifest)
+        except RunError:
+            # No room for a new manifest (a full disk): mark the old one stopped in place, so
+            # it never stays "running"; `pdbench resume` completes the run once there is room.
+            mark_failed_in_place(self.run_dir, self.loaded.kind)
+            if status == "completed":
+                raise
 
 
 def play_in_memory(

@@ -62,12 +62,18 @@ def numeric_columns(schema: Any) -> list[str]:
 
 
 def read_checked_rows(
-    path: Path, numbers: Any = (), remedy: str = "re-run the command that writes it"
+    path: Path,
+    numbers: Any = (),
+    remedy: str = "re-run the command that writes it",
+    texts: Any = (),
+    required: Any = (),
 ) -> list[dict[str, Any]] | None:
     """The rows of a Parquet artifact (None when there is none), checked before anything uses
-    them: a file pyarrow cannot read (truncated, damaged) or a column of `numbers` holding
-    anything but numbers (edited by hand) is one ArtifactError line naming the file; a NaN or
-    infinite number reads as None (missing), so it can never become a result."""
+    them: a file pyarrow cannot read (truncated, damaged), a column of `numbers` holding
+    anything but numbers or one of `texts` holding anything but text, or a `texts` or
+    `required` column absent or with empty values (edited by hand) is one ArtifactError line
+    naming the file; a NaN or infinite number reads as None (missing), so it can never become
+    a result."""
     import math
 
     import pyarrow as pa
@@ -94,6 +100,21 @@ def read_checked_rows(
             raise ArtifactError(
                 f"{path}: column {field.name!r} holds {field.type} values where numbers belong "
                 f"(a damaged or hand-edited file); {remedy}"
+            )
+    for name in texts:
+        if name in table.column_names and not (
+            pa.types.is_string(table.schema.field(name).type)
+            or pa.types.is_large_string(table.schema.field(name).type)
+        ):
+            raise ArtifactError(
+                f"{path}: column {name!r} holds {table.schema.field(name).type} values where "
+                f"text belongs (a damaged or hand-edited file); {remedy}"
+            )
+    for name in (*texts, *required):
+        if name not in table.column_names or table.column(name).null_count:
+            raise ArtifactError(
+                f"{path}: column {name!r} is missing or has empty values (a damaged or "
+                f"hand-edited file); {remedy}"
             )
     rows = table.to_pylist()
     for row in rows:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import sqlite3
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -201,6 +202,40 @@ def manifest_problem(manifest: dict[str, Any]) -> str:
 def write_manifest(run_dir: Path, kind: str, manifest: dict[str, Any]) -> None:
     """Write the manifest atomically."""
     write_json_atomic(run_dir / MANIFEST_FILES[kind], manifest)
+
+
+def mark_failed_in_place(run_dir: Path, kind: str) -> bool:
+    """Turn the manifest's `"status": "running"` into `"status": "failed" ` by overwriting those
+    bytes in place (same length: no new disk block is needed, so it works on a full disk);
+    True when the manifest now says failed."""
+    path = run_dir / MANIFEST_FILES[kind]
+    old, new = b'"status": "running"', b'"status": "failed" '
+    try:
+        with open(path, "r+b") as fh:
+            data = fh.read()
+            at = data.find(old)
+            if at < 0:
+                return b'"status": "running"' not in data
+            fh.seek(at)
+            fh.write(new)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError:
+        return False
+    return True
+
+
+def close_all(*things: Any) -> str | None:
+    """Close each (None skipped) even when one fails; the first OSError's reason, or None."""
+    problem = None
+    for thing in things:
+        if thing is None:
+            continue
+        try:
+            thing.close()
+        except (OSError, sqlite3.Error) as exc:
+            problem = problem or (getattr(exc, "strerror", None) or str(exc))
+    return problem
 
 
 def finished_games(
