@@ -94,8 +94,9 @@ RayAddressOpt = Annotated[
     str | None,
     typer.Option(
         "--ray-address",
-        help="With --backend ray: the cluster to join (ray.init address, e.g. auto or "
-        "ray://host:10001); default: start a local Ray instance.",
+        help="With --backend ray: the cluster to join (auto on a cluster node, or HOST:6379, "
+        "its GCS address; the ray:// client form is not supported); default: start a local "
+        "Ray instance.",
     ),
 ]
 

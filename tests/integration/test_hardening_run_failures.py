@@ -51,7 +51,7 @@ def test_v04_an_unusable_cache_dir_creates_nothing(
     assert not out.exists()  # the old session made the run dir first (status failed)
 
 
-@pytest.mark.parametrize("address", ["auto", "ray://127.0.0.1:1", "ray://[::1]:1", "x://h:1"])
+@pytest.mark.parametrize("address", ["auto", "127.0.0.1:1", "[::1]:1", "x://h:1"])
 def test_y02_an_unreachable_ray_address_creates_nothing(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
@@ -70,6 +70,25 @@ def test_y02_an_unreachable_ray_address_creates_nothing(
     line = one_line(code, err)
     assert line.startswith(f"--ray-address {address}:"), line
     assert not out.exists()
+
+
+def test_y03_the_ray_client_form_is_refused_in_one_line_and_not_documented(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Ray Client (ray://) cannot run pdbench's streaming actor methods: with ray[client]
+    # installed a run connected, then failed with a RuntimeError traceback; so it is refused
+    # before anything is created, and the README no longer offers it.
+    config = write_config(experiment([("a", policy("TFT"), policy("ALLD"))]), tmp_path / "c")
+    out = tmp_path / "out"
+    for address in ("ray://127.0.0.1:10001", "ray://head.example:10001"):
+        code, _, err = run_in_process(
+            ["run", str(config), "-o", str(out), "--backend", "ray", "--ray-address", address],
+            capsys,
+        )
+        assert "Ray Client form (ray://) is not supported" in one_line(code, err)
+        assert not out.exists()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert "ray://HOST" not in readme
 
 
 def test_y02_auto_follows_rays_record_of_the_running_cluster(

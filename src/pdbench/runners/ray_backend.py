@@ -91,9 +91,11 @@ RAY_CURRENT_CLUSTER = Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster
 def check_address(address: str | None) -> None:
     """The cluster at `--ray-address` must accept a connection before anything is created (else
     a run dir would be made for a run that cannot start, or Ray would retry for minutes);
-    RunError in one line when it does not. `HOST:PORT` and `ray://HOST:PORT` are tried directly;
+    RunError in one line when it does not. `HOST:PORT` (the cluster's GCS) is tried directly;
     `auto` is the cluster this machine runs (RAY_ADDRESS, else Ray's record of it in
-    /tmp/ray/ray_current_cluster). No address (a new local instance) passes."""
+    /tmp/ray/ray_current_cluster). The Ray Client form `ray://HOST:PORT` is refused: pdbench
+    streams games from actors, which Ray Client does not support. No address (a new local
+    instance) passes."""
     if not address:
         return
     target = address
@@ -110,9 +112,13 @@ def check_address(address: str | None) -> None:
                 "`ray start --head`, or leave --ray-address out for a local instance)"
             )
     if target.startswith("ray://"):
-        target = target[len("ray://") :]
-    elif "://" in target:
-        raise RunError(f"--ray-address {address}: use HOST:PORT, ray://HOST:PORT or auto")
+        raise RunError(
+            f"--ray-address {address}: the Ray Client form (ray://) is not supported (pdbench "
+            "streams games from Ray actors, which Ray Client cannot); give the cluster's "
+            "HOST:PORT (its GCS, 6379 by default) or auto on a cluster node"
+        )
+    if "://" in target:
+        raise RunError(f"--ray-address {address}: use HOST:PORT or auto")
     host, _, port = target.rpartition(":")
     try:
         with socket.create_connection((host.strip("[]"), int(port)), timeout=5):
