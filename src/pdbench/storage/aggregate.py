@@ -148,8 +148,13 @@ def planned_lengths(manifest: dict[str, Any]) -> dict[tuple[str, int], int] | No
     """(condition, replicate) -> the game's length, as the manifest planned it (None when the
     manifest lists no games: an older pdbench); a malformed plan is a one-line RunDirError."""
     conditions = manifest.get("conditions")
-    if not isinstance(conditions, list):
-        return None
+    if not isinstance(conditions, list) or not all(
+        isinstance(c, dict) and isinstance(c.get("name"), str) for c in conditions
+    ):
+        raise RunDirError(
+            "run_manifest.json: conditions is not a list of named conditions (a damaged or "
+            "hand-edited manifest)"
+        )
     out: dict[tuple[str, int], int] = {}
     for i, condition in enumerate(conditions):
         games = condition.get("games") if isinstance(condition, dict) else None
