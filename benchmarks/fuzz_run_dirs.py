@@ -1,4 +1,4 @@
-"""Seeded fuzzing of damaged experiment run directories at scale (the test suite runs 100 cases of
+"""Seeded fuzzing of damaged experiment run directories at scale (the test suite runs 50 end-to-end cases of
 tests/integration/test_damaged_artifacts.py): `uv run python benchmarks/fuzz_run_dirs.py [N]`
 runs N cases (default 600) through pytest with the same oracle and prints the outcome counts."""
 

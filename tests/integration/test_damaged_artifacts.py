@@ -3,8 +3,9 @@ truncated or hand-edited run directory refuse in one line naming the file (exit 
 traceback) or give the undamaged result: markup from any file is escaped or refused (R03, R04,
 R05), NaN and infinities are missing and never a p-value (R07), truncated Parquet is one line
 (R09, R11), a torn or invalid round record is named against the manifest's plan (R12, R13).
-The seeded fuzzer (tests/support/run_dir_fuzz.py) runs 100 cases here (time budget); more in
-benchmarks/fuzz_run_dirs.py."""
+The seeded fuzzer (tests/support/run_dir_fuzz.py) runs 550 cases here: 500 through the readers'
+checks (manifest and rounds.jsonl against the plan; checked Parquet), 50 end to end through the
+four commands; benchmarks/fuzz_run_dirs.py runs more end to end."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 from tests.support.cli import run_in_process
 from tests.support.configs import experiment, llm, policy, write_config
-from tests.support.run_dir_fuzz import COMMANDS, MARKUP, copy_run, damage
+from tests.support.run_dir_fuzz import COMMANDS, MARKUP, Restorer, copy_run, damage
 
 from pdbench.runners.compare import compare_run
 from pdbench.runners.profile import profile_run
@@ -277,7 +278,7 @@ def test_r12_a_deleted_game_of_a_completed_run_is_named(
 
 # ~0.1 s a case in-process (Parquet I/O of the readers that succeed); the benchmark
 # benchmarks/fuzz_run_dirs.py runs more (PDBENCH_FUZZ_CASES).
-CASES = int(os.environ.get("PDBENCH_FUZZ_CASES", "100"))
+CASES = int(os.environ.get("PDBENCH_FUZZ_CASES", "50"))
 
 
 def check_success(command: str, run: Path, base: Path, out: str) -> None:
@@ -333,3 +334,70 @@ def test_fuzz_damaged_run_dirs_refuse_in_one_line_or_give_the_right_output(
         outcomes[f"{command}:{code}"] = outcomes.get(f"{command}:{code}", 0) + 1
     # Both outcomes happen (the damage is not always fatal, nor always harmless).
     assert outcomes.get("aggregate:0") and outcomes.get("aggregate:2"), outcomes
+
+
+# The readers' checks alone, on many more damaged directories: what aggregate and profile read
+# (manifest, rounds.jsonl against its plan) and what report and compare read (checked Parquet).
+READER_CASES = int(os.environ.get("PDBENCH_FUZZ_READER_CASES", "500"))
+
+
+def game_values(outcomes: list[object]) -> dict[tuple[str, int], tuple[object, ...]]:
+    return {
+        (o.condition, o.replicate): (  # type: ignore[attr-defined]
+            o.a_coop.tolist(),  # type: ignore[attr-defined]
+            o.b_coop.tolist(),  # type: ignore[attr-defined]
+            o.a_payoffs.tolist(),  # type: ignore[attr-defined]
+            o.b_payoffs.tolist(),  # type: ignore[attr-defined]
+            o.agent_a_name,  # type: ignore[attr-defined]
+        )
+        for o in outcomes
+    }
+
+
+def test_fuzz_readers_refuse_damage_in_one_line_or_read_the_undamaged_data(
+    base: Path, tmp_path: Path
+) -> None:
+    from pdbench.errors import PdbenchError  # noqa: PLC0415
+    from pdbench.report import _numbers, _rows  # noqa: PLC0415
+    from pdbench.storage.aggregate import (  # noqa: PLC0415
+        check_rounds,
+        outcomes_from_table,
+        planned_lengths,
+        read_rounds_table,
+    )
+    from pdbench.storage.run_dir import read_manifest  # noqa: PLC0415
+
+    def read_games(run: Path) -> dict[tuple[str, int], tuple[object, ...]]:
+        manifest = read_manifest(run, "experiment")
+        planned_lengths(manifest)
+        table = read_rounds_table(run / "rounds.jsonl")
+        check_rounds(table, manifest, run / "rounds.jsonl")
+        return game_values(outcomes_from_table(table))
+
+    want = read_games(base)
+    refused = accepted = 0
+    work = Restorer(base, tmp_path / "work")
+    run, done = work.work, []
+    for seed in range(READER_CASES):
+        work.restore(done)
+        rng = random.Random(10_000 + seed)
+        done = damage(run, rng)
+        where = f"case {seed} {done}"
+        files = {d.split(".")[1] for d in done if d.startswith("parquet.")}
+        try:
+            if any(not d.startswith("parquet.") for d in done):
+                assert read_games(run) == want, f"{where}: read damaged rounds as valid"
+            for name in files & {"aggregates", "comparisons", "strategy_fit"}:
+                rows = _rows(run / f"{name}.parquet")
+                numbers = set(_numbers(f"{name}.parquet"))
+                for row in rows or []:
+                    for key, value in row.items():
+                        assert not (isinstance(value, float) and not math.isfinite(value)), where
+                        assert value != MARKUP or key not in numbers, (
+                            f"{where}: markup read into number column {key}"
+                        )
+            accepted += 1
+        except PdbenchError as exc:
+            assert "\n" not in str(exc).strip(), f"{where}: {exc}"
+            refused += 1
+    assert refused and accepted, (refused, accepted)

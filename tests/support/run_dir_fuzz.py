@@ -170,7 +170,8 @@ def damage_parquet(path: Path, rng: random.Random) -> str:
 
 
 def damage(run_dir: Path, rng: random.Random) -> list[str]:
-    """One or two damages to a run directory; returns what was done."""
+    """One or two damages to a run directory; returns what was done (each entry starts with
+    the damaged file's kind: rounds, manifest or parquet.<name>)."""
     done = []
     for _ in range(rng.randint(1, 2)):
         target = rng.choice(["rounds", "rounds", "manifest", "parquet", "parquet"])
@@ -187,3 +188,24 @@ def copy_run(base: Path, to: Path) -> Path:
     """A fresh copy of a run directory (no lock file)."""
     shutil.copytree(base, to, ignore=shutil.ignore_patterns("*.lock", ".lock*"))
     return to
+
+
+class Restorer:
+    """A work copy of a run directory that a case damages and the next case gets back whole:
+    only the files the damage touched are written again (from memory), so a case costs a write
+    or two, not a copy of the directory."""
+
+    FILES = {"rounds": "rounds.jsonl", "manifest": "run_manifest.json"}
+
+    def __init__(self, base: Path, work: Path) -> None:
+        self.files = {p.name: p.read_bytes() for p in base.iterdir() if p.is_file()}
+        self.work = work
+        copy_run(base, work)
+
+    def restore(self, done: list[str]) -> None:
+        """Put back the files named by a case's damages (`damage`'s return value)."""
+        for what in done:
+            kind = what.split(".")[0]
+            name = self.FILES.get(kind) or ".".join(what.split(".")[1:3])
+            if name in self.files:
+                (self.work / name).write_bytes(self.files[name])

@@ -10,6 +10,7 @@ import numpy as np
 import orjson
 
 from pdbench.core.metrics import CollapseParams, GameOutcome, add_intervals, aggregate_rows
+from pdbench.core.payoff import PayoffMatrix
 from pdbench.core.rng import derive_seed
 from pdbench.core.stats import DEFAULT_RESAMPLES, LEVEL, IntervalSettings
 from pdbench.errors import PdbenchError, RunError
@@ -197,6 +198,7 @@ def check_rounds(table: Any, manifest: dict[str, Any], path: Path) -> None:
                 f"{path}: record {int(bad[0]) + 1}: {side}_payoff is not a finite number; "
                 "the file was damaged or edited"
             )
+    _check_payoffs(table, manifest, path)
     for name in ("condition", "replicate", "round_index"):
         if table.column(name).null_count:
             row = int(
@@ -243,6 +245,38 @@ def check_rounds(table: Any, manifest: dict[str, Any], path: Path) -> None:
             raise RunDirError(
                 f"{path}: condition {condition!r} replicate {replicate}: no rounds, but the "
                 f"run is marked completed ({len(missing)} planned games missing)"
+            )
+
+
+def _check_payoffs(table: Any, manifest: dict[str, Any], path: Path) -> None:
+    """Each record's payoffs are the game's payoffs for its two (actual) actions, from the
+    payoff matrix the manifest's config records (skipped when it records none)."""
+    game = (manifest.get("config") or {}).get("game") if isinstance(manifest, dict) else None
+    if not isinstance(game, dict) or "payoff_matrix" not in game:
+        return
+    try:
+        matrix = PayoffMatrix.from_nested(game["payoff_matrix"])
+    except (ValueError, TypeError):
+        raise RunDirError(
+            f"{path.parent / 'run_manifest.json'}: config.game.payoff_matrix is not a valid "
+            "payoff matrix (a damaged or hand-edited manifest)"
+        ) from None
+    a = table.column("agent_a_action").to_numpy(zero_copy_only=False) == "C"
+    b = table.column("agent_b_action").to_numpy(zero_copy_only=False) == "C"
+    cells = {
+        (x, y): matrix.payoffs("C" if x else "D", "C" if y else "D") for x in (0, 1) for y in (0, 1)
+    }
+    for side, k in (("agent_a", 0), ("agent_b", 1)):
+        got = table.column(f"{side}_payoff").to_numpy(zero_copy_only=False).astype(np.float64)
+        want = np.select(
+            [a & b, a & ~b, ~a & b, ~a & ~b],
+            [cells[(1, 1)][k], cells[(1, 0)][k], cells[(0, 1)][k], cells[(0, 0)][k]],
+        )
+        bad = np.flatnonzero(~np.isclose(got, want, rtol=1e-12, atol=1e-9))
+        if len(bad):
+            raise RunDirError(
+                f"{path}: record {int(bad[0]) + 1}: {side}_payoff is not the payoff matrix's "
+                "value for the two actions; the file was damaged or edited"
             )
 
 
