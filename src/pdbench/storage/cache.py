@@ -78,6 +78,12 @@ class ResponseCache:
         try:
             return action()
         except (sqlite3.Error, OSError) as exc:
+            if any(w in str(exc) for w in ("disk is full", "disk I/O error", "too large")):
+                # No room to write (a full disk, a file size limit): the cache is not damaged.
+                raise CacheUnusable(
+                    f"{self.path}: cannot write to the response cache ({exc}; the disk may be "
+                    "full or a file size limit reached); make room, then `pdbench resume`"
+                ) from None
             raise CacheUnusable(
                 f"{self.path}: the response cache cannot be read ({exc}); remove it with "
                 f"`pdbench cache clear --cache-dir {self.dir}` or run with --no-cache"

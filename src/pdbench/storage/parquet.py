@@ -85,9 +85,10 @@ def read_checked_rows(
     remedy = remedy.replace("RUN_DIR", str(path.parent))
     try:
         table = pq.read_table(path)
-    except (pa.ArrowException, OSError, ValueError) as exc:
-        first = (str(exc).splitlines() or [type(exc).__name__])[0][:160]
-        raise ArtifactError(f"{path}: not a readable Parquet file ({first}); {remedy}") from None
+    except (pa.ArrowException, OSError, ValueError):
+        raise ArtifactError(
+            f"{path}: not a readable Parquet file (damaged or truncated); {remedy}"
+        ) from None
     version = (table.schema.metadata or {}).get(PARQUET_VERSION_KEY)
     check_version(str(path), version.decode("utf-8", "replace") if version else None)
     wanted = set(numbers)
