@@ -146,7 +146,7 @@ def test_side_b_sees_its_own_payoffs() -> None:
         assert fast.game(i)["payoffs_b"].tolist() == result.outcome.b_payoffs.tolist(), i
 
 
-def test_an_unusable_cache_or_output_dir_is_one_line_and_the_run_says_failed(
+def test_an_unusable_cache_or_output_dir_is_one_line_and_creates_no_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cfg = write_config(experiment([("llm", llm(), "TFT")]), tmp_path / "cfg")
@@ -157,7 +157,7 @@ def test_an_unusable_cache_or_output_dir_is_one_line_and_the_run_says_failed(
     )
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "cannot open the response cache" in err and "Traceback" not in err
-    assert orjson.loads((out / "run_manifest.json").read_bytes())["status"] == "failed"
+    assert not out.exists()  # found before the run dir is made (issue 20, V04)
     code, _, err = run_in_process(["run", str(cfg), "-o", str(tmp_path / "notadir" / "x")], capsys)
     assert code == 2 and "cannot create the output directory" in err
 
