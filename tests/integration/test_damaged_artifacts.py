@@ -386,7 +386,12 @@ def test_fuzz_readers_refuse_damage_in_one_line_or_read_the_undamaged_data(
         files = {d.split(".")[1] for d in done if d.startswith("parquet.")}
         try:
             if any(not d.startswith("parquet.") for d in done):
-                assert read_games(run) == want, f"{where}: read damaged rounds as valid"
+                got = read_games(run)
+                # Every game read is an undamaged one; all of them when the run says completed
+                # (a run marked running or failed may lack games it has not finished).
+                assert all(want.get(k) == v for k, v in got.items()), f"{where}: damage read"
+                status = json.loads((run / "run_manifest.json").read_text()).get("status")
+                assert status != "completed" or got == want, f"{where}: games missing"
             for name in files & {"aggregates", "comparisons", "strategy_fit"}:
                 rows = _rows(run / f"{name}.parquet")
                 numbers = set(_numbers(f"{name}.parquet"))

@@ -156,11 +156,11 @@ def planned_lengths(manifest: dict[str, Any]) -> dict[tuple[str, int], int] | No
             "run_manifest.json: conditions is not a list of named conditions (a damaged or "
             "hand-edited manifest)"
         )
+    if not any("games" in c for c in conditions):
+        return None  # an older pdbench, which did not record the plan
     out: dict[tuple[str, int], int] = {}
     for i, condition in enumerate(conditions):
-        games = condition.get("games") if isinstance(condition, dict) else None
-        if games is None:
-            return None
+        games = condition.get("games")
         try:
             for game in games:
                 n = game["n_rounds"]

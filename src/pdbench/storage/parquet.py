@@ -36,7 +36,8 @@ def _write(path: Path, table: Any) -> None:
     metadata = dict(table.schema.metadata or {})
     metadata[PARQUET_VERSION_KEY] = str(SCHEMA_VERSION).encode()
     buffer = io.BytesIO()
-    pq.write_table(table.replace_schema_metadata(metadata), buffer)
+    # Page checksums let a reader tell a damaged page from data (read_checked_rows checks them).
+    pq.write_table(table.replace_schema_metadata(metadata), buffer, write_page_checksum=True)
     write_bytes_atomic(path, buffer.getvalue())
 
 
@@ -84,15 +85,17 @@ def read_checked_rows(
         return None
     remedy = remedy.replace("RUN_DIR", str(path.parent))
     try:
-        table = pq.read_table(path)
-    except (pa.ArrowException, OSError, ValueError):
+        table = pq.read_table(path, page_checksum_verification=True)
+        fields = list(table.schema)  # names and metadata decoded here: damage shows now
+        _ = [f.name for f in fields], table.column_names, table.schema.metadata
+    except (pa.ArrowException, OSError, ValueError):  # UnicodeDecodeError is a ValueError
         raise ArtifactError(
             f"{path}: not a readable Parquet file (damaged or truncated); {remedy}"
         ) from None
     version = (table.schema.metadata or {}).get(PARQUET_VERSION_KEY)
     check_version(str(path), version.decode("utf-8", "replace") if version else None)
     wanted = set(numbers)
-    for field in table.schema:
+    for field in fields:
         if field.name in wanted and not (
             pa.types.is_integer(field.type)
             or pa.types.is_floating(field.type)
@@ -117,7 +120,12 @@ def read_checked_rows(
                 f"{path}: column {name!r} is missing or has empty values (a damaged or "
                 f"hand-edited file); {remedy}"
             )
-    rows = table.to_pylist()
+    try:
+        rows = table.to_pylist()
+    except (pa.ArrowException, UnicodeDecodeError, ValueError):
+        raise ArtifactError(
+            f"{path}: not a readable Parquet file (damaged: invalid values); {remedy}"
+        ) from None
     for row in rows:
         for key, value in row.items():
             if isinstance(value, float) and not math.isfinite(value):
