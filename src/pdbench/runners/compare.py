@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from pdbench.core.compare import contrast, holm
-from pdbench.core.metrics import COUNT_COLUMNS, IDENTITY_COLUMNS
+from pdbench.core.metrics import CLIPPED_COLUMN, COUNT_COLUMNS, IDENTITY_COLUMNS
 from pdbench.core.rng import derive_seed
 from pdbench.errors import RunError
 from pdbench.storage.aggregate import aggregate_run_dir
@@ -45,7 +45,7 @@ def per_game_metrics(rows: list[dict[str, Any]]) -> list[str]:
         if c not in IDENTITY_COLUMNS
         and c not in COUNT_COLUMNS
         and not c.endswith(("_ci_low", "_ci_high"))
-        and c != "cooperation_rate_over_time"
+        and c not in ("cooperation_rate_over_time", CLIPPED_COLUMN)
     ]
 
 
