@@ -382,6 +382,27 @@ def interval_columns(columns: Iterable[str]) -> list[str]:
     ]
 
 
+# A total over a game's rounds and the same payoff per round: conditions of unequal horizons are
+# compared per round (a 12-round total against a 50-round one says nothing about play).
+PER_ROUND_OF: dict[str, str] = {
+    f"agent_{side}_total_payoff": f"agent_{side}_payoff_per_round" for side in "ab"
+}
+
+
+def horizons_differ(rounds_by_condition: Mapping[str, float | None]) -> bool:
+    """Whether conditions' games differ in length (mean rounds per condition)."""
+    known = {round(float(v), 9) for v in rounds_by_condition.values() if v is not None}
+    return len(known) > 1
+
+
+def comparable_metric(metric: str, rounds_by_condition: Mapping[str, float | None]) -> str:
+    """The metric to compare conditions by: a payoff total becomes the payoff per round when
+    the conditions' horizons differ; any other metric is itself."""
+    if metric in PER_ROUND_OF and horizons_differ(rounds_by_condition):
+        return PER_ROUND_OF[metric]
+    return metric
+
+
 def metric_kinds(columns: Iterable[str]) -> dict[str, str]:
     """Each interval column's kind (recorded in the manifest, named in the report)."""
     return {c: interval_kind(c) for c in interval_columns(columns)}
