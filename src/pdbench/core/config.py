@@ -196,6 +196,12 @@ class PromptFiles(Strict):
     system: str
     round: str
     personas_dir: str
+    # Optional parts for prompts written in a paper's own words: one earlier round
+    # ({history_lines} joins them), the block shown once a round was played ({history_block})
+    # and the text shown before the first round ({history_block} then).
+    history_line: str | None = None
+    history: str | None = None
+    first_round: str | None = None
 
 
 class MockSettings(Strict):
@@ -245,6 +251,9 @@ def _labels_shorthand(value: Any) -> Any:
 
 
 DEFAULT_MAX_TOKENS = 256  # room for a short reasoning model to think before it answers
+# Providers with a plain-text completion endpoint (llama.cpp's server and OpenAI-compatible
+# servers: /v1/completions; the mock continues the text itself).
+COMPLETION_PROVIDERS = ("llamacpp", "mock", "openai")
 LLAMACPP_ONLY = (
     "model_path",
     "n_threads",
@@ -268,6 +277,13 @@ class LLMAgentConfig(Strict):
     max_concurrency: int = Field(default=8, ge=1)
     persona: str | None = None
     prompts: PromptFiles
+    # chat: the system prompt as a system message, the round prompt as the user's; user: both
+    # in one user message (system text first); completion: both as one plain text continued by
+    # the model (a completion endpoint: llamacpp, openai with /v1/completions, mock).
+    prompt_mode: Literal["chat", "user", "completion"] = "chat"
+    # true: the rendered templates are sent byte for byte (a file's one final newline dropped);
+    # false: each is stripped and ends with one newline.
+    verbatim_prompts: bool = False
     history_window: int | None = Field(default=10, ge=0)
     include_totals: bool = True
     horizon_disclosure: Literal["exact", "stop_prob", "hidden"] | None = None
@@ -320,6 +336,19 @@ class LLMAgentConfig(Strict):
                         f"{name} is a setting of the llamacpp provider (this agent's provider "
                         f"is {self.provider!r})"
                     )
+        if self.prompt_mode == "completion":
+            if self.provider not in COMPLETION_PROVIDERS:
+                raise ValueError(
+                    f"prompt_mode completion needs a provider with a completion endpoint "
+                    f"({', '.join(COMPLETION_PROVIDERS)}); for a chat-only provider use "
+                    f"prompt_mode user, the same text as one user message (got provider "
+                    f"{self.provider!r})"
+                )
+            if self.output_format == "choice" or self.record_logprobs:
+                raise ValueError(
+                    "prompt_mode completion sends plain text: output_format choice and "
+                    "record_logprobs need prompt_mode chat or user"
+                )
         return self
 
     @field_validator("api_key_env")

@@ -23,9 +23,14 @@ from pydantic import ValidationError
 
 from pdbench.agents.factory import AgentSpec
 from pdbench.agents.llm import (
+    BLOCK_FIELDS,
+    DEFAULT_HISTORY_LINE,
+    HISTORY_LINE_FIELDS,
+    OPTIONAL_PROMPTS,
     ROUND_FIELDS,
     SYSTEM_FIELDS,
     PromptTemplates,
+    file_text,
     placeholders,
     render_round,
     render_system,
@@ -48,6 +53,7 @@ from pdbench.core.payoff import PayoffMatrix
 from pdbench.core.published import BY_CONDITION, PublishedNumbers
 from pdbench.core.sweep import expand_sweep, target_parts
 from pdbench.core.transcript import Transcript
+from pdbench.core.types import Action
 from pdbench.errors import ConfigError, ConfigIssue
 from pdbench.redact import redact_url, remember, url_secrets
 from pdbench.runners.config_errors import validation_issues
@@ -516,7 +522,8 @@ def _check_llm(
     if hint is not None:
         issues.append(resolved.issue(loc + ("provider",), hint))
     paths: dict[str, Path] = {}
-    for key in ("system", "round", "personas_dir"):
+    optional = [k for k in OPTIONAL_PROMPTS if getattr(agent.prompts, k) is not None]
+    for key in ("system", "round", "personas_dir", *optional):
         value = getattr(agent.prompts, key)
         file, _ = resolved.origin_of(loc + ("prompts", key))
         want = "dir" if key == "personas_dir" else "file"
@@ -527,7 +534,7 @@ def _check_llm(
             )
         else:
             paths[key] = target
-    if len(paths) < 3:
+    if len(paths) < 3 + len(optional):
         return None
     if agent.persona is not None:
         personas = sorted(p.stem for p in paths["personas_dir"].glob("*.md"))
@@ -561,8 +568,16 @@ def _check_llm(
         texts[key] = read[0]
         rel = path.relative_to(resolved.root).as_posix()
         loaded.prompt_files[rel] = hashlib.sha256(read[1]).hexdigest()
+    if agent.verbatim_prompts:
+        texts = {key: file_text(text) for key, text in texts.items()}
     templates = PromptTemplates(
-        system=texts["system"], round=texts["round"], persona=texts["persona"]
+        system=texts["system"],
+        round=texts["round"],
+        persona=texts["persona"],
+        history_line=texts.get("history_line", DEFAULT_HISTORY_LINE),
+        history=texts.get("history"),
+        first_round=texts.get("first_round"),
+        verbatim=agent.verbatim_prompts,
     )
     problem = _template_problem(agent, templates, matrix)
     if problem is not None:
@@ -577,19 +592,35 @@ def _template_problem(
 ) -> tuple[str, str] | None:
     """(system or round, message) when a template is not plain `{name}` placeholders of the
     valid names, or does not render; else None."""
-    for key, text in (("system", templates.system), ("round", templates.round)):
-        valid = SYSTEM_FIELDS if key == "system" else ROUND_FIELDS
+    parts = (
+        ("system", templates.system, SYSTEM_FIELDS),
+        ("round", templates.round, ROUND_FIELDS),
+        ("history_line", templates.history_line, HISTORY_LINE_FIELDS),
+        ("history", templates.history or "", BLOCK_FIELDS),
+        ("first_round", templates.first_round or "", BLOCK_FIELDS),
+    )
+    for key, text, valid in parts:
         problem = _placeholder_problem(text, valid)
         if problem is not None:
             return key, f"template error: {problem} (valid placeholders: {', '.join(valid)})"
+    for key, text in (("system", templates.system), ("round", templates.round)):
+        valid = SYSTEM_FIELDS if key == "system" else ROUND_FIELDS
         try:
             if key == "system":
                 render_system(templates, matrix, agent.output_format)
             else:
-                probe = Transcript(matrix).observation(
-                    0, history_window=1, include_totals=True, horizon_type="fixed"
-                )
-                render_round(text, probe, agent.history_window, agent.output_format)
+                probe = Transcript(matrix)
+                for _ in range(2):  # the first round, then one with a round shown
+                    render_round(
+                        text,
+                        probe.observation(
+                            0, history_window=1, include_totals=True, horizon_type="fixed"
+                        ),
+                        agent.history_window,
+                        agent.output_format,
+                        templates=templates,
+                    )
+                    probe.record(Action.C, Action.D)
         except (LookupError, ValueError, TypeError, AttributeError) as exc:
             return key, (
                 f"template error {exc!s} (placeholders: {', '.join(sorted(placeholders(text)))}; "
@@ -633,6 +664,8 @@ def _relativize_prompts(snapshot: dict[str, Any], loc: Loc, resolved: Resolved) 
     if not isinstance(prompts, dict):
         return
     for key, value in prompts.items():
+        if not isinstance(value, str):
+            continue
         file, _ = resolved.origin_of(loc + ("prompts", key))
         target = (file.parent / value).resolve()
         if target.is_relative_to(resolved.root):
