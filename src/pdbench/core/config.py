@@ -251,9 +251,6 @@ def _labels_shorthand(value: Any) -> Any:
 
 
 DEFAULT_MAX_TOKENS = 256  # room for a short reasoning model to think before it answers
-# Providers with a plain-text completion endpoint (llama.cpp's server and OpenAI-compatible
-# servers: /v1/completions; the mock continues the text itself).
-COMPLETION_PROVIDERS = ("llamacpp", "mock", "openai")
 LLAMACPP_ONLY = (
     "model_path",
     "n_threads",
@@ -279,7 +276,7 @@ class LLMAgentConfig(Strict):
     prompts: PromptFiles
     # chat: the system prompt as a system message, the round prompt as the user's; user: both
     # in one user message (system text first); completion: both as one plain text continued by
-    # the model (a completion endpoint: llamacpp, openai with /v1/completions, mock).
+    # the model (providers with a completion endpoint: llamacpp, openai's /v1/completions, mock).
     prompt_mode: Literal["chat", "user", "completion"] = "chat"
     # true: the rendered templates are sent byte for byte (a file's one final newline dropped);
     # false: each is stripped and ends with one newline.
@@ -336,19 +333,6 @@ class LLMAgentConfig(Strict):
                         f"{name} is a setting of the llamacpp provider (this agent's provider "
                         f"is {self.provider!r})"
                     )
-        if self.prompt_mode == "completion":
-            if self.provider not in COMPLETION_PROVIDERS:
-                raise ValueError(
-                    f"prompt_mode completion needs a provider with a completion endpoint "
-                    f"({', '.join(COMPLETION_PROVIDERS)}); for a chat-only provider use "
-                    f"prompt_mode user, the same text as one user message (got provider "
-                    f"{self.provider!r})"
-                )
-            if self.output_format == "choice" or self.record_logprobs:
-                raise ValueError(
-                    "prompt_mode completion sends plain text: output_format choice and "
-                    "record_logprobs need prompt_mode chat or user"
-                )
         return self
 
     @field_validator("api_key_env")

@@ -36,7 +36,7 @@ from pdbench.agents.llm import (
     render_system,
 )
 from pdbench.agents.policy import POLICY_REGISTRY, policy_names, unused_params
-from pdbench.agents.providers.base import provider_entry
+from pdbench.agents.providers.base import provider_entry, registry
 from pdbench.core.config import (
     CONFIG_MODELS,
     AnyAgentConfig,
@@ -50,7 +50,7 @@ from pdbench.core.config import (
 )
 from pdbench.core.metrics import AGGREGATE_COLUMNS
 from pdbench.core.payoff import PayoffMatrix
-from pdbench.core.published import BY_CONDITION, PublishedNumbers
+from pdbench.core.published import BY_CONDITION, PublishedNumbers, matches
 from pdbench.core.sweep import expand_sweep, target_parts
 from pdbench.core.transcript import Transcript
 from pdbench.core.types import Action
@@ -229,6 +229,24 @@ def _read_published(
             for j, point in enumerate(comparison.points):
                 if point not in names:
                     issues.append(source.issue((*at, "points", j), f"no condition named {point!r}"))
+        sweep = config.experiment.sweep or {}
+        for path, value in comparison.where.items():
+            if path not in sweep:
+                valid = ", ".join(sweep) or "none: this run has no sweep"
+                issues.append(
+                    source.issue(
+                        (*at, "where", path),
+                        f"not an axis of this run (valid: {valid}) (got {path!r})",
+                    )
+                )
+            elif not any(matches(value, path, "", {path: v}) for v in sweep[path]):
+                shown = ", ".join(map(str, sweep[path]))
+                issues.append(
+                    source.issue(
+                        (*at, "where", path),
+                        f"not a value of this axis (valid: {shown}) (got {value!r})",
+                    )
+                )
     return numbers.model_dump(mode="json")
 
 
@@ -400,6 +418,27 @@ def _check_llm_options(
                     f"the {agent.provider} provider gives no log-probabilities (got true)",
                 )
             )
+    if adapter is not None and agent.prompt_mode == "completion":
+        if not getattr(adapter, "completes_text", False):
+            able = sorted(
+                k for k, e in registry().items() if getattr(e.factory, "completes_text", False)
+            )
+            issues.append(
+                resolved.issue(
+                    loc + ("prompt_mode",),
+                    f"the {agent.provider} provider has no completion endpoint (providers with "
+                    f"one: {', '.join(able)}; for a chat provider use prompt_mode user, the same "
+                    "text as one user message) (got 'completion')",
+                )
+            )
+        elif agent.output_format == "choice" or agent.record_logprobs:
+            issues.append(
+                resolved.issue(
+                    loc + ("prompt_mode",),
+                    "a completion sends plain text: output_format choice and record_logprobs "
+                    "need prompt_mode chat or user (got 'completion')",
+                )
+            )
     if agent.reprompt is not None:
         problem = _placeholder_problem(agent.reprompt, ("error", "expected"))
         if problem is not None:
@@ -536,6 +575,10 @@ def _check_llm(
             paths[key] = target
     if len(paths) < 3 + len(optional):
         return None
+    for key in OPTIONAL_PROMPTS:  # parts not named: `<round file stem>.<part>.md` beside it
+        sibling = paths["round"].with_name(f"{paths['round'].stem}.{key}.md")
+        if key not in paths and sibling.is_file():
+            paths[key] = sibling
     if agent.persona is not None:
         personas = sorted(p.stem for p in paths["personas_dir"].glob("*.md"))
         if agent.persona not in personas:

@@ -131,6 +131,7 @@ class MockProvider(ProviderBase):
         self.calls = 0
 
     constrains_answers = True
+    completes_text = True  # prompt_mode completion
     gives_logprobs = True
 
     async def served_models(self) -> list[str] | None:

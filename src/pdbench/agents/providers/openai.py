@@ -27,6 +27,7 @@ class OpenAIProvider(ProviderBase):
     """Chat completions through `openai.AsyncOpenAI` (SDK retries off: pdbench retries itself)."""
 
     enforces_timeout = True
+    completes_text = True  # prompt_mode completion
     constrains_answers = True
     gives_logprobs = True
 
