@@ -575,10 +575,12 @@ def _check_llm(
             paths[key] = target
     if len(paths) < 3 + len(optional):
         return None
+    beside: dict[str, str] = {}  # parts found beside the round template -> file name
     for key in OPTIONAL_PROMPTS:  # parts not named: `<round file stem>.<part>.md` beside it
         sibling = paths["round"].with_name(f"{paths['round'].stem}.{key}.md")
         if key not in paths and sibling.is_file():
             paths[key] = sibling
+            beside[key] = sibling.name
     if agent.persona is not None:
         personas = sorted(p.stem for p in paths["personas_dir"].glob("*.md"))
         if agent.persona not in personas:
@@ -604,7 +606,9 @@ def _check_llm(
         if key == "personas_dir":
             continue
         read = read_text_file(path)
-        where = loc + (("persona",) if key == "persona" else ("prompts", key))
+        where = loc + (
+            ("persona",) if key == "persona" else ("prompts", "round" if key in beside else key)
+        )
         if isinstance(read, str):
             issues.append(resolved.issue(where, f"{read} (got {path.name!r})"))
             return None
@@ -625,6 +629,8 @@ def _check_llm(
     problem = _template_problem(agent, templates, matrix)
     if problem is not None:
         key, message = problem
+        if key in beside:  # not in the config: name the file beside the round template
+            key, message = "round", f"its {key} part {beside[key]}: {message}"
         issues.append(resolved.issue(loc + ("prompts", key), message))
         return None
     return None if hint is not None else templates
