@@ -29,13 +29,15 @@ import yaml
 from tests.support.cli import run_in_process
 
 from pdbench.agents.llm import LLMAgent
-from pdbench.agents.providers.base import CompletionRequest
+from pdbench.agents.providers.base import CompletionRequest, ProviderBase
 from pdbench.agents.providers.mock import MockProvider
 from pdbench.agents.providers.openai import OpenAIProvider
+from pdbench.core.config import BudgetConfig
 from pdbench.core.parse import parse_action
 from pdbench.core.transcript import Transcript
 from pdbench.core.types import Action
 from pdbench.errors import ConfigError
+from pdbench.runners.broker import Budget, CallBroker
 from pdbench.runners.loader import AgentSpec, LoadedConfig, load_config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -479,6 +481,19 @@ def test_the_mock_continues_a_completion_text(akata: LoadedConfig) -> None:
         ("user", "J"),
         ("user", "F"),
     }
+
+
+def test_the_response_cache_tells_prompt_modes_apart(akata: LoadedConfig) -> None:
+    cfg = llm_specs(akata)[0].config
+    broker = CallBroker(None, Budget(BudgetConfig()), None, 1)
+    bound = broker.bind(
+        ProviderBase(cfg, None), cfg, condition="c", replicate=0, agent_key="agent_a", game_seed=1
+    )
+    keys = {
+        bound.key_for(CompletionRequest("", "text", 0.0, 1, mode=mode))
+        for mode in ("chat", "user", "completion")
+    }
+    assert len(keys) == 3  # the same text sent another way is another call
 
 
 # --- config errors --------------------------------------------------------------------------
