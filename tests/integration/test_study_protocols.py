@@ -29,10 +29,10 @@ import yaml
 from tests.support.cli import run_in_process
 
 from pdbench.agents.llm import LLMAgent
-from pdbench.agents.providers.base import CompletionRequest, ProviderBase
+from pdbench.agents.providers.base import CompletionRequest, ProviderBase, provider_entry
 from pdbench.agents.providers.mock import MockProvider
 from pdbench.agents.providers.openai import OpenAIProvider
-from pdbench.core.config import BudgetConfig
+from pdbench.core.config import BudgetConfig, LLMAgentConfig
 from pdbench.core.parse import parse_action
 from pdbench.core.transcript import Transcript
 from pdbench.core.types import Action
@@ -453,6 +453,41 @@ def test_akata_runs_in_completion_mode_over_http(
     }
     rounds = [json.loads(line) for line in (out / "rounds.jsonl").read_text().splitlines()]
     assert [r["agent_a_intended_action"] for r in rounds] == ["D"] * 10
+
+
+def test_llamacpp_completion_mode_sends_the_text_without_a_chat_template() -> None:
+    """The real llama.cpp server (SmolLM2-135M, a dev dependency): prompt_mode completion goes
+    to /v1/completions, so the prompt is the text's own tokens; the same text as a chat message
+    is wrapped in the model's chat template and counts more."""
+    cfg = LLMAgentConfig.model_validate(
+        {
+            "type": "llm",
+            "provider": "llamacpp",
+            "model": "smollm2-135m-instruct",
+            "max_concurrency": 1,
+            "n_threads": 1,
+            "prompts": {"system": "s.md", "round": "r.md", "personas_dir": "personas"},
+        }
+    )
+    text = akata_prompt([("J", "F")], ("J", "F"))
+
+    async def scenario() -> tuple[Any, Any]:
+        provider = provider_entry("llamacpp").factory(cfg, None)
+        try:
+            replies = []
+            for mode in ("completion", "user"):
+                request = CompletionRequest(
+                    system="", prompt=text, temperature=0.0, max_tokens=1, seed=3, mode=mode
+                )
+                replies.append(await provider.complete(request))
+            return replies[0], replies[1]
+        finally:
+            await provider.aclose()
+
+    completion, chat = asyncio.run(scenario())
+    assert completion.finish_reason == "length" and completion.output_tokens == 1
+    assert completion.text  # one token continuing "A: Option"
+    assert 100 < completion.input_tokens < chat.input_tokens
 
 
 def test_the_mock_continues_a_completion_text(akata: LoadedConfig) -> None:

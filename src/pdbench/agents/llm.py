@@ -192,6 +192,8 @@ def render_round(
         f"you got {h.my_payoff * k:g}, they got {h.opp_payoff * k:g}."
         for i, h in enumerate(obs.history)
     ]
+    parts = (template, templates.history or "", templates.first_round or "") if templates else ()
+    wanted = any("{history_lines}" in part for part in parts)  # else not rendered at all
     line_template = templates.history_line if templates is not None else DEFAULT_HISTORY_LINE
     shown_lines = "".join(
         finish(
@@ -207,7 +209,7 @@ def render_round(
             verbatim,
         ).rstrip("\n")
         + "\n"
-        for i, h in enumerate(obs.history)
+        for i, h in enumerate(obs.history if wanted else ())
     )
     if obs.my_cumulative_payoff is not None and obs.opponent_cumulative_payoff is not None:
         totals = (
