@@ -101,17 +101,18 @@ def test_the_small_sample_rule_is_student_t_clipped_to_the_range() -> None:
 
 
 def test_a_mean_interval_is_the_hull_of_t_bootstrap_t_and_hall_computed_directly() -> None:
-    """For 10 games with a value, the interval is the hull of three intervals, each computed
-    here on its own: Student-t (scipy's quantile), the bootstrap-t from the same multinomial
-    draws turned back into lists of game indexes, and Hall's (1992) transformation from its
-    formula."""
+    """For 10 games with a value, the interval is the hull of intervals each computed here on
+    its own: Student-t (scipy's quantile), the bootstrap-t from the same multinomial draws
+    turned back into lists of game indexes, and, for a sum over rounds, Hall's (1992)
+    transformation from its formula."""
     from scipy import stats
 
     rng = np.random.default_rng(3)
     values = rng.exponential(1.0, 12)  # skewed, as payoff totals under a geometric horizon
     values[[2, 7]] = np.nan  # undefined in two games
     weights = resample_weights(12, 500, np.random.default_rng(9))
-    ((low, high),) = mean_intervals(values, weights)
+    ((low, high),) = mean_intervals(values, weights, sums=[True])  # a sum over rounds
+    ((rate_low, rate_high),) = mean_intervals(values, weights)  # any other mean: no Hall
     kept = values[~np.isnan(values)]
     n, mean, sd = kept.size, kept.mean(), kept.std(ddof=1)
     se = sd / math.sqrt(n)
@@ -134,6 +135,8 @@ def test_a_mean_interval_is_the_hull_of_t_bootstrap_t_and_hall_computed_directly
     assert hall[1] - mean > mean - hall[0]  # right skew: the interval leans right
     assert low == pytest.approx(min(student[0], boot_t[0], hall[0]), abs=2e-3)
     assert high == pytest.approx(max(student[1], boot_t[1], hall[1]), abs=2e-3)
+    assert rate_low == pytest.approx(min(student[0], boot_t[0]), abs=2e-3)
+    assert rate_high == pytest.approx(max(student[1], boot_t[1]), abs=2e-3)
     assert expanded_tail(10) == pytest.approx(0.008550, abs=2e-5)  # still used by tournaments
 
 

@@ -325,6 +325,24 @@ def _scaled(low_per_round: float, high_per_round: float, design: MetricDesign) -
     return low, high
 
 
+SUM_SUFFIXES: tuple[str, ...] = (
+    "total_payoff",
+    "exploitability_payoff_gap",
+    "n_rounds",
+    "time_to_collapse",
+    "parse_failures",
+    "llm_calls",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+)
+
+
+def is_sum_over_rounds(column: str) -> bool:
+    """Whether a metric adds up over a game's rounds (its skew follows the horizon's)."""
+    return column.endswith(SUM_SUFFIXES)
+
+
 def interval_kind(column: str) -> str:
     """The kind of a metric, which decides its interval method (core/stats.py)."""
     if column in SHARE_COLUMNS:
@@ -448,6 +466,7 @@ def add_intervals(
             weights,
             settings.level,
             [feasible_range(c, design) for c in plain],
+            [is_sum_over_rounds(c) for c in plain],
         )
         clipped = [c for c, (_, _, was) in zip(plain, means, strict=True) if was]
         found.update((c, (low, high)) for c, (low, high, _) in zip(plain, means, strict=True))

@@ -5,17 +5,19 @@ games, never from pooled moves, which are dependent within a game. Each metric h
 each kind its method (the manifest records the method of every metric; the report names them):
 
 - `mean`, a mean of per-game values (cooperation rates, payoffs, rounds, ...):
-  - 5 or more games with a value: the hull (union) of three intervals: Student-t, the
-    bootstrap-t (the studentized bootstrap over games: the 2.5% and 97.5% points of
-    (resampled mean - mean) / resampled standard error) and Hall's (1992) skewness-corrected t.
+  - 5 or more games with a value: the hull (union) of Student-t and the bootstrap-t interval
+    (the studentized bootstrap over games: the 2.5% and 97.5% points of (resampled mean - mean)
+    / resampled standard error); for sums over a game's rounds (payoff totals, the payoff gap,
+    rounds, counts), whose skew comes from the horizon, also Hall's (1992) skewness-corrected t.
     Chosen by simulation (`benchmarks/coverage.py`): with skewed per-game values at 5-8 games
-    (payoff totals and rounds under a geometric horizon with many 1-2 round games) Student-t
-    alone covers 87-90%, the expanded percentile bootstrap (Hesterberg 2015) that pdbench used
-    before 84-91%, the bootstrap-t 86-93% and Hall's 90-93%; their hull 92-94%, and 95-97% on
-    symmetric values. One matrix of resampling weights (how often each game is drawn,
-    `resamples` draws of n games with replacement) serves every metric of a condition; the
-    generator is seeded from the run seed and the condition's name, so adding a condition
-    changes no other interval.
+    (totals and rounds under a geometric horizon with many 1-2 round games) Student-t alone
+    covers 87-90%, the expanded percentile bootstrap (Hesterberg 2015) that pdbench used before
+    84-91%, the bootstrap-t 86-93%, Hall's 90-93% and the hull of the three 92-94%; on rates
+    and other values bounded per round Hall's interval over-covers (98-99.5% with 1-2 round
+    games), and the hull of Student-t and the bootstrap-t keeps 94-97%. One matrix of
+    resampling weights (how often each game is drawn, `resamples` draws of n games with
+    replacement) serves every metric of a condition; the generator is seeded from the run seed
+    and the condition's name, so adding a condition changes no other interval.
   - 2 to 4 games: Student-t on the game values (the bootstrap has at most 35 distinct resamples).
   - every game with the same value (2 or more games): the games cannot show how much the value
     varies, so the interval is the one a yes/no outcome with that mean would get (the most
@@ -61,8 +63,9 @@ KIND_SHARE = "share"
 KIND_POOLED_RATIO = "pooled_ratio"
 METHODS: dict[str, str] = {
     KIND_MEAN: (
-        "mean of per-game values: 5+ games, hull of the Student-t, bootstrap-t (studentized "
-        "bootstrap over games) and Hall's skewness-corrected t intervals; 2-4 games, Student-t; "
+        "mean of per-game values: 5+ games, hull of the Student-t and bootstrap-t (studentized "
+        "bootstrap over games) intervals, with Hall's skewness-corrected t for sums over "
+        "rounds (totals, rounds, counts); 2-4 games, Student-t; "
         "every game equal, the Wilson interval of the value as a share of the metric's range"
     ),
     KIND_SHARE: (
@@ -272,11 +275,14 @@ def mean_intervals(
     weights: np.ndarray | None,
     level: float = LEVEL,
     bounds: Sequence[Bounds | None] | None = None,
+    sums: Sequence[bool] | None = None,
 ) -> list[tuple[float | None, float | None]]:
     """Per column of `values` (games x metrics, NaN = undefined in that game): the interval of
     the mean over the games where it is defined (kind `mean`, see the module docstring),
-    clipped to the column's bounds."""
-    return [(low, high) for low, high, _ in clipped_mean_intervals(values, weights, level, bounds)]
+    clipped to the column's bounds; `sums` marks the columns that are sums over a game's rounds
+    (they also get Hall's interval)."""
+    found = clipped_mean_intervals(values, weights, level, bounds, sums)
+    return [(low, high) for low, high, _ in found]
 
 
 def clipped_mean_intervals(
@@ -284,6 +290,7 @@ def clipped_mean_intervals(
     weights: np.ndarray | None,
     level: float = LEVEL,
     bounds: Sequence[Bounds | None] | None = None,
+    sums: Sequence[bool] | None = None,
 ) -> list[tuple[float | None, float | None, bool]]:
     """`mean_intervals`, each with whether clipping to the bounds changed it."""
     values = np.asarray(values, dtype=np.float64)
@@ -302,10 +309,11 @@ def clipped_mean_intervals(
         low, high = _bootstrap_t(values[:, big], defined[:, big], weights, level)
         hall_low, hall_high = _hall(values[:, big], defined[:, big], level)
         for position, col in enumerate(big.tolist()):
-            ends = [(hall_low[position], hall_high[position])]
+            ends = [(hall_low[position], hall_high[position])] if sums and sums[col] else []
             if not (math.isnan(low[position]) or math.isnan(high[position])):
                 ends.append((low[position], high[position]))
-            boot[col] = (float(min(e[0] for e in ends)), float(max(e[1] for e in ends)))
+            if ends:
+                boot[col] = (float(min(e[0] for e in ends)), float(max(e[1] for e in ends)))
     out: list[tuple[float | None, float | None, bool]] = []
     for col in range(n_cols):
         if counts[col] < 2:
@@ -317,7 +325,7 @@ def clipped_mean_intervals(
             continue
         t_low, t_high = t_interval(values[:, col], None, level)
         assert t_low is not None and t_high is not None
-        if col in boot:
+        if boot.get(col):
             t_low, t_high = min(t_low, boot[col][0]), max(t_high, boot[col][1])
         out.append(clip(t_low, t_high, limits[col]))
     return out

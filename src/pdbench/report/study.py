@@ -26,8 +26,8 @@ AXIS_METRICS: tuple[tuple[str, str], ...] = (
     ("agent_a_cooperation_rate", "A cooperation"),
     ("agent_b_cooperation_rate", "B cooperation"),
     ("overall_cooperation_rate", "overall cooperation"),
-    ("agent_a_total_payoff", "A payoff per game"),
-    ("agent_b_total_payoff", "B payoff per game"),
+    ("agent_a_payoff_per_round", "A payoff per round"),
+    ("agent_b_payoff_per_round", "B payoff per round"),
 )
 GAME_LEVEL = "agent_a_cooperation_rate"  # the game-level value whose variance is split
 RUN_COLOR = "#3b6fd8"
@@ -68,7 +68,8 @@ def axes_section(manifest: dict[str, Any], aggregates: list[dict[str, Any]]) -> 
     parts = [
         "<section id='axes'><h2>Sweep axes</h2><p class='note'>Each axis's values pool the "
         "games of every condition at that value (the other axes vary within); intervals: 95%, "
-        "bootstrap over games (Student-t for 2-4 games).</p>"
+        "over games, as for a condition's means (hull of Student-t and bootstrap-t; Student-t "
+        "for 2-4 games). Payoffs are per round, since an axis may change the horizon.</p>"
     ]
     for axis in axes:
         rows = [v for v in values if v.axis == axis]

@@ -171,8 +171,9 @@ def _intervals(game: Game) -> None:
         tables.interval_table(game.aggregates, game.condition), hide_index=True, width="stretch"
     )
     st.caption(
-        "Means over the condition's games; the interval treats the game as the unit (bootstrap "
-        "over games; Student-t below 5 games), from aggregates.parquet."
+        "Means over the condition's games; the interval treats the game as the unit, by the "
+        "metric's kind (README: Intervals), clipped to the metric's feasible range; from "
+        "aggregates.parquet."
     )
 
 
@@ -294,7 +295,8 @@ def _compare(game: Game) -> None:
         "Each dot is the mean over a condition's games; the whisker its 95% interval with the "
         "game as the unit, by the metric's kind: a share of games (Wilson with continuity "
         "correction), a ratio pooled over games (Wilson at the games' effective sample size) "
-        "or a mean of per-game values (hull of Student-t, bootstrap-t and Hall's interval), "
+        "or a mean of per-game values (hull of Student-t and bootstrap-t, with Hall's interval "
+        "for totals), "
         "clipped to the metric's feasible range; none for 1 game. From aggregates.parquet. "
         "`pdbench compare` tests the differences."
     )
