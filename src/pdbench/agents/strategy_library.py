@@ -15,9 +15,10 @@ from pdbench.core.batch import StateMachine
 from pdbench.core.config import PolicyParams
 from pdbench.core.payoff import PayoffMatrix
 from pdbench.core.strategy_fit import MEMORY_ONE_FREE, Candidate
+from pdbench.core.strategy_gof import MEMORY_ONE_NAME
 
 LIBRARIES = ("builtin", "all")
-MEMORY_ONE = "MEMORY_ONE"
+MEMORY_ONE = MEMORY_ONE_NAME
 MEMORY_ONE_STATES = ("first", "cc", "cd", "dc", "dd")
 REACTING_STATES = ("first", "after_opponent_c", "after_opponent_d")
 
