@@ -38,6 +38,7 @@ GOF_MEMORY = 3
 GOF_RESAMPLES = 199
 GOF_ALPHA = 0.05
 MEMORY_ONE_NAME = "MEMORY_ONE"  # the memory-one family's name on the card
+_CHUNK = 50  # bootstrap resamples drawn at once
 GOF_STATES = sum(4**k for k in range(GOF_MEMORY + 1))  # 85
 GOF_METHOD = (
     "likelihood ratio against memory-three with a free P(C) per history state (85 states: "
@@ -88,19 +89,13 @@ def round_design(games: Sequence[Game], candidate: Candidate) -> RoundDesign:
     under `candidate` (a machine run on the actual history, or its prescribed moves per game;
     rounds where a prescribed-moves candidate prescribes nothing are left out)."""
     moves, pres, free, hist = [], [], [], []
+    machine_rounds = _machine_rounds(games, candidate) if candidate.machine is not None else None
     for g, (own, opp, decided, _) in enumerate(games):
         own = np.asarray(own, dtype=bool)
         opp = np.asarray(opp, dtype=bool)
         mask = np.ones(own.size, dtype=bool) if decided is None else np.asarray(decided, bool)
-        if candidate.machine is not None:
-            probs, nexts = candidate.machine.arrays()
-            state = 0
-            p = np.empty(own.size)
-            s = np.empty(own.size, dtype=np.int64)
-            for t in range(own.size):
-                s[t] = state
-                p[t] = probs[state]
-                state = int(nexts[state, int(not own[t]), int(not opp[t])])
+        if machine_rounds is not None:
+            p, s = machine_rounds[0][g, : own.size], machine_rounds[1][g, : own.size]
             fixed = (p == 0.0) | (p == 1.0)
             prescription = np.where(fixed, p, np.nan)
             free_state = np.where(fixed, -1, s)
@@ -113,10 +108,32 @@ def round_design(games: Sequence[Game], candidate: Candidate) -> RoundDesign:
         pres.append(prescription[mask])
         free.append(free_state[mask])
         hist.append(history_states(own, opp)[mask])
-    cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)  # noqa: E731
     return RoundDesign(
-        cat(moves, np.float64), cat(pres, np.float64), cat(free, np.int64), cat(hist, np.int64)
+        _cat(moves, np.float64), _cat(pres, np.float64), _cat(free, np.int64), _cat(hist, np.int64)
     )
+
+
+def _cat(parts: list[np.ndarray], dtype: type) -> np.ndarray:
+    return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype)
+
+
+def _machine_rounds(games: Sequence[Game], candidate: Candidate) -> tuple[np.ndarray, np.ndarray]:
+    """(P(C), state) of the candidate's machine in every round of every game (games x longest),
+    the machine run on the actual history, all games at once."""
+    assert candidate.machine is not None
+    probs, nexts = candidate.machine.arrays()
+    longest = max((len(own) for own, *_ in games), default=0)
+    my_d = np.zeros((len(games), longest), dtype=np.int64)
+    opp_d = np.zeros((len(games), longest), dtype=np.int64)
+    for i, (own, opp, _, _) in enumerate(games):
+        my_d[i, : len(own)] = ~np.asarray(own, dtype=bool)
+        opp_d[i, : len(opp)] = ~np.asarray(opp, dtype=bool)
+    states = np.zeros((len(games), longest), dtype=np.int64)
+    state = np.zeros(len(games), dtype=np.int64)
+    for t in range(longest):
+        states[:, t] = state
+        state = nexts[state, my_d[:, t], opp_d[:, t]]
+    return probs[states], states
 
 
 def _xlogy(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -124,16 +141,17 @@ def _xlogy(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.where(x > 0, x * np.log(y), 0.0)
 
 
-def _free_loglik(y: np.ndarray, states: np.ndarray, n_states: int) -> np.ndarray:
+def _free_loglik(y: np.ndarray, states: np.ndarray) -> np.ndarray:
     """Log-likelihood of moves y (B, T) with a free P(C) per state (states (T,), -1 = none)."""
-    use = states >= 0
-    if not use.any():
+    use = np.flatnonzero(states >= 0)
+    if use.size == 0:
         return np.zeros(y.shape[0])
-    onehot = np.zeros((int(use.sum()), n_states))
-    onehot[np.arange(onehot.shape[0]), states[use]] = 1.0
-    visits = onehot.sum(axis=0)
-    coops = y[:, use] @ onehot  # (B, S)
-    q = np.clip(coops / np.maximum(visits, 1.0), TREMBLE_FLOOR, 1.0 - TREMBLE_FLOOR)
+    order = use[np.argsort(states[use], kind="stable")]
+    sorted_states = states[order]
+    starts = np.flatnonzero(np.r_[True, sorted_states[1:] != sorted_states[:-1]])
+    visits = np.diff(np.r_[starts, order.size]).astype(np.float64)
+    coops = np.add.reduceat(y[:, order], starts, axis=1)  # (B, visited states)
+    q = np.clip(coops / visits, TREMBLE_FLOOR, 1.0 - TREMBLE_FLOOR)
     return (_xlogy(coops, q) + _xlogy(visits - coops, 1.0 - q)).sum(axis=1)
 
 
@@ -148,14 +166,13 @@ def _strategy_fit(y: np.ndarray, design: RoundDesign) -> tuple[np.ndarray, np.nd
     else:
         eps = np.full(y.shape[0], np.nan)
         ll = np.zeros(y.shape[0])
-    n_free = int(design.free_state.max(initial=-1)) + 1
-    return ll + _free_loglik(y, design.free_state, max(n_free, 1)), eps
+    return ll + _free_loglik(y, design.free_state), eps
 
 
 def _statistic(y: np.ndarray, design: RoundDesign) -> tuple[np.ndarray, np.ndarray]:
     """(LR (B,), the strategy's tremble (B,)) for moves y (B, T)."""
     ll_strategy, eps = _strategy_fit(y, design)
-    ll_rich = _free_loglik(y, design.history, GOF_STATES)
+    ll_rich = _free_loglik(y, design.history)
     return 2.0 * (ll_rich - ll_strategy), eps
 
 
@@ -188,8 +205,11 @@ def gof_test(
         visits = np.bincount(states)
         coops = np.bincount(states, weights=design.moves[free])
         p[free] = (coops / np.maximum(visits, 1))[states]
-    draws = (rng.random((resamples, n)) < p[None, :]).astype(np.float64)
-    simulated, _ = _statistic(draws, design)
+    simulated = np.empty(resamples)
+    for start in range(0, resamples, _CHUNK):  # bounded memory on long games
+        size = min(_CHUNK, resamples - start)
+        draws = (rng.random((size, n)) < p[None, :]).astype(np.float64)
+        simulated[start : start + size] = _statistic(draws, design)[0]
     # A tolerance: equal statistics (e.g. both 0 for a perfect fit) count as reaching it.
     reached = int((simulated >= observed[0] - 1e-9 * max(1.0, abs(observed[0]))).sum())
     return GofResult(float(observed[0]), (1 + reached) / (1 + resamples), n)
