@@ -124,3 +124,32 @@ def test_the_card_says_in_words_that_nothing_fits() -> None:
     assert "memory-one model fits (p = 0.200)" in text
     assert card_verdict([{**r, "adequate": True} for r in rows]) is None
     assert card_verdict([{k: v for k, v in r.items() if k != "adequate"} for r in rows]) is None
+
+
+def test_the_statistic_equals_a_direct_count_over_histories() -> None:
+    """LR computed a second way: per round, keyed by the tuple of the last three rounds (no
+    state numbering), TFT's tremble from its mismatches."""
+    rng = np.random.default_rng(4)
+    games = [(rng.random(30) < 0.6, rng.random(30) < 0.5, None, None) for _ in range(5)]
+    tft = next(c for c in builtin_candidates(PayoffMatrix(), 0) if c.name == "TFT")
+    counts: dict[tuple, list[int]] = {}
+    mismatches = 0
+    for own, opp, _, _ in games:
+        for t in range(own.size):
+            key = tuple(zip(own[max(0, t - 3) : t], opp[max(0, t - 3) : t], strict=True))
+            cell = counts.setdefault(key, [0, 0])
+            cell[0] += int(own[t])
+            cell[1] += 1
+            mismatches += int(own[t] != (True if t == 0 else opp[t - 1]))
+
+    def xlogy(x: float, y: float) -> float:
+        return 0.0 if x == 0 else x * math.log(y)
+
+    rich = 0.0
+    for c, n in counts.values():
+        q = min(max(c / n, 0.001), 0.999)
+        rich += xlogy(c, q) + xlogy(n - c, 1 - q)
+    eps = min(max(mismatches / 150, 0.001), 0.5)
+    null = xlogy(mismatches, eps) + xlogy(150 - mismatches, 1 - eps)
+    result = gof_test(round_design(games, tft), np.random.default_rng(0), resamples=19)
+    assert result.statistic == pytest.approx(2 * (rich - null))

@@ -38,7 +38,6 @@ GOF_MEMORY = 3
 GOF_RESAMPLES = 199
 GOF_ALPHA = 0.05
 MEMORY_ONE_NAME = "MEMORY_ONE"  # the memory-one family's name on the card
-_CHUNK = 50  # bootstrap resamples drawn at once
 GOF_STATES = sum(4**k for k in range(GOF_MEMORY + 1))  # 85
 GOF_METHOD = (
     "likelihood ratio against memory-three with a free P(C) per history state (85 states: "
@@ -141,39 +140,61 @@ def _xlogy(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.where(x > 0, x * np.log(y), 0.0)
 
 
-def _free_loglik(y: np.ndarray, states: np.ndarray) -> np.ndarray:
-    """Log-likelihood of moves y (B, T) with a free P(C) per state (states (T,), -1 = none)."""
-    use = np.flatnonzero(states >= 0)
-    if use.size == 0:
-        return np.zeros(y.shape[0])
-    order = use[np.argsort(states[use], kind="stable")]
-    sorted_states = states[order]
-    starts = np.flatnonzero(np.r_[True, sorted_states[1:] != sorted_states[:-1]])
-    visits = np.diff(np.r_[starts, order.size]).astype(np.float64)
-    coops = np.add.reduceat(y[:, order], starts, axis=1)  # (B, visited states)
-    q = np.clip(coops / visits, TREMBLE_FLOOR, 1.0 - TREMBLE_FLOOR)
+@dataclass(frozen=True, slots=True)
+class _Cells:
+    """The design grouped into cells of rounds alike under both models: one history state and
+    one strategy category (prescribes D, prescribes C, or free state s). Both fits and the null
+    P(C) depend on the cooperations per cell only, so the bootstrap draws them binomially."""
+
+    size: np.ndarray  # (K,) rounds per cell
+    coops: np.ndarray  # (K,) observed cooperations
+    prescription: np.ndarray  # (K,) 1.0 / 0.0, NaN for a free state
+    to_free: np.ndarray  # (K, free states visited) 0/1
+    to_history: np.ndarray  # (K, history states visited) 0/1
+
+
+def _cells(design: RoundDesign) -> _Cells:
+    category = np.where(
+        np.isnan(design.prescription),
+        2 + design.free_state,
+        np.nan_to_num(design.prescription).astype(np.int64),
+    )
+    key = design.history * (2 + max(int(design.free_state.max(initial=-1)) + 1, 0)) + category
+    keys, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    size = np.bincount(inverse, minlength=keys.size).astype(np.float64)
+    coops = np.bincount(inverse, weights=design.moves, minlength=keys.size)
+    cat = category[first]
+    free_ids, free_col = np.unique(cat[cat >= 2], return_inverse=True)
+    to_free = np.zeros((keys.size, free_ids.size))
+    to_free[np.flatnonzero(cat >= 2), free_col] = 1.0
+    hist_ids, hist_col = np.unique(design.history[first], return_inverse=True)
+    to_history = np.zeros((keys.size, hist_ids.size))
+    to_history[np.arange(keys.size), hist_col] = 1.0
+    prescription = np.where(cat >= 2, np.nan, cat.astype(np.float64))
+    return _Cells(size, coops, prescription, to_free, to_history)
+
+
+def _free_loglik(coops: np.ndarray, visits: np.ndarray) -> np.ndarray:
+    """Log-likelihood with a free P(C) per state: coops (B, S), visits (S,)."""
+    q = np.clip(coops / np.maximum(visits, 1.0), TREMBLE_FLOOR, 1.0 - TREMBLE_FLOOR)
     return (_xlogy(coops, q) + _xlogy(visits - coops, 1.0 - q)).sum(axis=1)
 
 
-def _strategy_fit(y: np.ndarray, design: RoundDesign) -> tuple[np.ndarray, np.ndarray]:
-    """(log-likelihood (B,), tremble (B,)) of the strategy fitted to moves y (B, T)."""
-    pres = ~np.isnan(design.prescription)
-    n_pres = float(pres.sum())
+def _statistic(y: np.ndarray, cells: _Cells) -> tuple[np.ndarray, np.ndarray]:
+    """(LR (B,), the strategy's tremble (B,)) for cooperations per cell y (B, K)."""
+    pres = ~np.isnan(cells.prescription)
+    n_pres = float(cells.size[pres].sum())
     if n_pres > 0:
-        mism = np.abs(y[:, pres] - design.prescription[pres]).sum(axis=1)
+        says_c = cells.prescription[pres] == 1.0
+        mism = np.where(says_c, cells.size[pres] - y[:, pres], y[:, pres]).sum(axis=1)
         eps = np.clip(mism / n_pres, TREMBLE_FLOOR, 0.5)
         ll = _xlogy(mism, eps) + _xlogy(n_pres - mism, 1.0 - eps)
     else:
         eps = np.full(y.shape[0], np.nan)
         ll = np.zeros(y.shape[0])
-    return ll + _free_loglik(y, design.free_state), eps
-
-
-def _statistic(y: np.ndarray, design: RoundDesign) -> tuple[np.ndarray, np.ndarray]:
-    """(LR (B,), the strategy's tremble (B,)) for moves y (B, T)."""
-    ll_strategy, eps = _strategy_fit(y, design)
-    ll_rich = _free_loglik(y, design.history)
-    return 2.0 * (ll_rich - ll_strategy), eps
+    ll = ll + _free_loglik(y @ cells.to_free, cells.size @ cells.to_free)
+    ll_rich = _free_loglik(y @ cells.to_history, cells.size @ cells.to_history)
+    return 2.0 * (ll_rich - ll), eps
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,23 +214,18 @@ def gof_test(
     n = design.moves.size
     if n == 0:
         return GofResult(float("nan"), float("nan"), 0)
-    observed, eps = _statistic(design.moves[None, :], design)
-    # P(C) of every round under the fitted strategy.
-    p = np.empty(n)
-    pres = ~np.isnan(design.prescription)
+    cells = _cells(design)
+    observed, eps = _statistic(cells.coops[None, :], cells)
+    # P(C) in every cell under the fitted strategy: 1 - tremble / tremble where it prescribes
+    # C / D, the fitted frequency in its free states.
+    pres = ~np.isnan(cells.prescription)
     e = float(eps[0]) if pres.any() else 0.0
-    p[pres] = np.where(design.prescription[pres] == 1.0, 1.0 - e, e)
-    free = ~pres
-    if free.any():
-        states = design.free_state[free]
-        visits = np.bincount(states)
-        coops = np.bincount(states, weights=design.moves[free])
-        p[free] = (coops / np.maximum(visits, 1))[states]
-    simulated = np.empty(resamples)
-    for start in range(0, resamples, _CHUNK):  # bounded memory on long games
-        size = min(_CHUNK, resamples - start)
-        draws = (rng.random((size, n)) < p[None, :]).astype(np.float64)
-        simulated[start : start + size] = _statistic(draws, design)[0]
+    p = np.where(cells.prescription == 1.0, 1.0 - e, e)
+    if (~pres).any():
+        q = (cells.coops @ cells.to_free) / (cells.size @ cells.to_free)
+        p = np.where(pres, p, cells.to_free @ q)
+    draws = rng.binomial(cells.size.astype(np.int64), p, size=(resamples, p.size))
+    simulated, _ = _statistic(draws.astype(np.float64), cells)
     # A tolerance: equal statistics (e.g. both 0 for a perfect fit) count as reaching it.
     reached = int((simulated >= observed[0] - 1e-9 * max(1.0, abs(observed[0]))).sum())
     return GofResult(float(observed[0]), (1 + reached) / (1 + resamples), n)
