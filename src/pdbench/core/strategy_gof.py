@@ -17,6 +17,10 @@ only (their fitted probability sits on 0 or 1), and a strategy that remembers th
 bootstrap with a fixed design: the agent's decided moves are redrawn from the fitted strategy's
 own P(C) in each round, given the ACTUAL history (the states of both models do not change),
 both models are refitted to the redrawn moves, and the p-value is (1 + #{LR* >= LR}) / (1 + B).
+Rounds alike under both models (one history state, one strategy category: prescribes C,
+prescribes D, or free state s) are exchangeable under the null and both fits depend on their
+cooperation counts only, so the bootstrap draws a binomial count per such cell: its cost does
+not grow with the number of rounds.
 Partial likelihoods conditional on the history are the likelihoods core.strategy_fit uses; the
 fixed design keeps the opponent's replies as they were, so an opponent who reacts to the agent
 needs no model.
@@ -38,7 +42,6 @@ GOF_MEMORY = 3
 GOF_RESAMPLES = 199
 GOF_ALPHA = 0.05
 MEMORY_ONE_NAME = "MEMORY_ONE"  # the memory-one family's name on the card
-GOF_STATES = sum(4**k for k in range(GOF_MEMORY + 1))  # 85
 GOF_METHOD = (
     "likelihood ratio against memory-three with a free P(C) per history state (85 states: "
     "rounds 1-3 and the last three rounds of both players), p-value from a fixed-design "

@@ -101,8 +101,7 @@ def profile_rows(
             mixture = sfem(stats, candidates)
             rng = np.random.default_rng(derive_seed(seed, "strategy_fit", condition, side))
             low, high = share_intervals(stats, candidates, rng, resamples)
-            p_values = _gof(data, candidates, fits, seed, condition, side)
-            named = min((f.rank, j) for j, f in enumerate(fits) if candidates[j].in_mixture)[1]
+            named, p_values = _gof(data, candidates, fits, seed, condition, side)
             adequate = bool(p_values.get(named, math.nan) >= GOF_ALPHA)
             if not adequate:  # the intervals would describe sampling from a library that is wrong
                 low = np.full(len(candidates), np.nan)
@@ -148,9 +147,10 @@ def _gof(
     seed: int,
     condition: str,
     side: str,
-) -> dict[int, float]:
-    """Goodness-of-fit p-values (core/strategy_gof.py) of the best-ranked named strategy and of
-    the memory-one family, by candidate index."""
+) -> tuple[int, dict[int, float]]:
+    """The best-ranked named strategy (the index of the candidate that decides `adequate`) and
+    the goodness-of-fit p-values (core/strategy_gof.py) of it and of the memory-one family, by
+    candidate index."""
     named = min((f.rank, j) for j, f in enumerate(fits) if candidates[j].in_mixture)[1]
     tested = [named] + [j for j, c in enumerate(candidates) if c.name == MEMORY_ONE]
     out = {}
@@ -159,7 +159,7 @@ def _gof(
             derive_seed(seed, "strategy_gof", condition, side, candidates[j].name)
         )
         out[j] = gof_test(round_design(data, candidates[j]), rng, GOF_RESAMPLES).p_value
-    return out
+    return named, out
 
 
 def _finite(value: float) -> float | None:
