@@ -9,7 +9,6 @@ from html import escape
 from typing import Any
 
 from pdbench.core.metrics import AGGREGATE_COLUMNS
-from pdbench.core.strategy_gof import card_verdict
 from pdbench.report.format import fmt
 from pdbench.report.study import axes_section, published_section
 from pdbench.report.svg import Point, band_chart, interval_dots
@@ -222,6 +221,8 @@ def memory_one_section(conditions: list[dict[str, Any]]) -> str:
 
 
 def strategy_section(fits: list[dict[str, Any]] | None, top: int = 3) -> str:
+    from pdbench.core.strategy_gof import card_verdict  # here: keeps this change to the card
+
     if fits is None:
         return (
             "<section id='strategies'><h2>Strategy card</h2><p class='note'>No "
