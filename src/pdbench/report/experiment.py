@@ -269,6 +269,8 @@ def memory_one_section(conditions: list[dict[str, Any]]) -> str:
 
 
 def strategy_section(fits: list[dict[str, Any]] | None, top: int = 3) -> str:
+    from pdbench.core.strategy_gof import card_verdict  # here: keeps this change to the card
+
     if fits is None:
         return (
             "<section id='strategies'><h2>Strategy card</h2><p class='note'>No "
@@ -277,28 +279,32 @@ def strategy_section(fits: list[dict[str, Any]] | None, top: int = 3) -> str:
     cards = []
     keys = list(dict.fromkeys((f["condition"], f["agent"]) for f in fits))
     for condition, agent in keys:
-        rows = sorted(
-            (f for f in fits if f["condition"] == condition and f["agent"] == agent),
-            key=lambda f: f["rank"],
-        )[:top]
+        group = [f for f in fits if f["condition"] == condition and f["agent"] == agent]
+        rows = sorted(group, key=lambda f: f["rank"])[:top]
+        verdict = card_verdict(group)  # not None: no share, the words instead
         lines = "".join(
             f"<tr><td>{f['rank']}</td><td><b>{escape(f['strategy'])}</b></td>"
-            f"<td>{fmt(f['share'], f['share_ci_low'], f['share_ci_high'], True)}</td>"
+            f"<td>{'—' if verdict else fmt(f['share'], f['share_ci_low'], f['share_ci_high'], True)}</td>"
             f"<td>{'-' if f['tremble'] is None else f'{f["tremble"]:.3f}'}</td>"
             f"<td>{escape(_params(f['parameters']))}</td></tr>"
             for f in rows
         )
         name = rows[0]["agent_name"] if rows else ""
+        warning = f"<p class='note'><b>⚠ {escape(verdict)}</b></p>" if verdict else ""
         cards.append(
             f"<div class='card'><h4>{escape(condition)} · agent {agent.upper()} "
-            f"<span class='muted'>{escape(str(name))}</span></h4><table><tr><th>rank</th>"
+            f"<span class='muted'>{escape(str(name))}</span></h4>{warning}<table><tr><th>rank</th>"
             "<th>strategy</th><th>mixture share [95%]</th><th>tremble</th><th>fitted</th></tr>"
             f"{lines}</table></div>"
         )
     return (
         "<section id='strategies'><h2>Strategy card</h2><p class='note'>Rank by BIC of each "
         "strategy fitted alone (tremble and free probabilities by maximum likelihood); shares "
-        "of the Dal Bo-Frechette mixture with bootstrap intervals over games.</p>"
+        "of the Dal Bo-Frechette mixture with bootstrap intervals over games. Shares are "
+        "conditional on the library: they say which listed strategy the games are closest to, "
+        "not that the agent plays one. Each card's best strategy is tested against memory-"
+        "three (a free P(C) for every history of the last three rounds; parametric bootstrap "
+        "of the likelihood ratio, 5% level); a card that fails says so and shows no share.</p>"
         + "".join(cards)
         + "</section>"
     )

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from pdbench.core.payoff import PayoffMatrix
+from pdbench.core.strategy_gof import card_verdict
 from pdbench.storage.aggregate import series_cell
 from pdbench.ui.style import Player, medal
 
@@ -251,13 +252,22 @@ def interval_table(aggregates: pd.DataFrame, condition: str) -> pd.DataFrame:
     return pd.DataFrame(records)
 
 
+def strategy_verdict(fits: pd.DataFrame, condition: str, agent: str) -> str | None:
+    """The card's words when no strategy in the library fits (None when one does)."""
+    rows = fits[(fits["condition"] == condition) & (fits["agent"] == agent)]
+    records = rows.astype(object).where(rows.notna(), None).to_dict("records")
+    return card_verdict(records)
+
+
 def strategy_card(fits: pd.DataFrame, condition: str, agent: str, top: int = 3) -> pd.DataFrame:
-    """The best-ranked strategies of one agent in one condition, as display text."""
+    """The best-ranked strategies of one agent in one condition, as display text (no share
+    when no strategy in the library fits: see strategy_verdict)."""
     rows = fits[(fits["condition"] == condition) & (fits["agent"] == agent)].sort_values("rank")
+    fitting = strategy_verdict(fits, condition, agent) is None
     out = []
     for _, r in rows.head(top).iterrows():
-        share = "—" if pd.isna(r["share"]) else f"{r['share']:.0%}"
-        if not pd.isna(r["share_ci_low"]):
+        share = "—" if pd.isna(r["share"]) or not fitting else f"{r['share']:.0%}"
+        if fitting and not pd.isna(r["share_ci_low"]):
             share += f" ({r['share_ci_low']:.0%}–{r['share_ci_high']:.0%})"
         params = json.loads(r["parameters"] or "{}")
         out.append(

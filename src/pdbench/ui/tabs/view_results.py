@@ -187,11 +187,16 @@ def _strategy_cards(game: Game) -> None:
     for column, side, profile in zip(columns, ("a", "b"), game.profiles, strict=True):
         with column:
             st.markdown(f"**Agent {side.upper()} · {profile.short}**")
+            verdict = tables.strategy_verdict(fits, game.condition, side)
+            if verdict:
+                st.warning(verdict)
             card = tables.strategy_card(fits, game.condition, side)
             st.dataframe(card, hide_index=True, width="stretch")
     st.caption(
         "Rank by BIC of each strategy fitted alone; mixture shares (Dal Bo-Frechette) with "
-        "bootstrap intervals over games. From strategy_fit.parquet."
+        "bootstrap intervals over games, conditional on the library: the best strategy is "
+        "tested against memory-three, and a card that fails shows no share. From "
+        "strategy_fit.parquet."
     )
 
 
