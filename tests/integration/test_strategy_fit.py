@@ -247,3 +247,21 @@ def test_candidates_given_as_prescribed_moves() -> None:
     fits = fit_each(game_stats([(own, opp, None, None)], [machine, as_moves]), [machine, as_moves])
     assert fits[0].log_likelihood == pytest.approx(fits[1].log_likelihood)
     assert fits[0].tremble == pytest.approx(fits[1].tremble)
+
+
+def test_a_share_from_identical_games_is_never_zero_width() -> None:
+    """3 identical games of TFT against ALLD: ALLD's card gives ALLD the whole share, and every
+    bootstrap resample agrees, yet 3 games cannot pin a share down: the interval is at least
+    the Wilson interval of 3 of 3 games, [3 / (3 + 1.96^2), 1] = [0.4385, 1]."""
+    a = np.array([True] + [False] * 19)
+    b = np.zeros(20, dtype=bool)
+    pays = np.zeros(20)
+    outcomes = [GameOutcome("x", r, "TFT", "ALLD", a, b, pays, pays) for r in range(3)]
+    rows = profile_rows({"seed": 1, "conditions": [{"name": "x"}]}, outcomes, resamples=50)
+    alld = next(r for r in rows if r["agent"] == "b" and r["strategy"] == "ALLD")
+    assert alld["share"] == pytest.approx(1.0)
+    assert alld["share_ci_low"] == pytest.approx(3 / (3 + 1.959964**2), abs=1e-4)
+    assert alld["share_ci_high"] == pytest.approx(1.0)
+    for row in rows:
+        if row["share_ci_low"] is not None:
+            assert row["share_ci_high"] > row["share_ci_low"]
