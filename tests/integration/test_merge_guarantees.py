@@ -8,15 +8,24 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 from tests.support.cli import cli_env, run_in_process
-from tests.support.shards import copy_shards, records, run_shards, shard_config
+from tests.support.shards import (
+    MergeFuzz,
+    copy_shards,
+    records,
+    run_shards,
+    shard_config,
+)
 
 from pdbench.runners.merge import merge_shards
 from pdbench.storage.run_dir import RunLock
@@ -328,3 +337,36 @@ def test_s17_kill_9_of_merge_then_a_rerun_finishes(
     assert code == 0, err
     _assert_equal_to_reference(out, study)
     assert not list(out.glob(".*.tmp"))
+
+
+# ------------------------------------------------------------------------------------------
+# Fuzzing: damaged shard directories merge into exactly the undamaged result or are refused
+
+
+@pytest.fixture(scope="module")
+def fuzz(study: dict[str, Path]) -> Iterator[MergeFuzz]:
+    work = Path(tempfile.mkdtemp(dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
+    yield MergeFuzz([study["s1"], study["s2"]], study["base"] / "merged", work)
+    shutil.rmtree(work, ignore_errors=True)
+
+
+@pytest.mark.parametrize("batch", range(13))
+def test_fuzzed_shards_merge_correctly_or_are_refused_in_one_line(
+    fuzz: MergeFuzz, batch: int
+) -> None:
+    outcomes = [fuzz.case(seed)[0] for seed in range(batch * 40, (batch + 1) * 40)]  # 520
+    assert "refused" in outcomes  # the damage reaches the merge
+
+
+@pytest.mark.parametrize(
+    ("name", "cut", "word"),
+    [("rounds.jsonl", 0, "has 0 of its 5 rounds"), ("run_manifest.json", 100, "not valid JSON")],
+)
+def test_damaged_shards_through_the_cli_exit_2_in_one_line(
+    fuzz: MergeFuzz, capsys: pytest.CaptureFixture[str], name: str, cut: int, word: str
+) -> None:
+    shards = fuzz.restore()
+    (shards[1] / name).write_bytes((shards[1] / name).read_bytes()[:cut])
+    code, err = merge(fuzz.work / "cli", shards, capsys)
+    refused(code, err, fuzz.work / "cli", f"shard2/{name}", word)
+    assert not (fuzz.work / "cli").exists()

@@ -13,7 +13,9 @@ from typing import Any
 
 from tests.support.configs import experiment, llm, policy, write_config
 
+from pdbench.errors import PdbenchError
 from pdbench.runners.loader import load_config
+from pdbench.runners.merge import merge_shards
 from pdbench.runners.run_experiment import run_experiment
 from pdbench.runners.session import RunOptions
 
@@ -112,6 +114,8 @@ def _leaf_paths(data: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]
 def _edit_json(data: Any, rng: random.Random) -> tuple[Any, str]:
     """One edit of a JSON document: a value replaced, a key removed or one added."""
     paths = _leaf_paths(data)
+    if rng.random() < 0.8:  # mostly what a merge reads, not the environment's many facts
+        paths = [p for p in paths if p[0] not in ("environment", "warnings")] or paths
     if not paths:
         return "garbage", "replaced the document"
     path = rng.choice(paths)
@@ -168,14 +172,20 @@ def damage(shards: list[Path], rng: random.Random) -> str:
         return f"{where}: garbage line at {at}"
     if name == "run_manifest.json" or kind == "edit":
         if name == "run_manifest.json":
-            document = json.loads(data)
+            try:
+                document = json.loads(data)
+            except ValueError:
+                return f"{where}: not JSON already"
             edited, what = _edit_json(document, rng)
             path.write_text(json.dumps(edited, indent=2))
             return f"{where}: {what}"
         if not lines:
             return f"{where}: empty already"
         i = rng.randrange(len(lines))
-        record = json.loads(lines[i])
+        try:
+            record = json.loads(lines[i])
+        except ValueError:
+            return f"{where}: line {i + 1} not JSON already"
         edited, what = _edit_json(record, rng)
         lines[i] = json.dumps(edited).encode() + b"\n"
         path.write_bytes(b"".join(lines))
@@ -199,3 +209,82 @@ def damage(shards: list[Path], rng: random.Random) -> str:
         del lines[i]
     path.write_bytes(b"".join(lines))
     return f"{where}: {kind} {i + 1}"
+
+
+# ------------------------------------------------------------------------------------------
+# One fuzz case
+
+
+def strip(rows: list[dict[str, Any]], drop: set[str]) -> list[dict[str, Any]]:
+    """Records without the fields in `drop`."""
+    return [{k: v for k, v in r.items() if k not in drop} for r in rows]
+
+
+def canonical(rows: list[dict[str, Any]]) -> list[str]:
+    """Records as sorted canonical JSON (a multiset)."""
+    return sorted(json.dumps(r, sort_keys=True) for r in rows)
+
+
+class MergeFuzz:
+    """Undamaged shards (their files held in memory) and their merge, to damage and merge
+    again: `case(seed)` restores the shard copies under `work`, damages them and checks the
+    merge. Refused: a PdbenchError of one line (the CLI's exit 2) and no output directory left.
+    Merged: the reference's rounds (values only the shards recorded carried exactly as the
+    damaged shards hold them), manifest facts and aggregates."""
+
+    def __init__(self, shards: list[Path], reference: Path, work: Path) -> None:
+        self.originals = {
+            shard.name: {n: (shard / n).read_bytes() for n in FILES if (shard / n).is_file()}
+            for shard in shards
+        }
+        self.work = work
+        self.reference = reference
+        self.rounds = records(reference / "rounds.jsonl")
+        self.manifest = json.loads((reference / "run_manifest.json").read_text())
+        self.aggregates: Any = None
+
+    def restore(self) -> list[Path]:
+        """The shard copies, undamaged."""
+        dirs = []
+        for name, files in self.originals.items():
+            target = self.work / "in" / name
+            target.mkdir(parents=True, exist_ok=True)
+            for existing in target.iterdir():
+                if existing.name not in files:
+                    existing.unlink()
+            for file_name, data in files.items():
+                (target / file_name).write_bytes(data)
+            dirs.append(target)
+        return dirs
+
+    def case(self, seed: int) -> tuple[str, list[str]]:
+        """('refused' or 'merged', what was damaged) for one seeded case; AssertionError when
+        the merge did neither correctly."""
+        import pyarrow.parquet as pq
+
+        rng = random.Random(seed)
+        shards = self.restore()
+        what = [damage(shards, rng) for _ in range(rng.choice([1, 1, 1, 2]))]
+        out = self.work / "out"
+        context = f"seed {seed}: {what}"
+        try:
+            merge_shards(out, rng.sample(shards, len(shards)))
+        except PdbenchError as exc:
+            assert "\n" not in str(exc).strip(), f"{context}: {exc}"
+            assert not out.exists(), f"{context}: {exc}"
+            return "refused", what
+        merged = records(out / "rounds.jsonl")
+        assert strip(merged, RECORDED_ONLY) == strip(self.rounds, RECORDED_ONLY), context
+        given = [r for shard in shards for r in records(shard / "rounds.jsonl")]
+        assert canonical(merged) == canonical(given), context  # carried exactly
+        manifest = json.loads((out / "run_manifest.json").read_text())
+        assert manifest["status"] == "completed", context
+        for key in ("conditions", "totals", "usage", "config", "run_id", "seed", "collapse"):
+            assert manifest[key] == self.manifest[key], f"{context}: {key}"
+        timeless = {"timestamp_utc"}
+        if strip(merged, timeless) == strip(self.rounds, timeless):
+            if self.aggregates is None:
+                self.aggregates = pq.read_table(self.reference / "aggregates.parquet")
+            assert pq.read_table(out / "aggregates.parquet").equals(self.aggregates), context
+        shutil.rmtree(out)
+        return "merged", what

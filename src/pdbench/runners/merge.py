@@ -140,8 +140,9 @@ def _merge_locked(out_dir: Path, shard_dirs: list[Path], leftovers: list[Path]) 
     first = by_index[1]
     cfg = first.config
     schedule = game_schedule(cfg)
-    for shard in shards:
+    for shard in sorted(shards, key=lambda s: s.index):  # the first shard first
         _check_inputs(shard, first, schedule)
+    _check_disclosure(shards)
     games = {
         (g.condition, g.replicate): ExpectedGame(
             g.condition,
@@ -289,6 +290,23 @@ def _check_inputs(shard: Shard, first: Shard, schedule: list[ScheduledGame]) -> 
             problem = "noise disagrees with its config"
         if problem:
             raise RunError(f"{where / MANIFEST_FILE}: condition {name!r}: {problem}")
+
+
+def _check_disclosure(shards: list[Shard]) -> None:
+    """Every shard that played games of a condition told its LLM agents the same about the
+    horizon."""
+    seen: dict[str, tuple[Any, Path]] = {}
+    for shard in shards:
+        for cond in shard.manifest["conditions"]:
+            if not cond.get("games"):
+                continue
+            disclosure = cond.get("horizon_disclosure")
+            before = seen.setdefault(cond["name"], (disclosure, shard.dir))
+            if before[0] != disclosure:
+                raise RunError(
+                    f"{shard.dir / MANIFEST_FILE}: condition {cond['name']!r}: "
+                    f"horizon_disclosure differs from {before[1]}'s"
+                )
 
 
 def _check_usage(shard: Shard) -> None:

@@ -249,5 +249,33 @@ def shard_calls(
             raise RunError(
                 f"{path}: line {number}: a call of no game this shard played; the shard is damaged"
             )
+        problem = _call_problem(record)
+        if problem:
+            raise RunError(f"{path}: line {number}: {problem}; the shard is damaged")
         out.setdefault(key, []).append(line + b"\n")
     return out
+
+
+# The call-log fields that usage and spending add up, with their types (None allowed for all).
+CALL_FIELDS: dict[str, tuple[type, ...]] = {
+    "agent": (str,),
+    "ok": (bool,),
+    "cached": (bool,),
+    "session": (int,),
+    "input_tokens": (int,),
+    "output_tokens": (int,),
+    "cost_usd": (int, float),
+}
+
+
+def _call_problem(record: dict[str, Any]) -> str:
+    """Why a call record's counted fields do not fit ('' when they do)."""
+    for name, kinds in CALL_FIELDS.items():
+        value = record.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
+            return f"{name} should be {kinds[0].__name__} (got {type(value).__name__})"
+        if isinstance(value, int | float) and not isinstance(value, bool) and value < 0:
+            return f"{name} is negative (got {short(value)})"
+    return ""
