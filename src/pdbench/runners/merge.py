@@ -46,12 +46,39 @@ from pdbench.storage.schema import (
     MANIFEST_FILE,
     ROUNDS_FILE,
 )
-from pdbench.storage.shard_records import ExpectedGame, GameId, shard_calls, shard_rounds
+from pdbench.storage.shard_records import (
+    ExpectedGame,
+    GameId,
+    shard_calls,
+    shard_rounds,
+    short,
+)
 
 MERGING = "merging"  # a merge's manifest status until every artifact is written
-# Manifest keys that shape the merged artifacts: equal in every shard.
-SHARED_KEYS = ("kind", "run_id", "seed", "replicates", "collapse", "intervals", "published")
-CONDITION_KEYS = ("agent_a", "agent_b", "horizon", "sweep")
+# Manifest keys that differ between the shards of one split (the config and conditions are
+# compared on their own); every other key is equal in every shard.
+PER_SHARD_KEYS = {
+    "output_dir",
+    "config",
+    "config_sha256",
+    "config_path",
+    "overrides",
+    "conditions",
+    "sessions",
+    "started_at_utc",
+    "finished_at_utc",
+    "usage",
+    "models",
+    "environment",
+    "cache_dir",
+    "warnings",
+    "error",
+    "totals",
+    "pdbench_version",
+}
+# Condition entry keys that differ between shards: the games each played, and what its LLM
+# agents were told of the horizon (empty in a shard without games of the condition).
+PER_SHARD_CONDITION_KEYS = {"games", "horizon_disclosure"}
 
 
 @dataclass
@@ -255,9 +282,9 @@ def _check_inputs(shard: Shard, first: Shard, schedule: list[ScheduledGame]) -> 
             f"{where}: {edited} differ from those of {first.dir} (or this pdbench), so its games "
             "were played with other inputs; run the shards again with the same files"
         )
-    for key in SHARED_KEYS:
+    for key in sorted((set(m) | set(first.manifest)) - PER_SHARD_KEYS):
         if m.get(key) != first.manifest.get(key):
-            raise RunError(f"{where / MANIFEST_FILE}: {key} differs from {first.dir}'s")
+            raise RunError(f"{where / MANIFEST_FILE}: {short(key)} differs from {first.dir}'s")
     cfg = shard.config
     plain = {
         "run_id": cfg.run.run_id,
@@ -282,7 +309,8 @@ def _check_inputs(shard: Shard, first: Shard, schedule: list[ScheduledGame]) -> 
             if shard_owner(g.index, shard.k) == shard.index
         ]
         problem = ""
-        if any(cond.get(key) != firsts[name].get(key) for key in CONDITION_KEYS):
+        keys = (set(cond) | set(firsts[name])) - PER_SHARD_CONDITION_KEYS
+        if any(cond.get(key) != firsts[name].get(key) for key in keys):
             problem = f"differs from {first.dir}'s"
         elif cond.get("games") != owned:
             problem = "games are not those this shard owns in the plan"
