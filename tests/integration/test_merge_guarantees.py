@@ -198,6 +198,64 @@ def test_s18_the_lock_is_taken_before_any_shard_is_read(
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
 
 
+def _edit_manifest(shard: Path, edit: object) -> None:
+    path = shard / "run_manifest.json"
+    manifest = json.loads(path.read_text())
+    edit(manifest)  # type: ignore[operator]
+    path.write_text(json.dumps(manifest))
+
+
+def _edit_call(shard: Path, field: str, value: object) -> None:
+    path = shard / "llm_calls.jsonl"
+    rows = records(path)
+    rows[0][field] = value
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+@pytest.mark.parametrize(
+    ("damage_it", "word"),
+    [
+        (lambda s: _edit_call(s, "input_tokens", "184"), "input_tokens should be int"),
+        (lambda s: _edit_call(s, "ok", False), "does not give the usage"),
+        (lambda s: _edit_call(s, "replicate", 0), "a call of no game this shard played"),
+        (
+            lambda s: (s / "llm_calls.jsonl").write_bytes(
+                b"".join((s / "llm_calls.jsonl").read_bytes().splitlines(keepends=True)[1:])
+            ),
+            "does not give the usage",
+        ),
+        (lambda s: _edit_manifest(s, lambda m: m.update(extra=1)), "'extra' differs"),
+        (lambda s: _edit_manifest(s, lambda m: m.update(seed=1)), "'seed' differs"),
+        (
+            lambda s: _edit_manifest(s, lambda m: m["conditions"][1].update(agent_a="x")),
+            "condition 'llm_vs_grim': differs",
+        ),
+        (
+            lambda s: _edit_manifest(
+                s, lambda m: m["conditions"][0]["games"][0].update(n_rounds=4)
+            ),
+            "games are not those this shard owns",
+        ),
+        (
+            lambda s: _edit_manifest(s, lambda m: m["usage"]["total"].update(llm_calls=1)),
+            "does not give the usage",
+        ),
+    ],
+)
+def test_edited_call_logs_and_manifests_are_refused(
+    study: dict[str, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    damage_it: object,
+    word: str,
+) -> None:
+    s1, s2 = _damaged(study, tmp_path)
+    damage_it(s2)  # type: ignore[operator]
+    code, err = merge(tmp_path / "m", [s1, s2], capsys)
+    refused(code, err, tmp_path / "m", "shard2", word)
+    assert not (tmp_path / "m").exists()
+
+
 def _assert_equal_to_reference(out: Path, study: dict[str, Path]) -> None:
     reference = study["base"] / "merged"
     assert json.loads((out / "run_manifest.json").read_text())["status"] == "completed"

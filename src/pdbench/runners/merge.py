@@ -260,11 +260,10 @@ def _check_split(shards: list[Shard]) -> dict[int, Shard]:
 
 def _without_place(config: dict[str, Any]) -> dict[str, Any]:
     """A config snapshot without what differs between shards (shard, output dir)."""
-    config = copy.deepcopy(config)
-    run = config.get("run") or {}
+    run = dict(config.get("run") or {})
     run.pop("shard", None)
     run.pop("output_dir", None)
-    return config
+    return {**config, "run": run}
 
 
 def _check_inputs(shard: Shard, first: Shard, schedule: list[ScheduledGame]) -> None:
