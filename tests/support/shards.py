@@ -279,8 +279,14 @@ class MergeFuzz:
         assert canonical(merged) == canonical(given), context  # carried exactly
         manifest = json.loads((out / "run_manifest.json").read_text())
         assert manifest["status"] == "completed", context
-        for key in ("conditions", "totals", "usage", "config", "run_id", "seed", "collapse"):
+        for key in ("conditions", "totals", "usage", "run_id", "seed", "collapse"):
             assert manifest[key] == self.manifest[key], f"{context}: {key}"
+        # the config too, but for run.budget, which may differ between shards as on resume
+        budgetless = [
+            {**c, "run": {**c["run"], "budget": None}}
+            for c in (manifest["config"], self.manifest["config"])
+        ]
+        assert budgetless[0] == budgetless[1], f"{context}: config"
         timeless = {"timestamp_utc"}
         if strip(merged, timeless) == strip(self.rounds, timeless):
             if self.aggregates is None:

@@ -412,21 +412,29 @@ def _merged_manifest(
 
 
 def _merged_models(shards: list[Shard]) -> dict[str, Any]:
-    """The model names every shard listed and saw answer, joined."""
+    """The model names every shard listed and saw answer, joined; RunError for an entry that
+    is not the {listed: [names] or null, answered: [names]} pdbench writes."""
     out: dict[str, Any] = {}
     for shard in shards:
         models = shard.manifest.get("models")
-        if not isinstance(models, dict):
+        if models is None:
             continue
-        for key, seen in models.items():
-            if not isinstance(seen, dict):
-                continue
+        entries = models.items() if isinstance(models, dict) else [("", None)]
+        for key, seen in entries:
+            listed = seen.get("listed") if isinstance(seen, dict) else None
+            answered = seen.get("answered") if isinstance(seen, dict) else None
+            if not (
+                isinstance(answered, list)
+                and all(isinstance(a, str) for a in answered)
+                and (listed is None or isinstance(listed, list))
+            ):
+                raise RunError(
+                    f"{shard.dir / MANIFEST_FILE}: models {short(key)} is not a list of model "
+                    "names; not a manifest pdbench wrote (restore it)"
+                )
             before = out.get(key) or {"listed": None, "answered": []}
-            answered = seen.get("answered") or []
             out[key] = {
-                "listed": before["listed"] if before["listed"] is not None else seen.get("listed"),
-                "answered": sorted(
-                    set(before["answered"]) | {a for a in answered if isinstance(a, str)}
-                ),
+                "listed": before["listed"] if before["listed"] is not None else listed,
+                "answered": sorted(set(before["answered"]) | set(answered)),
             }
     return out
