@@ -79,59 +79,71 @@ def _type_problem(name: str, value: Any) -> str:
     return "" if ok else f"{name} should be {base.__name__} (got {type(value).__name__})"
 
 
+_REQUIRED = frozenset(ROUND_FIELDS)
+_ALLOWED = _REQUIRED | frozenset(LLM_FIELDS)
+# The exact Python types each field may hold (bool is not an int here; an int is a float).
+_EXACT: dict[str, frozenset[type]] = {
+    name: frozenset(
+        ((int, float) if base is float else (base,)) + ((type(None),) if nullable else ())
+    )
+    for name, (base, nullable) in FIELD_KINDS.items()
+}
+_EXACT_ITEMS = tuple(_EXACT.items())
+
+
 def _record_problem(
     record: Any,
     game: ExpectedGame,
     run_id: str,
     round_index: int,
     totals: tuple[float, float],
-    matrix: PayoffMatrix,
+    cells: dict[str, tuple[float, float]],
 ) -> str:
     """Why one record is not round `round_index` of `game` ('' when it is)."""
     if not isinstance(record, dict):
         return "not a JSON object"
-    missing = [f for f in ROUND_FIELDS if f not in record]
-    if missing:
-        return f"missing field {missing[0]}"
-    extra = sorted(f for f in record if f not in FIELD_KINDS and f not in LLM_FIELDS)
-    if extra:
-        return f"unexpected field {short(extra[0])}"
-    for name in ROUND_FIELDS:
-        problem = _type_problem(name, record[name])
-        if problem:
-            return problem
+    keys = record.keys()
+    if not _REQUIRED <= keys:
+        return f"missing field {next(f for f in ROUND_FIELDS if f not in record)}"
+    if not keys <= _ALLOWED:
+        return f"unexpected field {short(sorted(keys - _ALLOWED)[0])}"
+    for name, allowed in _EXACT_ITEMS:
+        if type(record[name]) not in allowed:
+            return _type_problem(name, record[name]) or f"{name} has the wrong type"
     for name in LLM_FIELDS:
         if name in record and not isinstance(record[name], dict):
             return f"{name} should be an object"
-    expected = {
-        "schema_version": SCHEMA_VERSION,
-        "run_id": run_id,
-        "seed": game.seed,
-        "horizon_type": game.horizon_type,
-        "fixed_n": game.fixed_n,
-        "stop_prob": game.stop_prob,
-        "round_index": round_index,
-    }
-    for name, want in expected.items():
+    if record["round_index"] != round_index:
+        return f"round_index {short(record['round_index'])} where the plan has {round_index}"
+    for name, want in (
+        ("schema_version", SCHEMA_VERSION),
+        ("run_id", run_id),
+        ("seed", game.seed),
+        ("horizon_type", game.horizon_type),
+        ("fixed_n", game.fixed_n),
+        ("stop_prob", game.stop_prob),
+    ):
         if record[name] != want:
             return f"{name} {short(record[name])} where the plan has {short(want)}"
-    moves = [record[f"agent_{s}_action"] for s in "ab"]
+    a, b = record["agent_a_action"], record["agent_b_action"]
     for name in MOVE_FIELDS:
         if record[name] not in MOVES:
             return f"{name} is not C or D (got {short(record[name])})"
-    if game.noise == 0 and any(
-        record[f"agent_{s}_action"] != record[f"agent_{s}_intended_action"] for s in "ab"
+    if game.noise == 0 and (
+        a != record["agent_a_intended_action"] or b != record["agent_b_intended_action"]
     ):
         return "a move differs from the intended one in a game without noise"
-    cell = _cell(matrix, moves[0], moves[1])
+    cell = cells[a + b]
     for i, side in enumerate("ab"):
-        if record[f"agent_{side}_payoff"] != cell[i]:
+        payoff = record[f"agent_{side}_payoff"]
+        if payoff != cell[i]:
             return (
-                f"agent_{side}_payoff {short(record[f'agent_{side}_payoff'])} does not match the "
-                f"moves {moves[0]}{moves[1]} (payoff matrix: {cell[i]!r})"
+                f"agent_{side}_payoff {short(payoff)} does not match the moves {a}{b} "
+                f"(payoff matrix: {cell[i]!r})"
             )
-        if record[f"agent_{side}_cum_payoff"] != totals[i] + cell[i]:
-            return f"agent_{side}_cum_payoff {short(record[f'agent_{side}_cum_payoff'])} is not the running total"
+        total = record[f"agent_{side}_cum_payoff"]
+        if total != totals[i] + cell[i]:
+            return f"agent_{side}_cum_payoff {short(total)} is not the running total"
     for side in "ab":
         p = record[f"agent_{side}_p_cooperate"]
         if p is not None and not 0 <= p <= 1:
@@ -139,9 +151,9 @@ def _record_problem(
     return ""
 
 
-def _cell(matrix: PayoffMatrix, a: str, b: str) -> tuple[float, float]:
-    """(A's payoff, B's payoff) for moves a, b."""
-    return {"CC": matrix.cc, "CD": matrix.cd, "DC": matrix.dc, "DD": matrix.dd}[a + b]
+def payoff_cells(matrix: PayoffMatrix) -> dict[str, tuple[float, float]]:
+    """(A's payoff, B's payoff) by the moves played ("CC", "CD", "DC", "DD")."""
+    return {"CC": matrix.cc, "CD": matrix.cd, "DC": matrix.dc, "DD": matrix.dd}
 
 
 def shard_rounds(
@@ -165,7 +177,9 @@ def shard_rounds(
     if lines and not lines[-1].endswith(b"\n"):
         raise RunError(f"{path}: line {len(lines)}: torn (no end of line); {hint}")
     out: dict[GameId, list[bytes]] = {}
+    cells = payoff_cells(matrix)
     totals: dict[GameId, tuple[float, float]] = {}
+    names: dict[GameId, tuple[str, str]] = {}
     for number, line in enumerate(lines, 1):
         try:
             record = orjson.loads(line)
@@ -188,12 +202,13 @@ def shard_rounds(
                 f"its {game.n_rounds} rounds (repeated records); {hint}"
             )
         before = totals.get(key, (0.0, 0.0))
-        problem = _record_problem(record, game, run_id, len(done), before, matrix)
+        problem = _record_problem(record, game, run_id, len(done), before, cells)
         if problem:
             raise RunError(
                 f"{path}: line {number}: condition {key[0]!r} replicate {key[1]}: {problem}; {hint}"
             )
-        if done and not _same_players(done[0], record):
+        players = (record["agent_a_name"], record["agent_b_name"])
+        if names.setdefault(key, players) != players:
             raise RunError(
                 f"{path}: line {number}: condition {key[0]!r} replicate {key[1]}: the player "
                 f"names change within the game; {hint}"
@@ -218,11 +233,6 @@ def _game_id(record: Any) -> GameId | None:
     if not isinstance(condition, str) or type(replicate) is not int:
         return None
     return condition, replicate
-
-
-def _same_players(first_line: bytes, record: dict[str, Any]) -> bool:
-    first = orjson.loads(first_line)
-    return all(first[f] == record[f] for f in ("agent_a_name", "agent_b_name"))
 
 
 def shard_calls(
