@@ -281,9 +281,10 @@ class MergeFuzz:
         assert manifest["status"] == "completed", context
         for key in ("conditions", "totals", "usage", "run_id", "seed", "collapse"):
             assert manifest[key] == self.manifest[key], f"{context}: {key}"
-        # the config too, but for run.budget, which may differ between shards as on resume
+        # the config too, but for the output dir (each shard's and the merge's own) and
+        # run.budget (which may differ between shards, as on resume)
         budgetless = [
-            {**c, "run": {**c["run"], "budget": None}}
+            {**c, "run": {**c["run"], "budget": None, "output_dir": None}}
             for c in (manifest["config"], self.manifest["config"])
         ]
         assert budgetless[0] == budgetless[1], f"{context}: config"

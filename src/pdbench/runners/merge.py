@@ -371,6 +371,7 @@ def _merged_manifest(
     ordered = sorted(shards, key=lambda s: s.index)
     manifest = copy.deepcopy(first.manifest)
     manifest["config"]["run"]["shard"] = None
+    manifest["config"]["run"]["output_dir"] = str(out_dir)  # each shard's differs
     manifest["output_dir"] = str(out_dir)
     for cond in manifest["conditions"]:
         planned = [g for g in schedule if g.condition == cond["name"]]
