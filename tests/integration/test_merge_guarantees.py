@@ -368,6 +368,7 @@ def test_v10_sigterm_of_merge_exits_130_with_nothing_completed(
         signal.signal(signal.SIGTERM, handler)
     monkeypatch.setattr(files.os, "replace", real_replace)
     assert code == 130 and "Traceback" not in err, err
+    assert "run the same merge again" in err and len(err.strip().splitlines()) == 1, err
     assert json.loads((out / "run_manifest.json").read_text())["status"] == "merging"
     code, err = merge(out, [study["s1"], study["s2"]], capsys)
     assert code == 0, err
