@@ -161,6 +161,13 @@ def published_section(manifest: dict[str, Any], aggregates: list[dict[str, Any]]
     }  # one colour per published model across every chart
     for i, comparison in enumerate(published["comparisons"]):
         parts.append(_comparison(i, comparison, manifest, games, conditions, coordinates, colors))
+    deviations = published.get("deviations") or []
+    if deviations:
+        items = "".join(f"<li>{escape(text)}</li>" for text in deviations)
+        parts.append(
+            "<h3>Deviations from the authors' protocol</h3><p class='note'>What this recipe "
+            f"still does differently from the authors' code:</p><ul class='note'>{items}</ul>"
+        )
     left_out = published.get("not_reproduced") or []
     if left_out:
         items = "".join(f"<li>{escape(text)}</li>" for text in left_out)
@@ -188,7 +195,11 @@ def _comparison(
     rng = _rng(manifest, f"published {index}")
     run: list[tuple[int, float | None, float | None, float | None]] = []
     for point in points:
-        names = [n for n in conditions if matches(point, by, n, coordinates.get(n, {}))]
+        names = [
+            n
+            for n in conditions
+            if matches(point, by, n, coordinates.get(n, {}), comparison.get("where"))
+        ]
         if len(names) == 1:
             row = conditions[names[0]]
             n = int(row.get("n_replicates") or 0)
@@ -270,8 +281,10 @@ def _comparison(
             + interval_dots(dots, comparison["title"], metric, 0.0, top, share)
             + "</figure>"
         )
+    where = comparison.get("where") or {}
+    only = "".join(f", {escape(k)} = {escape(_shown(v))}" for k, v in where.items())
     return (
         f"<h3>{escape(comparison['title'])}</h3><p class='note'>metric <code>{escape(metric)}"
-        f"</code> at {escape(by)}</p>{chart}<div class='scroll'><table><tr><th>{escape(by)}</th>"
+        f"</code> at {escape(by)}{only}</p>{chart}<div class='scroll'><table><tr><th>{escape(by)}</th>"
         f"<th>games</th><th>this run [95%]</th>{head}</tr>{''.join(body)}</table></div>"
     )

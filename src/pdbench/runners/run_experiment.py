@@ -17,7 +17,7 @@ import numpy as np
 
 from pdbench.core.config import ExperimentConfig
 from pdbench.core.horizon import Horizon
-from pdbench.core.metrics import GameOutcome, aggregate_rows
+from pdbench.core.metrics import AGGREGATE_COLUMNS, GameOutcome, aggregate_rows, metric_kinds
 from pdbench.core.rng import game_seed
 from pdbench.core.stats import IntervalSettings
 from pdbench.runners.engine import GamePlan, ProgressFn
@@ -26,11 +26,12 @@ from pdbench.runners.session import RunOptions, RunSession
 from pdbench.storage.aggregate import (
     add_sweep_columns,
     add_usage_columns,
+    metric_designs,
     usage_by_game,
     with_intervals,
     write_aggregates,
 )
-from pdbench.storage.schema import AGGREGATES_FILE
+from pdbench.storage.schema import AGGREGATES_FILE, USAGE_COLUMNS
 
 __all__ = ["ProgressFn", "RunSummary", "plan_games", "run_experiment"]
 
@@ -159,12 +160,16 @@ def run_experiment(loaded: LoadedConfig, options: RunOptions | None = None) -> R
     cfg: ExperimentConfig = loaded.config
     plans = plan_games(loaded)
     intervals = IntervalSettings(seed=cfg.run.seed)
+    conditions = manifest_conditions(loaded, plans)
+    designs = metric_designs(
+        {"config": {"game": cfg.game.model_dump(mode="json")}, "conditions": conditions}
+    )
     extra = {
         "replicates": cfg.experiment.replicates,
         "collapse": {"k": cfg.metrics.collapse.k, "threshold": cfg.metrics.collapse.threshold},
-        "conditions": manifest_conditions(loaded, plans),
+        "conditions": conditions,
         "totals": {"games": len(plans), "rounds": sum(p.n_rounds for p in plans)},
-        "intervals": intervals.describe(),
+        "intervals": intervals.describe(metric_kinds(AGGREGATE_COLUMNS + USAGE_COLUMNS)),
         **({"published": loaded.published} if loaded.published is not None else {}),
     }
     rows: list[dict[str, Any]] = []
@@ -182,6 +187,7 @@ def run_experiment(loaded: LoadedConfig, options: RunOptions | None = None) -> R
                     usage_by_game(run_dir),
                 ),
                 intervals,
+                designs,
             )
         )
         add_sweep_columns(rows, loaded.sweep_coordinates)

@@ -117,6 +117,15 @@ def condition_row(aggregates: pd.DataFrame, condition: str) -> pd.Series | None:
     return rows.iloc[0] if len(rows) else None
 
 
+def rounds_by_condition(aggregates: pd.DataFrame) -> dict[str, float | None]:
+    """Each condition's mean number of rounds (from its condition row)."""
+    rows = aggregates[aggregates["scope"] == "condition"]
+    return {
+        str(c): (None if pd.isna(n) else float(n))
+        for c, n in zip(rows["condition"], rows["n_rounds"], strict=True)
+    }
+
+
 def series_from_json(value: Any) -> list[float]:
     """A JSON list stored in an aggregate cell (e.g. cooperation_rate_over_time) as floats; []
     if absent."""
@@ -138,6 +147,8 @@ METRICS: dict[str, tuple[str, str]] = {
     "agent_b_forgiveness_rate": ("B forgiveness rate", "rate"),
     "agent_a_total_payoff": ("A total payoff", "payoff"),
     "agent_b_total_payoff": ("B total payoff", "payoff"),
+    "agent_a_payoff_per_round": ("A payoff per round", "per_round"),
+    "agent_b_payoff_per_round": ("B payoff per round", "per_round"),
     "agent_a_exploitability_payoff_gap": ("A exploitability gap (B − A)", "payoff"),
     "agent_b_exploitability_payoff_gap": ("B exploitability gap (A − B)", "payoff"),
     "time_to_collapse": ("time to collapse (0-based round index)", "round"),
@@ -159,6 +170,8 @@ def format_value(value: Any, kind: str, compact: bool = False) -> str:
     value = float(value)
     if kind == "rate":
         return f"{value:.0%}" if compact else f"{value:.1%}"
+    if kind == "per_round":
+        return f"{value:.1f}" if compact else f"{value:.2f}"
     if kind == "payoff":
         return f"{value:,.0f}" if compact else f"{value:,.1f}"
     return f"{value:,.1f}" if value != int(value) else f"{int(value):,}"
