@@ -205,6 +205,13 @@ def _edit_manifest(shard: Path, edit: object) -> None:
     path.write_text(json.dumps(manifest))
 
 
+def _edit_round(shard: Path, field: str, value: object) -> None:
+    path = shard / "rounds.jsonl"
+    rows = records(path)
+    rows[-1][field] = value  # a round of the LLM-vs-GRIM game (GRIM: a policy, no logprobs)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
 def _edit_call(shard: Path, field: str, value: object) -> None:
     path = shard / "llm_calls.jsonl"
     rows = records(path)
@@ -224,6 +231,8 @@ def _edit_call(shard: Path, field: str, value: object) -> None:
             ),
             "does not give the usage",
         ),
+        (lambda s: _edit_round(s, "agent_b_parse_failure", True), "parses no replies"),
+        (lambda s: _edit_round(s, "agent_a_p_cooperate", 0.5), "without it"),
         (lambda s: _edit_manifest(s, lambda m: m.update(extra=1)), "'extra' differs"),
         (lambda s: _edit_manifest(s, lambda m: m.update(seed=1)), "'seed' differs"),
         (

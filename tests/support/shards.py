@@ -20,8 +20,9 @@ from pdbench.runners.run_experiment import run_experiment
 from pdbench.runners.session import RunOptions
 
 FILES = ("rounds.jsonl", "llm_calls.jsonl", "run_manifest.json")
-# Record fields whose values only the shard recorded (no plan or payoff matrix fixes them): a
-# merge carries them as they are, so an edit there may merge (and must then be carried exactly).
+# Record fields whose values only the shard recorded (no plan or payoff matrix fixes them; for
+# the LLM agent's side, the flags and P(C) are only bounded): a merge carries them as they are,
+# so an edit there may merge (and must then be carried exactly).
 RECORDED_ONLY = {
     "timestamp_utc",
     "agent_a_p_cooperate",

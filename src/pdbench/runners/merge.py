@@ -170,6 +170,9 @@ def _merge_locked(out_dir: Path, shard_dirs: list[Path], leftovers: list[Path]) 
     for shard in sorted(shards, key=lambda s: s.index):  # the first shard first
         _check_inputs(shard, first, schedule)
     _check_disclosure(shards)
+    agent_facts = {
+        cond.name: _agent_facts(cond.agent_a, cond.agent_b) for cond in cfg.experiment.conditions
+    }
     games = {
         (g.condition, g.replicate): ExpectedGame(
             g.condition,
@@ -181,6 +184,7 @@ def _merge_locked(out_dir: Path, shard_dirs: list[Path], leftovers: list[Path]) 
             g.horizon.type,
             getattr(g.horizon, "n_rounds", None),
             getattr(g.horizon, "stop_prob", None),
+            *agent_facts[g.condition],
         )
         for g in schedule
     }
@@ -213,6 +217,17 @@ def _merge_locked(out_dir: Path, shard_dirs: list[Path], leftovers: list[Path]) 
     manifest["status"] = "completed"
     write_manifest(out_dir, "experiment", manifest)  # last: the run is complete
     return manifest
+
+
+def _agent_facts(a: Any, b: Any) -> tuple[tuple[bool, bool], tuple[bool, bool]]:
+    """Per side: whether the agent can fall back after invalid replies (an LLM agent), and
+    whether it records P(C) (an LLM agent with record_logprobs)."""
+    llm = (a.type == "llm", b.type == "llm")
+    logprobs = (
+        llm[0] and bool(getattr(a, "record_logprobs", False)),
+        llm[1] and bool(getattr(b, "record_logprobs", False)),
+    )
+    return llm, logprobs
 
 
 def _read_shard(shard_dir: Path) -> Shard:

@@ -6,9 +6,10 @@ never builds a completed run on it.
 
 What a record's values can be checked against: the plan (condition, replicate, seed, horizon,
 length, round index, schema version, run id), the payoff matrix (payoffs and running totals from
-the moves), the noise (no noise: moves as intended) and the schema (every field present with its
-type, nothing else). Timestamps, P(C), parse-failure flags, prompts and replies are facts only the
-shard recorded: they are type-checked and carried over as they are.
+the moves), the noise (no noise: moves as intended), the agents (only an LLM agent falls back after invalid
+replies, only one with record_logprobs records P(C)) and the schema (every field present with its
+type, nothing else). Timestamps, an LLM agent's P(C) and parse-failure flags, prompts and replies
+are facts only the shard recorded: they are type-checked and carried over as they are.
 """
 
 from __future__ import annotations
@@ -50,6 +51,10 @@ class ExpectedGame:
     horizon_type: str
     fixed_n: int | None
     stop_prob: float | None
+    # Per side (a, b): whether it can fall back after invalid replies (an LLM agent), and
+    # whether it records P(C) (an LLM agent with record_logprobs).
+    may_fail: tuple[bool, bool] = (True, True)
+    records_p: tuple[bool, bool] = (True, True)
 
 
 def _field_kinds() -> dict[str, tuple[type, bool]]:
@@ -144,10 +149,13 @@ def _record_problem(
         total = record[f"agent_{side}_cum_payoff"]
         if total != totals[i] + cell[i]:
             return f"agent_{side}_cum_payoff {short(total)} is not the running total"
-    for side in "ab":
+    for i, side in enumerate("ab"):
         p = record[f"agent_{side}_p_cooperate"]
-        if p is not None and not 0 <= p <= 1:
-            return f"agent_{side}_p_cooperate is not a probability (got {short(p)})"
+        if p is not None and not (game.records_p[i] and 0 <= p <= 1):
+            why = "is not a probability" if game.records_p[i] else "is set for an agent without it"
+            return f"agent_{side}_p_cooperate {why} (got {short(p)})"
+        if record[f"agent_{side}_parse_failure"] and not game.may_fail[i]:
+            return f"agent_{side}_parse_failure is true for an agent that parses no replies"
     return ""
 
 
