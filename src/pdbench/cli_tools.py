@@ -178,9 +178,15 @@ def merge(
     ],
 ) -> None:
     """Join the shards of an experiment into one run directory, equal to an unsharded run."""
+    from pdbench.errors import RunInterrupted
     from pdbench.runners.merge import merge_shards
 
-    manifest = merge_shards(out_dir, shard_dirs)
+    try:
+        manifest = merge_shards(out_dir, shard_dirs)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: nothing is marked completed
+        raise RunInterrupted(
+            f"interrupted: {out_dir} is not marked completed; run the same merge again to finish it"
+        ) from None
     totals = manifest["totals"]
     typer.echo(
         f"merged {len(shard_dirs)} shards -> {out_dir}: {totals['games']} games, "

@@ -206,6 +206,11 @@ def aggregate_run_dir(run_dir: Path) -> list[dict[str, Any]]:
         return _aggregate_locked(run_dir)
 
 
+def aggregate_held_run_dir(run_dir: Path) -> list[dict[str, Any]]:
+    """`aggregate_run_dir` for a caller that already holds the run directory's lock (merge)."""
+    return _aggregate_locked(Path(run_dir))
+
+
 def _aggregate_locked(run_dir: Path) -> list[dict[str, Any]]:
     try:
         manifest = read_manifest(run_dir, "experiment")
