@@ -122,12 +122,20 @@ def compare(
         str | None,
         typer.Option("--baseline", help="The condition to compare with (default: the first)."),
     ] = None,
+    totals: Annotated[
+        bool,
+        typer.Option(
+            "--totals",
+            help="Compare payoff totals as they are even when the conditions' horizons "
+            "differ (by default they are compared per round then).",
+        ),
+    ] = False,
 ) -> None:
     """Each condition against a baseline: difference, bootstrap interval, permutation p-value
     (Holm-adjusted); writes comparisons.parquet."""
     from pdbench.runners.compare import compare_run, comparison_table
 
-    rows = compare_run(run_dir, metric, baseline)
+    rows = compare_run(run_dir, metric, baseline, totals)
     typer.echo(comparison_table(rows))
     typer.echo(f"{run_dir}: comparisons.parquet written ({len(rows)} rows)")
 
@@ -170,9 +178,15 @@ def merge(
     ],
 ) -> None:
     """Join the shards of an experiment into one run directory, equal to an unsharded run."""
+    from pdbench.errors import RunInterrupted
     from pdbench.runners.merge import merge_shards
 
-    manifest = merge_shards(out_dir, shard_dirs)
+    try:
+        manifest = merge_shards(out_dir, shard_dirs)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: nothing is marked completed
+        raise RunInterrupted(
+            f"interrupted: {out_dir} is not marked completed; run the same merge again to finish it"
+        ) from None
     totals = manifest["totals"]
     typer.echo(
         f"merged {len(shard_dirs)} shards -> {out_dir}: {totals['games']} games, "

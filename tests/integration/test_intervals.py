@@ -3,10 +3,11 @@
 - Coverage: RANDOM(p) against ALLC over 240 independent conditions (8 values of p, 10 games of
   20 rounds each), played and aggregated by a real `pdbench run`: the 95% interval of A's
   cooperation rate covers the true p in 90-99% of the conditions.
-- The small-sample rule (2-4 games): the Student-t interval, computed here by hand.
+- The small-sample rule (2-4 games): the Student-t interval, computed here by hand; 5 or more
+  games: the hull of Student-t, bootstrap-t and Hall's interval, each computed here directly.
 - Seeds: an interval depends on the run seed and its condition's name only (adding a condition
   changes no other condition's interval); `pdbench aggregate` recomputes the same intervals.
-- The manifest records the method.
+- The manifest records each metric's kind and each kind's method.
 """
 
 from __future__ import annotations
@@ -99,27 +100,44 @@ def test_the_small_sample_rule_is_student_t_clipped_to_the_range() -> None:
     assert t_interval([0.3, 0.3]) == (0.3, 0.3)
 
 
-def test_a_bootstrap_interval_matches_a_direct_resampling_of_games() -> None:
-    """The weight-matrix bootstrap equals drawing game indexes and averaging, done directly
-    (same multinomial draws turned back into index lists)."""
+def test_a_mean_interval_is_the_hull_of_t_bootstrap_t_and_hall_computed_directly() -> None:
+    """For 10 games with a value, the interval is the hull of intervals each computed here on
+    its own: Student-t (scipy's quantile), the bootstrap-t from the same multinomial draws
+    turned back into lists of game indexes, and, for a sum over rounds, Hall's (1992)
+    transformation from its formula."""
+    from scipy import stats
+
     rng = np.random.default_rng(3)
-    values = rng.random(12)
+    values = rng.exponential(1.0, 12)  # skewed, as payoff totals under a geometric horizon
     values[[2, 7]] = np.nan  # undefined in two games
     weights = resample_weights(12, 500, np.random.default_rng(9))
-    ((low, high),) = mean_intervals(values, weights)
-    means = []
+    ((low, high),) = mean_intervals(values, weights, sums=[True])  # a sum over rounds
+    ((rate_low, rate_high),) = mean_intervals(values, weights)  # any other mean: no Hall
+    kept = values[~np.isnan(values)]
+    n, mean, sd = kept.size, kept.mean(), kept.std(ddof=1)
+    se = sd / math.sqrt(n)
+    q = stats.t.ppf(0.975, n - 1)
+    student = (mean - q * se, mean + q * se)
+    t_stats = []
     for draw in weights.astype(int):
-        picked = np.repeat(np.arange(12), draw)
-        kept = values[picked][~np.isnan(values[picked])]
-        means.append(kept.mean())
-    # The expanded percentile interval (Hesterberg 2015) for 10 games with a value reads the
-    # bootstrap distribution at Phi(-sqrt(10/9) * t(0.975, 9)) = Phi(-1.05409 * 2.26216)
-    # = Phi(-2.38454) = 0.008550 instead of 0.025.
-    tail = 0.008550
-    assert low == pytest.approx(np.percentile(means, 100 * tail), abs=2e-3)
-    assert high == pytest.approx(np.percentile(means, 100 * (1 - tail)), abs=2e-3)
-    assert expanded_tail(10) == pytest.approx(tail, abs=2e-5)
-    assert expanded_tail(10_000) == pytest.approx(0.025, abs=1e-4)
+        picked = values[np.repeat(np.arange(12), draw)]
+        picked = picked[~np.isnan(picked)]
+        t_stats.append((picked.mean() - mean) / (picked.std(ddof=1) / math.sqrt(picked.size)))
+    t_low, t_high = np.quantile(t_stats, [0.025, 0.975])
+    boot_t = (mean - t_high * se, mean - t_low * se)
+    gamma = np.mean((kept - mean) ** 3) / np.mean((kept - mean) ** 2) ** 1.5
+    a, c = gamma / (3 * math.sqrt(n)), gamma / (6 * math.sqrt(n))
+
+    def g_inverse(y: float) -> float:  # g(T) = T + a T^2 + a^2 T^3 / 3 + c, inverted
+        return (np.cbrt(1 + 3 * a * (y - c)) - 1) / a
+
+    hall = (mean - se * g_inverse(q), mean - se * g_inverse(-q))
+    assert hall[1] - mean > mean - hall[0]  # right skew: the interval leans right
+    assert low == pytest.approx(min(student[0], boot_t[0], hall[0]), abs=2e-3)
+    assert high == pytest.approx(max(student[1], boot_t[1], hall[1]), abs=2e-3)
+    assert rate_low == pytest.approx(min(student[0], boot_t[0]), abs=2e-3)
+    assert rate_high == pytest.approx(max(student[1], boot_t[1]), abs=2e-3)
+    assert expanded_tail(10) == pytest.approx(0.008550, abs=2e-5)  # still used by tournaments
 
 
 def _outcomes(condition: str, seed: int, n: int = 8) -> list[GameOutcome]:
@@ -170,7 +188,12 @@ def test_aggregate_recomputes_the_same_intervals_and_the_manifest_records_them(
     run_experiment(load_config(write_config(data, tmp_path)), RunOptions())
     first = condition_rows(tmp_path / "run")
     manifest = json.loads((tmp_path / "run" / "run_manifest.json").read_text())
-    assert manifest["intervals"]["method"].startswith("expanded percentile bootstrap over games")
+    kinds = manifest["intervals"]["metrics"]
+    assert kinds["agent_a_first_move_cooperation"] == "share"
+    assert kinds["collapsed_fraction"] == "share"
+    assert kinds["agent_a_p_coop_after_cd"] == "pooled_ratio"
+    assert kinds["agent_a_total_payoff"] == "mean"
+    assert set(manifest["intervals"]["methods"]) == {"share", "pooled_ratio", "mean"}
     assert manifest["intervals"]["resamples"] == 2000
     assert manifest["intervals"]["seed"] == data["run"]["seed"]
     aggregate_run_dir(tmp_path / "run")

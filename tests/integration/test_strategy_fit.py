@@ -23,12 +23,15 @@ from tests.support.cli import run_in_process
 from tests.support.configs import experiment, policy, write_config
 
 from pdbench.agents.strategy_library import builtin_candidates
+from pdbench.core.metrics import GameOutcome
 from pdbench.core.payoff import PayoffMatrix
 from pdbench.core.strategy_fit import Candidate, fit_each, game_stats, sfem, share_intervals
+from pdbench.core.strategy_gof import GOF_ALPHA, gof_test, round_design
 from pdbench.runners.loader import load_config
-from pdbench.runners.profile import profile_run
+from pdbench.runners.profile import profile_rows, profile_run, strategy_table
 from pdbench.runners.run_experiment import RunOptions, run_experiment
 from pdbench.storage.aggregate import outcomes_from_table, read_rounds_table
+from pdbench.storage.strategy_fit import read_strategy_fit_settings
 
 GENERATORS = ("TFT", "GRIM", "WSLS", "ALLC", "ALLD", "TF2T", "STFT", "GTFT", "ALTERNATOR")
 GAMES_EACH = 20
@@ -80,6 +83,25 @@ def test_the_generating_strategy_is_recovered_from_noisy_games(tmp_path: Path) -
     print(f"GTFT forgiveness fitted {forgiveness:.3f} (true 1/3)")
     assert abs(forgiveness - 1 / 3) <= 0.1
     assert gtft.rank == 1
+
+    # Goodness of fit, each generator's 20 games pooled: the generating strategy is the best
+    # named one and fits (under the null its p-value is uniform: 9 x 5% = 0.45 rejections
+    # expected, so at most one is allowed). The memory-one model must be rejected for TF2T
+    # (it looks two rounds back) and GRIM (its trigger outlives one round: after a noisy C
+    # it still defects, where memory one would cooperate again).
+    adequate, memory_one_p = 0, {}
+    memory_one = next(j for j, c in enumerate(candidates) if c.name == "MEMORY_ONE")
+    for truth in GENERATORS:
+        games = [side_a(o) for o in outcomes if o.condition == f"{truth}_vs_RANDOM"]
+        fits = fit_each(game_stats(games, candidates), candidates)
+        best = min((f.rank, j) for j, f in enumerate(fits) if candidates[j].in_mixture)[1]
+        assert candidates[best].name == truth
+        rng = np.random.default_rng(7)
+        adequate += gof_test(round_design(games, candidates[best]), rng).p_value >= GOF_ALPHA
+        memory_one_p[truth] = gof_test(round_design(games, candidates[memory_one]), rng).p_value
+    print(f"adequate {adequate}/9; memory-one p-values {memory_one_p}")
+    assert adequate >= len(GENERATORS) - 1
+    assert memory_one_p["TF2T"] < GOF_ALPHA and memory_one_p["GRIM"] < GOF_ALPHA
 
 
 def test_likelihood_and_tremble_of_a_tiny_game_by_hand() -> None:
@@ -160,6 +182,51 @@ def test_profile_writes_ranked_rows_with_intervals(tmp_path: Path) -> None:
     memory_one = next(r for r in a_rows if r["strategy"] == "MEMORY_ONE")
     assert memory_one["share"] is None
     assert set(json.loads(memory_one["parameters"])) <= {"first", "cc", "cd", "dc", "dd"}
+    # WSLS at 5% noise is in the library: the card is adequate on every row; the best strategy
+    # and the memory-one model carry p-values, the rest none.
+    assert all(r["adequate"] for r in a_rows)
+    tested = sorted(r["strategy"] for r in a_rows if r["gof_p_value"] is not None)
+    assert tested == ["MEMORY_ONE", "WSLS"]
+    assert best["moves_explained"] > 0.85  # 1 - 5% noise, give or take
+    settings = read_strategy_fit_settings(run_dir / "strategy_fit.parquet")
+    assert settings is not None and settings["library"] == "builtin"
+    assert "memory-three" in settings["gof_method"] and settings["gof_alpha"] == GOF_ALPHA
+
+
+def test_a_rule_outside_the_library_gets_no_share_interval() -> None:
+    """Copying the opponent's move of two rounds ago (memory two, not in the library), 20 games
+    x 100 rounds against RANDOM(0.5): every row of its card says not adequate, no share
+    interval is written or printed, and the table says so in words."""
+    rng = np.random.default_rng(23)
+    outcomes = []
+    for replicate in range(20):
+        opp = rng.random(100) < 0.5
+        own = np.concatenate(([True, True], opp[:-2]))
+        zeros = np.zeros(100)
+        outcomes.append(GameOutcome("lag2", replicate, "lag2", "RANDOM", own, opp, zeros, zeros))
+    manifest = {"seed": 1, "conditions": [{"name": "lag2"}]}
+    rows = profile_rows(manifest, outcomes, resamples=50)
+    a_rows = [r for r in rows if r["agent"] == "a"]
+    assert {r["adequate"] for r in a_rows} == {False}
+    assert all(r["share_ci_low"] is None and r["share_ci_high"] is None for r in a_rows)
+    # The opponent (RANDOM(0.5)) is in the library: its card keeps its intervals.
+    b_rows = [r for r in rows if r["agent"] == "b"]
+    assert {r["adequate"] for r in b_rows} == {True}
+    assert any(r["share_ci_low"] is not None for r in b_rows)
+    text = strategy_table(rows)
+    best = next(r for r in a_rows if r["gof_p_value"] is not None and r["strategy"] != "MEMORY_ONE")
+    # The closest built-in is TF2T (D only after two D's): when the opponent's move two rounds
+    # back was C both play C; when it was D, TF2T also plays D only if the last move was D
+    # (probability 1/2). So it predicts 1 - 1/2 x 1/2 = 75% of moves.
+    assert best["strategy"] == "TF2T"
+    assert best["moves_explained"] == pytest.approx(0.75, abs=0.03)
+    words = (
+        f"no strategy in the library fits; closest: {best['strategy']}, which explains "
+        f"{100 * best['moves_explained']:.0f}% of moves"
+    )
+    assert words in text
+    a_lines = [line for line in text.splitlines() if " a: " in line and "lag2" in line]
+    assert a_lines and not any("[" in line for line in a_lines)
 
 
 def test_profile_of_a_bad_directory_is_one_line(
@@ -180,3 +247,21 @@ def test_candidates_given_as_prescribed_moves() -> None:
     fits = fit_each(game_stats([(own, opp, None, None)], [machine, as_moves]), [machine, as_moves])
     assert fits[0].log_likelihood == pytest.approx(fits[1].log_likelihood)
     assert fits[0].tremble == pytest.approx(fits[1].tremble)
+
+
+def test_a_share_from_identical_games_is_never_zero_width() -> None:
+    """3 identical games of TFT against ALLD: ALLD's card gives ALLD the whole share, and every
+    bootstrap resample agrees, yet 3 games cannot pin a share down: the interval is at least
+    the Wilson interval of 3 of 3 games, [3 / (3 + 1.96^2), 1] = [0.4385, 1]."""
+    a = np.array([True] + [False] * 19)
+    b = np.zeros(20, dtype=bool)
+    pays = np.zeros(20)
+    outcomes = [GameOutcome("x", r, "TFT", "ALLD", a, b, pays, pays) for r in range(3)]
+    rows = profile_rows({"seed": 1, "conditions": [{"name": "x"}]}, outcomes, resamples=50)
+    alld = next(r for r in rows if r["agent"] == "b" and r["strategy"] == "ALLD")
+    assert alld["share"] == pytest.approx(1.0)
+    assert alld["share_ci_low"] == pytest.approx(3 / (3 + 1.959964**2), abs=1e-4)
+    assert alld["share_ci_high"] == pytest.approx(1.0)
+    for row in rows:
+        if row["share_ci_low"] is not None:
+            assert row["share_ci_high"] > row["share_ci_low"]

@@ -70,36 +70,46 @@ def test_the_recipes_load_from_configs_studies() -> None:
     }
     llm = akata.experiment.conditions[0].agent_a
     assert (llm.labels(), llm.temperature, llm.output_format) == (("J", "F"), 0.0, "token")
+    assert (llm.max_tokens, llm.prompt_mode, llm.verbatim_prompts) == (1, "completion", True)
     assert akata.experiment.conditions[0].agent_b.policy == "DEFECT_ONCE"
     fontana = load_config(REPO / "configs/studies/fontana2024.yaml").config
     alphas = [c.agent_b.params.coop_prob for c in fontana.experiment.conditions]
-    assert alphas == pytest.approx([k / 10 for k in range(11)])
+    assert alphas == pytest.approx([k / 10 for k in range(11)] * 2)  # x two framings
     llm = fontana.experiment.conditions[0].agent_a
     assert (llm.temperature, llm.output_format, llm.history_window) == (0.7, "json", 10)
     assert (llm.max_retries, llm.on_parse_failure, llm.include_totals) == (0, "defect", True)
+    assert (llm.max_tokens, llm.labels()) == (128, ("Cooperate", "Defect"))
     assert (fontana.experiment.replicates, fontana.horizon.n_rounds) == (100, 100)
 
 
 def test_akata_runs_with_labels_and_the_report_places_the_published_numbers(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    configs = copy_configs(tmp_path)
+    recipe = configs / "studies" / "akata2023.yaml"
+    edit(recipe, lambda d: d["experiment"].update(replicates=2))  # the design, fewer games
     out = tmp_path / "akata"
-    html = run_and_report(REPO / "configs/studies/akata2023.yaml", out, capsys)
+    html = run_and_report(recipe, out, capsys)
     rounds = read_jsonl(out / "rounds.jsonl")
     once = [r for r in rounds if r["condition"] == "llm_vs_defect_once"]
-    for rep in range(5):
+    for rep in range(2):
         game = sorted((r for r in once if r["replicate"] == rep), key=lambda r: r["round_index"])
         assert "".join(r["agent_b_action"] for r in game) == "D" + "C" * 9
     label = {"J": "C", "F": "D"}
     for r in rounds:
-        system = r["prompts"]["agent_a"]["system"]
-        assert "Option J and Option F" in system and "you play J, they play F" in system
+        if r["condition"] not in ("llm_vs_defect_once", "llm_vs_itself"):
+            continue
+        prompt = r["prompts"]["agent_a"]
+        assert prompt["system"] == ""  # one completion text: their prompt has no system part
+        assert "you can choose between Option J and Option F" in prompt["round"]
+        assert prompt["round"].endswith("?\nA: Option")
         last = r["raw_responses"]["agent_a"][-1]
         if last["valid"]:  # the label the model answered is the move recorded
             assert label[last["raw"].strip().upper()] == r["agent_a_intended_action"]
     rows = condition_rows(out)
     assert "Published numbers" in html and "GPT-4 (published)" in html
-    row = table_row(html, "Points of the LLM (player 1) per game", "llm_vs_defect_once")
+    assert "Deviations from the authors' protocol" in html
+    row = table_row(html, "Points of the LLM as player 1 per game", "llm_vs_defect_once")
     mine = rows["llm_vs_defect_once"]
     expected = fmt(
         mine["agent_a_total_payoff"],
@@ -114,11 +124,16 @@ def test_fontana_counts_fallbacks_as_defections_and_compares_by_alpha(
 ) -> None:
     configs = copy_configs(tmp_path)
     recipe = configs / "studies" / "fontana2024.yaml"
-    edit(recipe, lambda d: d["experiment"].update(replicates=3))  # the design, fewer games
+
+    def fewer(d: dict[str, Any]) -> None:  # the design, fewer and shorter games
+        d["experiment"].update(replicates=2)
+        d["horizon"].update(n_rounds=40)
+
+    edit(recipe, fewer)
     out = tmp_path / "fontana"
     html = run_and_report(recipe, out, capsys)
     rounds = read_jsonl(out / "rounds.jsonl")
-    assert len(rounds) == 11 * 3 * 100
+    assert len(rounds) == 2 * 11 * 2 * 40  # framings x alphas x games x rounds
     failed = [r for r in rounds if r["agent_a_parse_failure"]]
     assert failed, "the mock's invalid replies (5%) should cost some moves"
     assert all(r["agent_a_intended_action"] == "D" for r in failed)
@@ -126,11 +141,11 @@ def test_fontana_counts_fallbacks_as_defections_and_compares_by_alpha(
     valid = [
         r["raw_responses"]["agent_a"][0]["raw"] for r in rounds if not r["agent_a_parse_failure"]
     ]
-    assert all(raw in ('{"action": "C"}', '{"action": "D"}') for raw in valid)  # JSON answers
+    assert all(raw in ('{"action": "Cooperate"}', '{"action": "Defect"}') for raw in valid)
     rows = condition_rows(out)
     title = "Cooperation rate of the LLM against the random opponent, by alpha"
     row = table_row(html, title, "0.5")
-    mine = rows["llm_vs_random+coop_prob_0.5"]
+    mine = rows["llm_vs_random+round_prompts-fontana2024_third_person.md+coop_prob_0.5"]
     expected = fmt(
         mine["agent_a_cooperation_rate"],
         mine["agent_a_cooperation_rate_ci_low"],
@@ -140,6 +155,7 @@ def test_fontana_counts_fallbacks_as_defections_and_compares_by_alpha(
     assert f"<td><b>{expected}</b></td>" in row
     assert "17.0% <span class='ci'>[12.8%, 21.3%]</span>" in row  # Llama2's published interval
     assert "Not reproduced by this recipe" in html
+    assert "Deviations from the authors' protocol" in html
     assert html.count("<svg") >= 5 and "Llama2-70b-chat" in html
 
 

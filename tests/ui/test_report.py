@@ -135,3 +135,37 @@ def test_tournament_and_evolution_reports_render(
 def test_a_report_of_no_run_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run_in_process(["report", str(tmp_path)], capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1
+
+
+def _card_rows(adequate: bool) -> list[dict]:
+    """A card of two strategies whose best named one failed (or passed) its fit test."""
+    base = {"condition": "c1", "agent": "a", "agent_name": "llm", "tremble": 0.2,
+            "parameters": "{}", "adequate": adequate, "share_ci_low": 0.3,
+            "share_ci_high": 0.9}  # fmt: skip
+    return [
+        {**base, "strategy": "GRIM", "rank": 1, "share": 0.6, "gof_p_value": 0.01,
+         "moves_explained": 0.71},
+        {**base, "strategy": "MEMORY_ONE", "rank": 2, "share": None, "gof_p_value": 0.01,
+         "moves_explained": 0.8},
+    ]  # fmt: skip
+
+
+def test_strategy_card_without_a_fitting_strategy_shows_words_not_shares() -> None:
+    import pandas as pd
+
+    from pdbench.report.experiment import strategy_section
+    from pdbench.ui import tables
+
+    html = strategy_section(_card_rows(False))
+    assert "no strategy in the library fits; closest: GRIM, which explains 71% of moves" in html
+    assert "60.0%" not in html and "30.0%" not in html  # neither the share nor its interval
+    assert "conditional on the library" in html
+    frame = pd.DataFrame(_card_rows(False))
+    assert "closest: GRIM" in (tables.strategy_verdict(frame, "c1", "a") or "")
+    assert set(tables.strategy_card(frame, "c1", "a")["mixture share (95%)"]) == {"—"}
+    # The same card, adequate: shares and intervals as before, no words.
+    html = strategy_section(_card_rows(True))
+    assert "library fits;" not in html and "60.0% <span class='ci'>[30.0%, 90.0%]" in html
+    frame = pd.DataFrame(_card_rows(True))
+    assert tables.strategy_verdict(frame, "c1", "a") is None
+    assert tables.strategy_card(frame, "c1", "a")["mixture share (95%)"].iloc[0].startswith("60%")

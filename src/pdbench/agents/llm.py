@@ -39,6 +39,30 @@ ROUND_FIELDS = (
     "opponent_last_move",
     "my_last_move",
     "output_instruction",
+    # for prompts in a paper's own words (see PromptTemplates)
+    "history_lines",
+    "history_block",
+    "first_option",
+    "second_option",
+    "total_rounds",
+    "R",
+    "S",
+    "T",
+    "P",
+    "my_total",
+    "opp_total",
+    "my_cooperations",
+    "my_defections",
+    "opp_cooperations",
+    "opp_defections",
+)
+# The history and first-round blocks take every round field but the block itself.
+BLOCK_FIELDS = tuple(name for name in ROUND_FIELDS if name != "history_block")
+HISTORY_LINE_FIELDS = ("round", "my_move", "opp_move", "my_payoff", "opp_payoff", "C", "D")
+OPTIONAL_PROMPTS = ("history_line", "history", "first_round")
+DEFAULT_HISTORY_LINE = (
+    "Round {round}: you played {my_move}, the opponent played {opp_move}; "
+    "you got {my_payoff}, they got {opp_payoff}."
 )
 
 
@@ -53,6 +77,27 @@ class PromptTemplates:
     system: str
     round: str
     persona: str
+    # Optional parts (prompts.history_line, .history, .first_round): one shown round, the
+    # block shown once a round was played and the text before the first round.
+    history_line: str = DEFAULT_HISTORY_LINE
+    history: str | None = None
+    first_round: str | None = None
+    # True: sent byte for byte (each file's one final newline dropped); False: stripped.
+    verbatim: bool = False
+
+
+def finish(text: str, verbatim: bool) -> str:
+    """A rendered template as sent: stripped and ending with one newline (empty stays empty),
+    or, verbatim, as written."""
+    if verbatim:
+        return text
+    text = text.strip()
+    return text + "\n" if text else ""
+
+
+def file_text(text: str) -> str:
+    """A template file's text without its one final newline (verbatim prompts)."""
+    return text[:-1] if text.endswith("\n") else text
 
 
 def prompt_sha256(system: str, prompt: str, turns: tuple[tuple[str, str], ...] = ()) -> str:
@@ -121,7 +166,7 @@ def render_system(
         "D": labels[1],
         "output_instruction": output_instruction(output_format, labels),
     }
-    return templates.system.format(**values).strip() + "\n"
+    return finish(templates.system.format(**values), templates.verbatim)
 
 
 def render_round(
@@ -131,17 +176,41 @@ def render_round(
     output_format: str,
     labels: Labels = DEFAULT_LABELS,
     payoff_scale: float = 1.0,
+    templates: PromptTemplates | None = None,
+    swap_options: bool = False,
 ) -> str:
     """The round prompt for this observation (moves in the agent's labels, payoffs times
-    `payoff_scale`)."""
+    `payoff_scale`). `templates` gives the history line and blocks and whether the text is sent
+    verbatim; `swap_options` lists the options D first ({first_option}, {second_option})."""
     k = payoff_scale
+    verbatim = templates is not None and templates.verbatim
     word = {Action.C: labels[0], Action.D: labels[1]}
+    first_shown = obs.round_index - len(obs.history) + 1
     lines = [
-        f"Round {obs.round_index - len(obs.history) + i + 1}: you played {word[h.my_action]}, "
+        f"Round {first_shown + i}: you played {word[h.my_action]}, "
         f"the opponent played {word[h.opp_action]}; "
         f"you got {h.my_payoff * k:g}, they got {h.opp_payoff * k:g}."
         for i, h in enumerate(obs.history)
     ]
+    parts = (template, templates.history or "", templates.first_round or "") if templates else ()
+    wanted = any("{history_lines}" in part for part in parts)  # else not rendered at all
+    line_template = templates.history_line if templates is not None else DEFAULT_HISTORY_LINE
+    shown_lines = "".join(
+        finish(
+            line_template.format(
+                round=first_shown + i,
+                my_move=word[h.my_action],
+                opp_move=word[h.opp_action],
+                my_payoff=f"{h.my_payoff * k:g}",
+                opp_payoff=f"{h.opp_payoff * k:g}",
+                C=labels[0],
+                D=labels[1],
+            ),
+            verbatim,
+        ).rstrip("\n")
+        + "\n"
+        for i, h in enumerate(obs.history if wanted else ())
+    )
     if obs.my_cumulative_payoff is not None and obs.opponent_cumulative_payoff is not None:
         totals = (
             f"Total so far: you {obs.my_cumulative_payoff * k:g} points, "
@@ -157,7 +226,10 @@ def render_round(
         section = "Rounds so far (oldest first):\n" + "\n".join(lines)
     else:
         section = f"Last {len(lines)} rounds (oldest first):\n" + "\n".join(lines)
-    values: Mapping[str, object] = {
+    m = obs.payoff_matrix
+    mine, theirs = obs.my_cooperations, obs.opponent_cooperations
+    first, second = (labels[1], labels[0]) if swap_options else labels
+    values: dict[str, object] = {
         "round_number": obs.round_number,
         "history_section": section,
         "horizon_text": horizon_text(obs),
@@ -172,8 +244,30 @@ def render_round(
         "C": labels[0],
         "D": labels[1],
         "output_instruction": output_instruction(output_format, labels),
+        "history_lines": shown_lines,
+        "first_option": first,
+        "second_option": second,
+        "total_rounds": obs.total_rounds
+        if obs.total_rounds is not None
+        else "an unknown number of",
+        "R": f"{m.reward * k:g}",
+        "S": f"{m.sucker * k:g}",
+        "T": f"{m.temptation * k:g}",
+        "P": f"{m.punishment * k:g}",
+        "my_total": "" if obs.my_cumulative_payoff is None else f"{obs.my_cumulative_payoff * k:g}",
+        "opp_total": ""
+        if obs.opponent_cumulative_payoff is None
+        else f"{obs.opponent_cumulative_payoff * k:g}",
+        "my_cooperations": "" if mine is None else mine,
+        "my_defections": "" if mine is None else obs.round_index - mine,
+        "opp_cooperations": "" if theirs is None else theirs,
+        "opp_defections": "" if theirs is None else obs.round_index - theirs,
     }
-    return template.format(**values).strip() + "\n"
+    block = None
+    if templates is not None:
+        block = templates.first_round if obs.round_index == 0 else templates.history
+    values["history_block"] = section if block is None else finish(block.format(**values), verbatim)
+    return finish(template.format(**values), verbatim)
 
 
 class LLMAgent(AgentBase):
@@ -207,6 +301,7 @@ class LLMAgent(AgentBase):
     def round_prompt(self, obs: Observation) -> str:
         """The round prompt this agent is shown for `obs`."""
         cfg = self.config
+        swap = counter_bits(self.seed, obs.round_index, Purpose.PROMPT, 0) & 1
         return render_round(
             self.templates.round,
             obs,
@@ -214,6 +309,8 @@ class LLMAgent(AgentBase):
             cfg.output_format,
             self.labels,
             cfg.payoff_scale,
+            self.templates,
+            bool(swap),
         )
 
     async def decide(self, obs: Observation) -> Decision:
@@ -235,6 +332,7 @@ class LLMAgent(AgentBase):
                 output_format=cfg.output_format,
                 logprobs=cfg.record_logprobs,
                 labels=self.labels,
+                mode=cfg.prompt_mode,
             )
             completion = await self.provider.complete(request)
             result = parse_action(

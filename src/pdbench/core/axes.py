@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from pdbench.core.metrics import feasible_range, is_sum_over_rounds
 from pdbench.core.stats import mean_intervals, resample_weights
 
 BASE_AXIS = "condition"  # the hand-written condition an expanded one came from
@@ -99,7 +100,7 @@ def axis_values(
     resamples: int = 1000,
 ) -> list[AxisValue]:
     """Per axis, value and metric: the mean over the games at that value and its interval
-    (bootstrap over those games; Student-t for 2-4 games)."""
+    (the method of a condition's means, core/stats.py)."""
     out: list[AxisValue] = []
     for axis in axes:
         keys = [_key(coordinate(g, axis)) for g in games]
@@ -109,7 +110,12 @@ def axis_values(
                 [[_number(g.get(m)) for m in metrics] for g in chosen], dtype=np.float64
             ).reshape(len(chosen), len(metrics))
             weights = resample_weights(len(chosen), resamples, rng) if len(chosen) > 1 else None
-            intervals = mean_intervals(data, weights)
+            intervals = mean_intervals(
+                data,
+                weights,
+                bounds=[feasible_range(m) for m in metrics],
+                sums=[is_sum_over_rounds(m) for m in metrics],
+            )
             for j, metric in enumerate(metrics):
                 column = data[:, j]
                 defined = column[~np.isnan(column)]
@@ -135,7 +141,12 @@ def pooled_mean(
     values = np.array([_number(g.get(metric)) for g in games], dtype=np.float64)
     defined = values[~np.isnan(values)]
     weights = resample_weights(len(values), resamples, rng) if len(values) > 1 else None
-    low, high = mean_intervals(values.reshape(-1, 1), weights)[0]
+    low, high = mean_intervals(
+        values.reshape(-1, 1),
+        weights,
+        bounds=[feasible_range(metric)],
+        sums=[is_sum_over_rounds(metric)],
+    )[0]
     mean = float(defined.mean()) if defined.size else None
     return int(defined.size), mean, low, high
 

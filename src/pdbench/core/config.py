@@ -196,6 +196,12 @@ class PromptFiles(Strict):
     system: str
     round: str
     personas_dir: str
+    # Optional parts for prompts written in a paper's own words: one earlier round
+    # ({history_lines} joins them), the block shown once a round was played ({history_block})
+    # and the text shown before the first round ({history_block} then).
+    history_line: str | None = None
+    history: str | None = None
+    first_round: str | None = None
 
 
 class MockSettings(Strict):
@@ -268,6 +274,13 @@ class LLMAgentConfig(Strict):
     max_concurrency: int = Field(default=8, ge=1)
     persona: str | None = None
     prompts: PromptFiles
+    # chat: the system prompt as a system message, the round prompt as the user's; user: both
+    # in one user message (system text first); completion: both as one plain text continued by
+    # the model (providers with a completion endpoint: llamacpp, openai's /v1/completions, mock).
+    prompt_mode: Literal["chat", "user", "completion"] = "chat"
+    # true: the rendered templates are sent byte for byte (a file's one final newline dropped);
+    # false: each is stripped and ends with one newline.
+    verbatim_prompts: bool = False
     history_window: int | None = Field(default=10, ge=0)
     include_totals: bool = True
     horizon_disclosure: Literal["exact", "stop_prob", "hidden"] | None = None

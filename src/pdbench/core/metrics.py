@@ -6,6 +6,8 @@ Moves are given as boolean arrays, True for C. Definitions (also in the README):
 - cooperation_rate_over_time: per round t, the fraction of the two agents that played C.
 - retaliation_rate (X): among rounds t >= 1 where X's opponent played D at t-1, the fraction
   where X plays D at t; forgiveness_rate: the fraction where X plays C. None when no such round.
+- payoff_per_round (X): X's total payoff divided by the game's rounds (comparable across
+  horizons; comparisons of conditions with different horizons use it by default).
 - exploitability_payoff_gap (X): opponent's total payoff minus X's total payoff.
 - time_to_collapse: first 0-based t with t + k <= n such that the cooperation rate of both agents
   over rounds t..t+k-1 is <= threshold; None if there is none.
@@ -21,7 +23,9 @@ Moves are given as boolean arrays, True for C. Definitions (also in the README):
 
 Condition rows hold the mean over games of each metric (memory-one: the ratio of counts pooled
 over games; visit counts: their sum) and, for each, `<metric>_ci_low`/`_ci_high`: a 95% interval
-with the game as the unit (core/stats.py).
+with the game as the unit, by the method of the metric's kind (`interval_kind`: a share of games,
+a ratio pooled over games, or a mean of per-game values; core/stats.py), clipped to the metric's
+feasible range (`feasible_range`); `clipped_intervals` names the metrics whose interval was.
 """
 
 from __future__ import annotations
@@ -35,7 +39,18 @@ import numpy as np
 import orjson
 
 from pdbench.core.behaviour import STATES, behaviour_column_names, behaviour_columns
-from pdbench.core.stats import IntervalSettings, mean_intervals, ratio_interval, resample_weights
+from pdbench.core.stats import (
+    KIND_MEAN,
+    KIND_POOLED_RATIO,
+    KIND_SHARE,
+    Bounds,
+    IntervalSettings,
+    clipped_mean_intervals,
+    mean_intervals,
+    ratio_interval,
+    resample_weights,
+    share_interval,
+)
 
 DEFAULT_COLLAPSE_K = 10
 DEFAULT_COLLAPSE_THRESHOLD = 0.2
@@ -52,6 +67,8 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "agent_b_forgiveness_rate",
     "agent_a_total_payoff",
     "agent_b_total_payoff",
+    "agent_a_payoff_per_round",
+    "agent_b_payoff_per_round",
     "agent_a_exploitability_payoff_gap",
     "agent_b_exploitability_payoff_gap",
     "time_to_collapse",
@@ -74,6 +91,14 @@ COUNT_COLUMNS: tuple[str, ...] = tuple(f"agent_{side}_n_{s}" for side in "ab" fo
 POOLED_COLUMNS: dict[str, str] = {
     f"agent_{side}_p_coop_after_{s}": f"agent_{side}_n_{s}" for side in "ab" for s in STATES
 }
+# Shares of games: a yes/no value per game (kind `share`, a Wilson interval).
+SHARE_COLUMNS: frozenset[str] = frozenset(
+    {
+        "collapsed_fraction",
+        *(f"agent_{side}_first_move_cooperation" for side in "ab"),
+        *(f"agent_{side}_fontana_nice" for side in "ab"),
+    }
+)
 BAND_RESAMPLES = 400  # resamples for the per-round bands of cooperation_rate_over_time
 
 AGGREGATE_COLUMNS: tuple[str, ...] = (
@@ -187,6 +212,8 @@ def game_metrics(
         "agent_b_forgiveness_rate": forg_b,
         "agent_a_total_payoff": total_a,
         "agent_b_total_payoff": total_b,
+        "agent_a_payoff_per_round": total_a / n if n else None,
+        "agent_b_payoff_per_round": total_b / n if n else None,
         "agent_a_exploitability_payoff_gap": total_b - total_a,
         "agent_b_exploitability_payoff_gap": total_a - total_b,
         "time_to_collapse": collapse_at,
@@ -278,18 +305,86 @@ def _numeric(value: Any) -> float:
     return float(value)
 
 
-def _bounds(column: str) -> tuple[float, float] | None:
-    """The range a Student-t interval is clipped to: [0, 1] for rates and shares."""
+@dataclass(frozen=True, slots=True)
+class MetricDesign:
+    """What bounds a condition's metrics: the payoff matrix's smallest and largest payoff and
+    the fewest and most rounds a game can have (`max_rounds` None: unbounded)."""
+
+    payoff_min: float
+    payoff_max: float
+    min_rounds: int
+    max_rounds: int | None
+
+
+def _scaled(low_per_round: float, high_per_round: float, design: MetricDesign) -> Bounds:
+    """The range of a sum over a game's rounds of a value in [low, high] per round."""
+    most = math.inf if design.max_rounds is None else float(design.max_rounds)
+    fewest = float(design.min_rounds)
+    low = low_per_round * (fewest if low_per_round >= 0 else most)
+    high = high_per_round * (most if high_per_round >= 0 else fewest)
+    return low, high
+
+
+SUM_SUFFIXES: tuple[str, ...] = (
+    "total_payoff",
+    "exploitability_payoff_gap",
+    "n_rounds",
+    "time_to_collapse",
+    "parse_failures",
+    "llm_calls",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+)
+
+
+def is_sum_over_rounds(column: str) -> bool:
+    """Whether a metric adds up over a game's rounds (its skew follows the horizon's)."""
+    return column.endswith(SUM_SUFFIXES)
+
+
+def interval_kind(column: str) -> str:
+    """The kind of a metric, which decides its interval method (core/stats.py)."""
+    if column in SHARE_COLUMNS:
+        return KIND_SHARE
+    if column in POOLED_COLUMNS:
+        return KIND_POOLED_RATIO
+    return KIND_MEAN
+
+
+def feasible_range(column: str, design: MetricDesign | None = None) -> Bounds | None:
+    """The values a metric's condition mean can take: [0, 1] for rates, shares and
+    probabilities; payoffs and rounds from the design; [0, inf) for counts (None: unknown)."""
     if any(word in column for word in ("rate", "fraction", "p_coop", "fontana", "p_cooperate")):
         return (0.0, 1.0)
     if column.endswith("first_move_cooperation"):
         return (0.0, 1.0)
+    if column.endswith(("llm_calls", "input_tokens", "output_tokens", "cost_usd")):
+        return (0.0, math.inf)
+    if design is None:
+        return None
+    spread = design.payoff_max - design.payoff_min
+    most = math.inf if design.max_rounds is None else float(design.max_rounds)
+    if column.endswith("payoff_per_round"):
+        return (design.payoff_min, design.payoff_max)
+    if column.endswith("total_payoff"):
+        return _scaled(design.payoff_min, design.payoff_max, design)
+    if column.endswith("exploitability_payoff_gap"):
+        return _scaled(-spread, spread, design)
+    if column == "n_rounds":
+        return (float(design.min_rounds), most)
+    if column.endswith("parse_failures"):
+        return (0.0, most)
+    if column == "time_to_collapse":
+        return (0.0, max(0.0, most - 1.0))
     return None
 
 
 IDENTITY_COLUMNS = frozenset(
     {"run_id", "condition", "scope", "replicate", "n_replicates", "agent_a_name", "agent_b_name"}
 )
+# Written beside the intervals on condition rows: the metrics whose interval was clipped.
+CLIPPED_COLUMN = "clipped_intervals"
 
 
 def interval_columns(columns: Iterable[str]) -> list[str]:
@@ -300,18 +395,47 @@ def interval_columns(columns: Iterable[str]) -> list[str]:
         for c in columns
         if c not in IDENTITY_COLUMNS
         and c not in COUNT_COLUMNS
-        and c != "cooperation_rate_over_time"
+        and c not in ("cooperation_rate_over_time", CLIPPED_COLUMN)
         and not c.endswith(("_ci_low", "_ci_high"))
     ]
+
+
+# A total over a game's rounds and the same payoff per round: conditions of unequal horizons are
+# compared per round (a 12-round total against a 50-round one says nothing about play).
+PER_ROUND_OF: dict[str, str] = {
+    f"agent_{side}_total_payoff": f"agent_{side}_payoff_per_round" for side in "ab"
+}
+
+
+def horizons_differ(rounds_by_condition: Mapping[str, float | None]) -> bool:
+    """Whether conditions' games differ in length (mean rounds per condition)."""
+    known = {round(float(v), 9) for v in rounds_by_condition.values() if v is not None}
+    return len(known) > 1
+
+
+def comparable_metric(metric: str, rounds_by_condition: Mapping[str, float | None]) -> str:
+    """The metric to compare conditions by: a payoff total becomes the payoff per round when
+    the conditions' horizons differ; any other metric is itself."""
+    if metric in PER_ROUND_OF and horizons_differ(rounds_by_condition):
+        return PER_ROUND_OF[metric]
+    return metric
+
+
+def metric_kinds(columns: Iterable[str]) -> dict[str, str]:
+    """Each interval column's kind (recorded in the manifest, named in the report)."""
+    return {c: interval_kind(c) for c in interval_columns(columns)}
 
 
 def add_intervals(
     rows: list[dict[str, Any]],
     settings: IntervalSettings,
     generator_for: Callable[[str], np.random.Generator],
+    design_for: Callable[[str], MetricDesign | None] | None = None,
 ) -> list[dict[str, Any]]:
     """Give each condition row `<metric>_ci_low`/`_ci_high` for every metric (replicate rows
-    get nulls): 95% intervals over the condition's games, see core/stats.py.
+    get nulls): 95% intervals over the condition's games by the method of the metric's kind,
+    see core/stats.py, clipped to the metric's feasible range under the condition's design
+    (`design_for(condition)`); `clipped_intervals` lists the metrics whose interval was clipped.
     `generator_for(condition)` gives the condition's generator (seeded from the run seed and
     the condition's name by the caller, so adding a condition changes no other interval)."""
     names = interval_columns(rows[0]) if rows else []
@@ -325,28 +449,37 @@ def add_intervals(
             row[f"{column}_ci_high"] = None
         row["cooperation_rate_over_time_ci_low"] = None
         row["cooperation_rate_over_time_ci_high"] = None
+        row[CLIPPED_COLUMN] = None
         if row.get("scope") != "condition":
             continue
         games = by_condition.get(str(row["condition"]), [])
         if not games:
             continue
+        design = design_for(str(row["condition"])) if design_for is not None else None
         rng = generator_for(str(row["condition"]))
         weights = resample_weights(len(games), settings.resamples, rng)
-        plain = [c for c in names if c not in POOLED_COLUMNS]
+        found: dict[str, tuple[float | None, float | None]] = {}
+        plain = [c for c in names if interval_kind(c) == KIND_MEAN]
         matrix = np.array([[_numeric(g.get(c)) for c in plain] for g in games], dtype=np.float64)
-        found = mean_intervals(
+        means = clipped_mean_intervals(
             matrix.reshape(len(games), len(plain)),
             weights,
             settings.level,
-            [_bounds(c) for c in plain],
+            [feasible_range(c, design) for c in plain],
+            [is_sum_over_rounds(c) for c in plain],
         )
-        for column, (low, high) in zip(plain, found, strict=True):
-            row[f"{column}_ci_low"], row[f"{column}_ci_high"] = low, high
+        clipped = [c for c, (_, _, was) in zip(plain, means, strict=True) if was]
+        found.update((c, (low, high)) for c, (low, high, _) in zip(plain, means, strict=True))
         for column in names:
-            if column in POOLED_COLUMNS:
+            kind = interval_kind(column)
+            if kind == KIND_SHARE:
+                found[column] = share_interval([_numeric(g.get(column)) for g in games])
+            elif kind == KIND_POOLED_RATIO:
                 visits, coops = _pooled(games, column)
-                low, high = ratio_interval(coops, visits, weights, settings.level)
-                row[f"{column}_ci_low"], row[f"{column}_ci_high"] = low, high
+                found[column] = ratio_interval(coops, visits, settings.level)
+        for column in names:  # shares and pooled ratios lie in [0, 1] by construction
+            row[f"{column}_ci_low"], row[f"{column}_ci_high"] = found[column]
+        row[CLIPPED_COLUMN] = ",".join(clipped) if clipped else None
         _add_bands(row, games, rng, settings)
     return rows
 

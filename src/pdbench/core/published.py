@@ -3,7 +3,10 @@ games of a run each one is compared with (pure: the file is read by the loader).
 
 A file lists comparisons; each names an aggregates.parquet metric, the axis its points lie on
 (`by`: a swept path, or `condition`), the points, and per published model one value per point
-(a number, `{value, ci: [low, high]}`, or null where the paper gives none).
+(a number, `{value, ci: [low, high]}`, or null where the paper gives none). `where` keeps only
+the conditions at given values of other axes (e.g. the prompt the paper used when a recipe sweeps
+prompts). `deviations` lists where the recipe still departs from the authors' protocol; the
+report shows them.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ class Comparison(Strict):
     by: str = BY_CONDITION
     points: list[float | str] = Field(min_length=1)
     published: dict[str, list[float | PublishedValue | None]] = Field(min_length=1)
+    where: dict[str, float | str] = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
@@ -40,6 +44,8 @@ class Comparison(Strict):
         # YAML writes 0 and 1 as integers; a point or a value is a number either way.
         if isinstance(data, dict):
             data = dict(data)
+            if isinstance(data.get("where"), dict):
+                data["where"] = {k: _as_float(v) for k, v in data["where"].items()}
             if isinstance(data.get("points"), list):
                 data["points"] = [_as_float(p) for p in data["points"]]
             if isinstance(data.get("published"), dict):
@@ -78,6 +84,7 @@ class PublishedNumbers(Strict):
     note: str | None = None
     comparisons: list[Comparison] = Field(min_length=1)
     not_reproduced: list[str] = Field(default_factory=list)
+    deviations: list[str] = Field(default_factory=list)
 
 
 def published_value(entry: float | PublishedValue | dict[str, Any] | None) -> PublishedValue | None:
@@ -91,8 +98,18 @@ def published_value(entry: float | PublishedValue | dict[str, Any] | None) -> Pu
     return PublishedValue(value=float(entry))
 
 
-def matches(point: float | str, by: str, condition: str, coordinates: dict[str, Any]) -> bool:
-    """Whether a condition (its name and sweep coordinates) lies at a comparison's point."""
+def matches(
+    point: float | str,
+    by: str,
+    condition: str,
+    coordinates: dict[str, Any],
+    where: dict[str, float | str] | None = None,
+) -> bool:
+    """Whether a condition (its name and sweep coordinates) lies at a comparison's point (and
+    at every value of `where`)."""
+    for path, wanted in (where or {}).items():
+        if not matches(wanted, path, condition, coordinates):
+            return False
     if by == BY_CONDITION:
         return condition == point or condition.split("+", 1)[0] == point
     value = coordinates.get(by)

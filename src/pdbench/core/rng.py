@@ -27,6 +27,7 @@ class Purpose(IntEnum):
     POLICY = 2
     NOISE = 3
     PROVIDER = 4
+    PROMPT = 5  # the order a prompt lists the two options in
 
 
 def mix64(x: int) -> int:

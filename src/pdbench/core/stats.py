@@ -1,25 +1,48 @@
 """Confidence intervals with the game as the unit (pure: the random generator is passed in).
 
-Every condition-level metric is a mean over games (a game's value is computed from its own
-moves), so its uncertainty comes from the games, never from pooled moves, which are dependent
-within a game. Method:
+Every condition-level metric is computed from per-game values, so its uncertainty comes from the
+games, never from pooled moves, which are dependent within a game. Each metric has a kind, and
+each kind its method (the manifest records the method of every metric; the report names them):
 
-- 5 or more games with a value: an expanded percentile bootstrap over games (Hesterberg 2015:
-  the plain percentile interval is too narrow for small samples, covering about 91% at 10
-  games; the expanded one reads the bootstrap distribution at the tail probability
-  Phi(-sqrt(n / (n - 1)) * t(0.975, n - 1)) instead of 2.5%, which tends to 2.5% as n grows).
-  One matrix of resampling
-  weights (how often each game is drawn, `resamples` draws of n games with replacement) serves
-  every metric of a condition, so the intervals of one condition are computed together; the
-  generator is seeded from the run seed and the condition's name, so adding a condition changes
-  no other interval. A metric that is undefined in some games (e.g. retaliation without a
-  provocation) is the mean over the games where it is defined, in each resample too.
-- 2 to 4 games: the bootstrap is too coarse (at most 35 distinct resamples for 4 games), so a
-  Student-t interval on the game values, clipped to the metric's range ([0, 1] for rates).
-- 1 game, or none: no interval (null).
+- `mean`, a mean of per-game values (cooperation rates, payoffs, rounds, ...):
+  - 5 or more games with a value: the hull (union) of Student-t and the bootstrap-t interval
+    (the studentized bootstrap over games: the 2.5% and 97.5% points of (resampled mean - mean)
+    / resampled standard error); for sums over a game's rounds (payoff totals, the payoff gap,
+    rounds, counts), whose skew comes from the horizon, also Hall's (1992) skewness-corrected t.
+    Chosen by simulation (`benchmarks/coverage.py`): with skewed per-game values at 5-8 games
+    (totals and rounds under a geometric horizon with many 1-2 round games) Student-t alone
+    covers 87-90%, the expanded percentile bootstrap (Hesterberg 2015) that pdbench used before
+    84-91%, the bootstrap-t 86-93%, Hall's 90-93% and the hull of the three 92-94%; on rates
+    and other values bounded per round Hall's interval over-covers (98-99.5% with 1-2 round
+    games), and the hull of Student-t and the bootstrap-t keeps 94-97%. One matrix of
+    resampling weights (how often each game is drawn, `resamples` draws of n games with
+    replacement) serves every metric of a condition; the generator is seeded from the run seed
+    and the condition's name, so adding a condition changes no other interval.
+  - 2 to 4 games: Student-t on the game values (the bootstrap has at most 35 distinct resamples).
+  - every game with the same value (2 or more games): the games cannot show how much the value
+    varies, so the interval is the one a yes/no outcome with that mean would get (the most
+    variable a bounded value can be): the Wilson interval of the value as a share of the
+    metric's feasible range (without the continuity correction, which for a fractional count
+    can leave the value itself out). None when the range is unbounded (token counts, for instance),
+    the value itself when the range is a single point (the rounds of a fixed horizon).
+- `share`, the share of games with a yes/no outcome (first-move cooperation, collapsed, Fontana's
+  `nice`): the Wilson score interval with continuity correction of k games out of n; never zero
+  width from 2 or more games. Chosen by exact computation over true shares from 5% to 95%: at
+  5-25 games the plain Wilson and the Jeffreys intervals dip to 87-90% coverage at some shares,
+  the corrected Wilson stays at or above 95.7% (it over-covers: 97-99% on average).
+- `pooled_ratio`, a ratio pooled over games (P(C | state) of the memory-one profile:
+  cooperations after the state / visits of it): the Wilson interval at an effective number of
+  observations n_eff = R(1 - R) / Var(R), with Var(R) the cluster (game) variance of the ratio
+  estimator, n_eff kept between the number of games and the number of visits (the number of
+  games, with the normal quantile, when R is 0 or 1 or every game has the same ratio: then no
+  variance between games can be seen), and otherwise the Student-t quantile for 2 (games - 1)
+  degrees of freedom instead of the normal one, since the variance comes from few games (with
+  games - 1 degrees of freedom the interval over-covered, 99-100% at 5 games; with the normal
+  quantile it covered 91.5% where visits per game vary a lot).
+- 1 game, or none: no interval (null), whatever the kind.
 
-Ratios pooled over games (the memory-one profile: cooperations after a state / visits of it)
-are resampled the same way, recomputing the pooled ratio in each resample (a cluster bootstrap).
+Every interval is then clipped to the metric's feasible range (core.metrics.feasible_range);
+`clip` says whether it was.
 """
 
 from __future__ import annotations
@@ -34,11 +57,34 @@ import numpy as np
 LEVEL = 0.95
 DEFAULT_RESAMPLES = 2000
 SMALL_SAMPLE_GAMES = 5  # fewer games with a value: Student-t instead of the bootstrap
-METHOD = "expanded percentile bootstrap over games (Hesterberg 2015)"
-SMALL_SAMPLE_METHOD = "Student-t on the game values, clipped to the metric's range"
+
+KIND_MEAN = "mean"
+KIND_SHARE = "share"
+KIND_POOLED_RATIO = "pooled_ratio"
+METHODS: dict[str, str] = {
+    KIND_MEAN: (
+        "mean of per-game values: 5+ games, hull of the Student-t and bootstrap-t (studentized "
+        "bootstrap over games) intervals, with Hall's skewness-corrected t for sums over "
+        "rounds (totals, rounds, counts); 2-4 games, Student-t; "
+        "every game equal, the Wilson interval of the value as a share of the metric's range"
+    ),
+    KIND_SHARE: (
+        "share of games (yes/no per game): Wilson score interval with continuity correction "
+        "of k of n games"
+    ),
+    KIND_POOLED_RATIO: (
+        "ratio pooled over games: Wilson interval at the effective sample size of the "
+        "cluster (game) variance, between the number of games and of visits, t quantile"
+    ),
+}
+METHOD = "per kind of metric (see methods); the game is the unit"
+CLIPPING = "every interval is clipped to the metric's feasible range (clipped_intervals names them)"
+
+Bounds = tuple[float, float]
 
 # Two-sided 97.5% quantiles of Student's t for 1 to 3 degrees of freedom (2 to 4 games).
 _T_975 = {1: 12.706204736174698, 2: 4.302652729749464, 3: 3.182446305284263}
+_MIN_VALID_RESAMPLES = 0.5  # bootstrap-t needs a standard error in at least half the resamples
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,18 +95,23 @@ class IntervalSettings:
     level: float = LEVEL
     seed: int = 0
 
-    def describe(self) -> dict[str, object]:
-        """The manifest entry."""
-        return {
+    def describe(self, metric_kinds: dict[str, str] | None = None) -> dict[str, object]:
+        """The manifest entry; `metric_kinds` (metric -> kind) names each metric's method."""
+        entry: dict[str, object] = {
             "method": METHOD,
+            "methods": dict(METHODS),
             "unit": "game (replicate)",
             "level": self.level,
             "resamples": self.resamples,
             "seed": self.seed,
             "seed_per_condition": "derive_seed(seed, 'intervals', condition name)",
-            "small_sample": f"fewer than {SMALL_SAMPLE_GAMES} games: {SMALL_SAMPLE_METHOD}; "
+            "small_sample": f"fewer than {SMALL_SAMPLE_GAMES} games: Student-t for means; "
             "1 game: null",
+            "clipping": CLIPPING,
         }
+        if metric_kinds is not None:
+            entry["metrics"] = dict(metric_kinds)
+        return entry
 
 
 def resample_weights(n: int, resamples: int, rng: np.random.Generator) -> np.ndarray:
@@ -85,88 +136,231 @@ def t_quantile(p: float, df: int) -> float:
 
 def expanded_tail(n: int, level: float = LEVEL) -> float:
     """The tail probability at which the expanded percentile interval reads the bootstrap
-    distribution of a mean of n games (Hesterberg 2015)."""
+    distribution of a mean of n values (Hesterberg 2015); used by the tournament and the
+    strategy card."""
     alpha = (1.0 - level) / 2.0
     if n < 2:
         return alpha
     return NormalDist().cdf(-math.sqrt(n / (n - 1)) * t_quantile(1.0 - alpha, n - 1))
 
 
-def _percentiles(stats: np.ndarray, tail: float) -> tuple[np.ndarray, np.ndarray]:
-    with np.errstate(all="ignore"):
-        low, high = np.nanpercentile(stats, [100.0 * tail, 100.0 * (1.0 - tail)], axis=0)
+def wilson_interval(
+    successes: float, trials: float, level: float = LEVEL, quantile: float | None = None
+) -> tuple[float, float]:
+    """Wilson score interval of successes / trials (trials may be an effective, non-integer
+    number); `quantile` replaces the normal quantile of the level when given."""
+    z = NormalDist().inv_cdf(0.5 + level / 2.0) if quantile is None else quantile
+    p = min(1.0, max(0.0, successes / trials))
+    z2n = z * z / trials
+    centre = (p + z2n / 2.0) / (1.0 + z2n)
+    half = z / (1.0 + z2n) * math.sqrt(p * (1.0 - p) / trials + z2n / (4.0 * trials))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def wilson_cc_interval(
+    successes: float, trials: float, level: float = LEVEL
+) -> tuple[float, float]:
+    """Wilson score interval with continuity correction (Newcombe 1998, method 4) of
+    successes / trials: at 5-25 trials its coverage stays at or above 95.7% for every true share
+    from 5% to 95% (computed exactly), where the plain Wilson interval dips to 89.6%."""
+    z = NormalDist().inv_cdf(0.5 + level / 2.0)
+    n = trials
+    p = min(1.0, max(0.0, successes / trials))
+    denominator = 2.0 * (n + z * z)
+    low = 0.0
+    if p > 0.0:
+        root = math.sqrt(max(0.0, z * z - 2.0 - 1.0 / n + 4.0 * p * (n * (1.0 - p) + 1.0)))
+        low = max(0.0, (2.0 * n * p + z * z - 1.0 - z * root) / denominator)
+    high = 1.0
+    if p < 1.0:
+        root = math.sqrt(max(0.0, z * z + 2.0 - 1.0 / n + 4.0 * p * (n * (1.0 - p) - 1.0)))
+        high = min(1.0, (2.0 * n * p + z * z + 1.0 + z * root) / denominator)
     return low, high
 
 
+def clip(
+    low: float | None, high: float | None, bounds: Bounds | None
+) -> tuple[float | None, float | None, bool]:
+    """(low, high) clipped to bounds, and whether clipping changed either end."""
+    if low is None or high is None or bounds is None:
+        return low, high, False
+    new_low, new_high = max(bounds[0], low), min(bounds[1], high)
+    return new_low, new_high, (new_low != low or new_high != high)
+
+
 def t_interval(
-    values: Sequence[float] | np.ndarray, bounds: tuple[float, float] | None = None
+    values: Sequence[float] | np.ndarray, bounds: Bounds | None = None, level: float = LEVEL
 ) -> tuple[float | None, float | None]:
-    """Student-t 95% interval of the mean of 2-4 values (None for fewer), clipped to bounds."""
+    """Student-t interval of the mean (None for fewer than 2 values), clipped to bounds."""
     arr = np.asarray(values, dtype=np.float64)
     arr = arr[~np.isnan(arr)]
     k = arr.size
     if k < 2:
         return None, None
     mean = float(arr.mean())
-    quantile = _T_975.get(k - 1, 1.959963984540054)
-    half = quantile * float(arr.std(ddof=1)) / math.sqrt(k)
-    low, high = mean - half, mean + half
-    if bounds is not None:
-        low, high = max(bounds[0], low), min(bounds[1], high)
+    half = t_quantile(0.5 + level / 2.0, k - 1) * float(arr.std(ddof=1)) / math.sqrt(k)
+    low, high, _ = clip(mean - half, mean + half, bounds)
     return low, high
+
+
+def constant_interval(
+    value: float, n: int, bounds: Bounds | None, level: float = LEVEL
+) -> tuple[float | None, float | None]:
+    """The interval of a mean when all n >= 2 games gave `value`: the Wilson interval of the
+    value as a share of the bounded range; the value on a one-point range; None unbounded."""
+    if bounds is None or not (math.isfinite(bounds[0]) and math.isfinite(bounds[1])):
+        return None, None
+    low, high = bounds
+    if high <= low:
+        return value, value
+    share_low, share_high = wilson_interval((value - low) / (high - low) * n, n, level)
+    return low + share_low * (high - low), low + share_high * (high - low)
+
+
+def _bootstrap_t(
+    values: np.ndarray, defined: np.ndarray, weights: np.ndarray, level: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Bootstrap-t intervals of the column means (games x metrics), NaN where too few
+    resamples have a standard error."""
+    filled = np.where(defined, values, 0.0)
+    mask = defined.astype(np.float64)
+    k = mask.sum(axis=0)
+    mean = filled.sum(axis=0) / k
+    sd = np.sqrt(np.maximum(((filled - mean) ** 2 * mask).sum(axis=0) / (k - 1), 0.0))
+    with np.errstate(all="ignore"):
+        drawn = weights @ mask
+        b_mean = (weights @ filled) / drawn
+        b_var = ((weights @ (filled * filled)) / drawn - b_mean**2) * drawn / (drawn - 1)
+        b_se = np.sqrt(np.maximum(b_var, 0.0) / drawn)
+        scale = np.maximum(np.abs(mean), 1.0) * 1e-12
+        valid = (b_se > scale) & (drawn >= 2)
+        t_stats = np.where(valid, (b_mean - mean) / np.where(valid, b_se, 1.0), np.nan)
+        alpha = (1.0 - level) / 2.0
+        t_low, t_high = np.nanquantile(t_stats, [alpha, 1.0 - alpha], axis=0)
+    se = sd / np.sqrt(k)
+    enough = valid.mean(axis=0) >= _MIN_VALID_RESAMPLES
+    low = np.where(enough, mean - t_high * se, np.nan)
+    high = np.where(enough, mean - t_low * se, np.nan)
+    return low, high
+
+
+def _hall(values: np.ndarray, defined: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Hall's (1992) skewness-removing transformation of the t statistic, per column:
+    g(T) = T + a T^2 + a^2 T^3 / 3 + gamma / (6 sqrt(n)) with a = gamma / (3 sqrt(n)), gamma the
+    sample skewness; the interval inverts g at the Student-t quantiles."""
+    filled = np.where(defined, values, 0.0)
+    mask = defined.astype(np.float64)
+    k = mask.sum(axis=0)
+    mean = filled.sum(axis=0) / k
+    centred = (filled - mean) * mask
+    m2 = (centred**2).sum(axis=0) / k
+    m3 = (centred**3).sum(axis=0) / k
+    sd = np.sqrt(m2 * k / (k - 1))
+    with np.errstate(all="ignore"):
+        gamma = np.where(m2 > 0, m3 / m2**1.5, 0.0)
+        a = gamma / (3.0 * np.sqrt(k))
+        c = gamma / (6.0 * np.sqrt(k))
+        q = np.array([t_quantile(0.5 + level / 2.0, int(n) - 1) for n in k])
+        small = np.abs(a) < 1e-9
+
+        def inverse(y: np.ndarray) -> np.ndarray:
+            return np.where(small, y - c, (np.cbrt(1.0 + 3.0 * a * (y - c)) - 1.0) / a)
+
+        se = sd / np.sqrt(k)
+        return mean - se * inverse(q), mean - se * inverse(-q)
 
 
 def mean_intervals(
     values: np.ndarray,
     weights: np.ndarray | None,
     level: float = LEVEL,
-    bounds: Sequence[tuple[float, float] | None] | None = None,
+    bounds: Sequence[Bounds | None] | None = None,
+    sums: Sequence[bool] | None = None,
 ) -> list[tuple[float | None, float | None]]:
     """Per column of `values` (games x metrics, NaN = undefined in that game): the interval of
-    the mean over the games where it is defined. Bootstrap with `weights` when at least
-    SMALL_SAMPLE_GAMES games have a value, else Student-t."""
+    the mean over the games where it is defined (kind `mean`, see the module docstring),
+    clipped to the column's bounds; `sums` marks the columns that are sums over a game's rounds
+    (they also get Hall's interval)."""
+    found = clipped_mean_intervals(values, weights, level, bounds, sums)
+    return [(low, high) for low, high, _ in found]
+
+
+def clipped_mean_intervals(
+    values: np.ndarray,
+    weights: np.ndarray | None,
+    level: float = LEVEL,
+    bounds: Sequence[Bounds | None] | None = None,
+    sums: Sequence[bool] | None = None,
+) -> list[tuple[float | None, float | None, bool]]:
+    """`mean_intervals`, each with whether clipping to the bounds changed it."""
     values = np.asarray(values, dtype=np.float64)
     if values.ndim == 1:
         values = values[:, None]
     defined = ~np.isnan(values)
     counts = defined.sum(axis=0)
-    out: list[tuple[float | None, float | None]] = [(None, None)] * values.shape[1]
-    big = np.flatnonzero(counts >= SMALL_SAMPLE_GAMES)
+    n_cols = values.shape[1]
+    limits = list(bounds) if bounds is not None else [None] * n_cols
+    low_values = np.where(defined, values, np.inf).min(axis=0, initial=np.inf)
+    high_values = np.where(defined, values, -np.inf).max(axis=0, initial=-np.inf)
+    constant = (counts >= 2) & (low_values == high_values)
+    big = np.flatnonzero((counts >= SMALL_SAMPLE_GAMES) & ~constant)
+    boot: dict[int, tuple[float, float]] = {}
     if big.size and weights is not None:
-        filled = np.where(defined[:, big], values[:, big], 0.0)
-        with np.errstate(all="ignore"):
-            stats = (weights @ filled) / (weights @ defined[:, big].astype(np.float64))
-        for k in np.unique(counts[big]):  # the tail depends on the number of games
-            same = np.flatnonzero(counts[big] == k)  # positions within `big`
-            low, high = _percentiles(stats[:, same], expanded_tail(int(k), level))
-            for position, lo, hi in zip(same, low, high, strict=True):
-                if not (math.isnan(lo) or math.isnan(hi)):
-                    out[int(big[position])] = (float(lo), float(hi))
-    bootstrapped = set(big.tolist()) if weights is not None else set()
-    for col in range(values.shape[1]):
-        if col not in bootstrapped:
-            limit = bounds[col] if bounds is not None else None
-            out[col] = t_interval(values[:, col], limit)
+        low, high = _bootstrap_t(values[:, big], defined[:, big], weights, level)
+        hall_low, hall_high = _hall(values[:, big], defined[:, big], level)
+        for position, col in enumerate(big.tolist()):
+            ends = [(hall_low[position], hall_high[position])] if sums and sums[col] else []
+            if not (math.isnan(low[position]) or math.isnan(high[position])):
+                ends.append((low[position], high[position]))
+            if ends:
+                boot[col] = (float(min(e[0] for e in ends)), float(max(e[1] for e in ends)))
+    out: list[tuple[float | None, float | None, bool]] = []
+    for col in range(n_cols):
+        if counts[col] < 2:
+            out.append((None, None, False))
+            continue
+        if constant[col]:
+            low, high = constant_interval(float(low_values[col]), int(counts[col]), limits[col])
+            out.append((low, high, False))
+            continue
+        t_low, t_high = t_interval(values[:, col], None, level)
+        assert t_low is not None and t_high is not None
+        if boot.get(col):
+            t_low, t_high = min(t_low, boot[col][0]), max(t_high, boot[col][1])
+        out.append(clip(t_low, t_high, limits[col]))
     return out
 
 
-def ratio_interval(
-    numerators: np.ndarray,
-    denominators: np.ndarray,
-    weights: np.ndarray | None,
-    level: float = LEVEL,
+def share_interval(
+    values: Sequence[float] | np.ndarray, level: float = LEVEL
 ) -> tuple[float | None, float | None]:
-    """Interval of sum(numerators) / sum(denominators) over games (a pooled ratio in [0, 1]):
-    cluster bootstrap with `weights`, or Student-t on the per-game ratios for fewer than
-    SMALL_SAMPLE_GAMES games that have a denominator."""
+    """Kind `share`: Wilson interval of the share of games whose value is 1 (values are 0 or
+    1 per game, NaN where undefined); None for fewer than 2 games."""
+    arr = np.asarray(values, dtype=np.float64)
+    arr = arr[~np.isnan(arr)]
+    if arr.size < 2:
+        return None, None
+    return wilson_cc_interval(float(arr.sum()), float(arr.size), level)
+
+
+def ratio_interval(
+    numerators: np.ndarray, denominators: np.ndarray, level: float = LEVEL
+) -> tuple[float | None, float | None]:
+    """Kind `pooled_ratio`: interval of sum(numerators) / sum(denominators) over games (a
+    ratio in [0, 1]) with the games as clusters; None for fewer than 2 games with visits."""
     num = np.asarray(numerators, dtype=np.float64)
     den = np.asarray(denominators, dtype=np.float64)
     has = den > 0
-    if int(has.sum()) < SMALL_SAMPLE_GAMES or weights is None:
-        return t_interval(num[has] / den[has], (0.0, 1.0))
-    with np.errstate(all="ignore"):
-        stats = (weights @ num) / (weights @ den)
-    low, high = _percentiles(stats[:, None], expanded_tail(int(has.sum()), level))
-    if math.isnan(low[0]) or math.isnan(high[0]):
+    games = int(has.sum())
+    if games < 2:
         return None, None
-    return float(low[0]), float(high[0])
+    num, den = num[has], den[has]
+    visits = float(den.sum())
+    ratio = float(num.sum()) / visits
+    variance = games / (games - 1) * float(((num - ratio * den) ** 2).sum()) / visits**2
+    if 0.0 < ratio < 1.0 and variance > 0.0:
+        effective = min(visits, max(float(games), ratio * (1.0 - ratio) / variance))
+        quantile: float | None = t_quantile(0.5 + level / 2.0, 2 * (games - 1))
+    else:  # no variance between games to see: each game counts as one observation
+        effective, quantile = float(games), None
+    return wilson_interval(ratio * effective, effective, level, quantile)

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pdbench.core.batch import N_STATES, StateMachine
-from pdbench.core.stats import expanded_tail
+from pdbench.core.stats import expanded_tail, wilson_interval
 
 TREMBLE_FLOOR = 1e-3
 EM_ITERATIONS = 500
@@ -352,8 +352,11 @@ def share_intervals(
     level: float = 0.95,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(low, high) per candidate: bootstrap over games of the SFEM shares (expanded percentile;
-    NaN with fewer than 2 games or outside the mixture). Every resample's EM starts from the
-    full sample's estimate (nudged off zero), all resamples at once."""
+    NaN with fewer than 2 games or outside the mixture), widened to at least the Wilson interval
+    of the share as a share of the n games: a share of games can never be known better than
+    a yes/no count of them, and the bootstrap alone gives zero width when every game looks
+    alike. Every resample's EM starts from the full sample's estimate (nudged off zero), all
+    resamples at once."""
     n = stats.moves.size
     k_all = len(candidates)
     data = _mixture_data(stats, candidates)
@@ -373,7 +376,10 @@ def share_intervals(
         BOOTSTRAP_TOLERANCE,
     )
     tail = expanded_tail(n, level)
-    low[data.members], high[data.members] = np.percentile(
-        phi, [100 * tail, 100 * (1 - tail)], axis=0
-    )
+    boot_low, boot_high = np.percentile(phi, [100 * tail, 100 * (1 - tail)], axis=0)
+    for position, member in enumerate(data.members):
+        share = float(phi0[0, position])
+        floor_low, floor_high = wilson_interval(share * n, n, level)
+        low[member] = min(float(boot_low[position]), floor_low)
+        high[member] = max(float(boot_high[position]), floor_high)
     return low, high

@@ -19,6 +19,8 @@ class Transcript:
     payoffs_b: list[float] = field(default_factory=list)
     total_a: float = 0.0
     total_b: float = 0.0
+    coops_a: int = 0
+    coops_b: int = 0
     # Each agent's view of every round, built as rounds are recorded (an observation then only
     # slices it, so a long game with the whole history shown stays linear in its length).
     seen_by_a: list[HistoryEntry] = field(default_factory=list)
@@ -36,6 +38,8 @@ class Transcript:
         self.payoffs_b.append(pay_b)
         self.total_a += pay_a
         self.total_b += pay_b
+        self.coops_a += action_a == Action.C
+        self.coops_b += action_b == Action.C
         self.seen_by_a.append(HistoryEntry(action_a, action_b, pay_a, pay_b))
         self.seen_by_b.append(HistoryEntry(action_b, action_a, pay_b, pay_a))
         return pay_a, pay_b
@@ -60,6 +64,9 @@ class Transcript:
         my_total, their_total = (
             (self.total_a, self.total_b) if agent_index == 0 else (self.total_b, self.total_a)
         )
+        my_coops, their_coops = (
+            (self.coops_a, self.coops_b) if agent_index == 0 else (self.coops_b, self.coops_a)
+        )
         history = tuple(seen[start:])
         return Observation(
             round_index=n,
@@ -70,4 +77,6 @@ class Transcript:
             stop_prob=stop_prob,
             my_cumulative_payoff=my_total if include_totals else None,
             opponent_cumulative_payoff=their_total if include_totals else None,
+            my_cooperations=my_coops if include_totals else None,
+            opponent_cooperations=their_coops if include_totals else None,
         )

@@ -49,6 +49,9 @@ class Observation:
     stop_prob: float | None = None
     my_cumulative_payoff: float | None = None
     opponent_cumulative_payoff: float | None = None
+    # Cooperations over the whole game so far (None, like the totals, when not told).
+    my_cooperations: int | None = None
+    opponent_cooperations: int | None = None
 
     @property
     def round_number(self) -> int:

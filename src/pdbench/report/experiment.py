@@ -8,7 +8,14 @@ import json
 from html import escape
 from typing import Any
 
-from pdbench.core.metrics import AGGREGATE_COLUMNS
+from pdbench.core.metrics import (
+    AGGREGATE_COLUMNS,
+    CLIPPED_COLUMN,
+    PER_ROUND_OF,
+    horizons_differ,
+    interval_kind,
+)
+from pdbench.core.stats import METHODS
 from pdbench.report.format import fmt
 from pdbench.report.study import axes_section, published_section
 from pdbench.report.svg import Point, band_chart, interval_dots
@@ -22,6 +29,8 @@ KEY_METRICS: tuple[tuple[str, str, bool], ...] = (
     ("overall_cooperation_rate", "overall cooperation", True),
     ("agent_a_total_payoff", "A payoff per game", False),
     ("agent_b_total_payoff", "B payoff per game", False),
+    ("agent_a_payoff_per_round", "A payoff per round", False),
+    ("agent_b_payoff_per_round", "B payoff per round", False),
     ("collapsed_fraction", "games that collapsed", True),
     ("time_to_collapse", "collapse round (0-based, collapsed games)", False),
     ("agent_a_retaliation_rate", "A retaliation", True),
@@ -39,6 +48,40 @@ METRIC_COLUMNS = frozenset(AGGREGATE_COLUMNS) | {
 }  # not the sweep's coordinate columns
 FONTANA = ("nice", "forgiving", "retaliatory", "troublemaking", "emulative")
 STATES = (("cc", "after CC"), ("cd", "after CD"), ("dc", "after DC"), ("dd", "after DD"))
+
+
+def key_metrics(conditions: list[dict[str, Any]]) -> list[tuple[str, str, bool]]:
+    """The metrics of the main table: payoff totals only when every condition has the same
+    horizon (else totals are not comparable and payoffs per round stand in for them)."""
+    unequal = horizons_differ({str(r["condition"]): r.get("n_rounds") for r in conditions})
+    return [m for m in KEY_METRICS if not (unequal and m[0] in PER_ROUND_OF)]
+
+
+def interval_methods_note(manifest: dict[str, Any]) -> str:
+    """Which interval method each kind of metric gets, as the manifest records it."""
+    intervals = manifest.get("intervals") or {}
+    methods = intervals.get("methods")
+    if not isinstance(methods, dict):
+        return (
+            f"{intervals.get('method', 'not recorded')}; {intervals.get('small_sample', '')}"
+            " (recorded by an older pdbench)"
+        )
+    return "; ".join(f"{kind}: {methods.get(kind, text)}" for kind, text in METHODS.items())
+
+
+def clipped_note(conditions: list[dict[str, Any]]) -> str:
+    """Where intervals were clipped to their metric's feasible range, by condition."""
+    parts = [
+        f"{escape(str(r['condition']))}: {escape(str(r[CLIPPED_COLUMN]).replace(',', ', '))}"
+        for r in conditions
+        if r.get(CLIPPED_COLUMN)
+    ]
+    if not parts:
+        return "<p class='note'>No interval reached beyond its metric's feasible range.</p>"
+    return (
+        "<p class='note'>Clipped to the metric's feasible range (payoffs between the rounds "
+        "times the smallest and largest payoff, rates in [0, 1]): " + "; ".join(parts) + ".</p>"
+    )
 
 
 def cell(row: dict[str, Any], column: str, percent: bool) -> str:
@@ -69,9 +112,9 @@ def setup_section(manifest: dict[str, Any], conditions: list[dict[str, Any]]) ->
         ("pdbench", manifest.get("pdbench_version")),
         (
             "intervals",
-            f"{intervals.get('method', 'not recorded')}, level {intervals.get('level', '-')}, "
+            f"level {intervals.get('level', '-')}, game as the unit, "
             f"{intervals.get('resamples', '-')} resamples, seed {intervals.get('seed', '-')}; "
-            f"{intervals.get('small_sample', '')}",
+            f"by kind of metric: {interval_methods_note(manifest)}",
         ),
     ]
     rows = "".join(f"<tr><th>{escape(k)}</th><td>{escape(str(v))}</td></tr>" for k, v in items)
@@ -108,10 +151,11 @@ def metrics_section(conditions: list[dict[str, Any]]) -> str:
         "share of rounds the agent played C",
         legend=(("agent A", AGENT_COLORS["a"]), ("agent B", AGENT_COLORS["b"])),
     )
-    head = "".join(f"<th>{escape(label)}</th>" for _, label, _ in KEY_METRICS)
+    shown = key_metrics(conditions)
+    head = "".join(f"<th>{escape(label)}</th>" for _, label, _ in shown)
     body = "".join(
         f"<tr><td>{escape(str(r['condition']))}</td><td>{r.get('n_replicates')}</td>"
-        + "".join(f"<td>{cell(r, c, pct)}</td>" for c, _, pct in KEY_METRICS)
+        + "".join(f"<td>{cell(r, c, pct)}</td>" for c, _, pct in shown)
         + "</tr>"
         for r in conditions
     )
@@ -119,8 +163,12 @@ def metrics_section(conditions: list[dict[str, Any]]) -> str:
     return (
         "<section id='metrics'><h2>Metrics with 95% intervals</h2>"
         "<p class='note'>Each value is a mean over the condition's games; the interval in "
-        "brackets treats the game as the unit (never pooled moves).</p>"
-        f"<figure>{chart}</figure><div class='scroll'><table><tr><th>condition</th><th>games</th>"
+        "brackets treats the game as the unit (never pooled moves), by the method of the "
+        "metric's kind (share of games, ratio pooled over games, or mean of per-game values: "
+        "see Setup and the kind column of the full table). Payoff totals of conditions with "
+        "different horizons are not comparable: payoffs per round are shown instead.</p>"
+        + clipped_note(conditions)
+        + f"<figure>{chart}</figure><div class='scroll'><table><tr><th>condition</th><th>games</th>"
         f"{head}</tr>{body}</table></div>{every}</section>"
     )
 
@@ -137,14 +185,14 @@ def _every_metric_table(conditions: list[dict[str, Any]]) -> str:
     ]
     head = "".join(f"<th>{escape(str(r['condition']))}</th>" for r in conditions)
     body = "".join(
-        f"<tr><th>{escape(c)}</th>"
+        f"<tr><th>{escape(c)}</th><td>{escape(interval_kind(c))}</td>"
         + "".join(f"<td>{cell(r, c, False)}</td>" for r in conditions)
         + "</tr>"
         for c in columns
     )
     return (
         "<details><summary>Every metric of every condition</summary><div class='scroll'>"
-        f"<table><tr><th>metric</th>{head}</tr>{body}</table></div></details>"
+        f"<table><tr><th>metric</th><th>kind</th>{head}</tr>{body}</table></div></details>"
     )
 
 
@@ -221,6 +269,8 @@ def memory_one_section(conditions: list[dict[str, Any]]) -> str:
 
 
 def strategy_section(fits: list[dict[str, Any]] | None, top: int = 3) -> str:
+    from pdbench.core.strategy_gof import card_verdict  # here: keeps this change to the card
+
     if fits is None:
         return (
             "<section id='strategies'><h2>Strategy card</h2><p class='note'>No "
@@ -229,28 +279,32 @@ def strategy_section(fits: list[dict[str, Any]] | None, top: int = 3) -> str:
     cards = []
     keys = list(dict.fromkeys((f["condition"], f["agent"]) for f in fits))
     for condition, agent in keys:
-        rows = sorted(
-            (f for f in fits if f["condition"] == condition and f["agent"] == agent),
-            key=lambda f: f["rank"],
-        )[:top]
+        group = [f for f in fits if f["condition"] == condition and f["agent"] == agent]
+        rows = sorted(group, key=lambda f: f["rank"])[:top]
+        verdict = card_verdict(group)  # not None: no share, the words instead
         lines = "".join(
             f"<tr><td>{f['rank']}</td><td><b>{escape(f['strategy'])}</b></td>"
-            f"<td>{fmt(f['share'], f['share_ci_low'], f['share_ci_high'], True)}</td>"
+            f"<td>{'—' if verdict else fmt(f['share'], f['share_ci_low'], f['share_ci_high'], True)}</td>"
             f"<td>{'-' if f['tremble'] is None else f'{f["tremble"]:.3f}'}</td>"
             f"<td>{escape(_params(f['parameters']))}</td></tr>"
             for f in rows
         )
         name = rows[0]["agent_name"] if rows else ""
+        warning = f"<p class='note'><b>⚠ {escape(verdict)}</b></p>" if verdict else ""
         cards.append(
             f"<div class='card'><h4>{escape(condition)} · agent {agent.upper()} "
-            f"<span class='muted'>{escape(str(name))}</span></h4><table><tr><th>rank</th>"
+            f"<span class='muted'>{escape(str(name))}</span></h4>{warning}<table><tr><th>rank</th>"
             "<th>strategy</th><th>mixture share [95%]</th><th>tremble</th><th>fitted</th></tr>"
             f"{lines}</table></div>"
         )
     return (
         "<section id='strategies'><h2>Strategy card</h2><p class='note'>Rank by BIC of each "
         "strategy fitted alone (tremble and free probabilities by maximum likelihood); shares "
-        "of the Dal Bo-Frechette mixture with bootstrap intervals over games.</p>"
+        "of the Dal Bo-Frechette mixture with bootstrap intervals over games. Shares are "
+        "conditional on the library: they say which listed strategy the games are closest to, "
+        "not that the agent plays one. Each card's best strategy is tested against memory-"
+        "three (a free P(C) for every history of the last three rounds; parametric bootstrap "
+        "of the likelihood ratio, 5% level); a card that fails says so and shows no share.</p>"
         + "".join(cards)
         + "</section>"
     )

@@ -26,8 +26,8 @@ AXIS_METRICS: tuple[tuple[str, str], ...] = (
     ("agent_a_cooperation_rate", "A cooperation"),
     ("agent_b_cooperation_rate", "B cooperation"),
     ("overall_cooperation_rate", "overall cooperation"),
-    ("agent_a_total_payoff", "A payoff per game"),
-    ("agent_b_total_payoff", "B payoff per game"),
+    ("agent_a_payoff_per_round", "A payoff per round"),
+    ("agent_b_payoff_per_round", "B payoff per round"),
 )
 GAME_LEVEL = "agent_a_cooperation_rate"  # the game-level value whose variance is split
 RUN_COLOR = "#3b6fd8"
@@ -68,7 +68,8 @@ def axes_section(manifest: dict[str, Any], aggregates: list[dict[str, Any]]) -> 
     parts = [
         "<section id='axes'><h2>Sweep axes</h2><p class='note'>Each axis's values pool the "
         "games of every condition at that value (the other axes vary within); intervals: 95%, "
-        "bootstrap over games (Student-t for 2-4 games).</p>"
+        "over games, as for a condition's means (hull of Student-t and bootstrap-t; Student-t "
+        "for 2-4 games). Payoffs are per round, since an axis may change the horizon.</p>"
     ]
     for axis in axes:
         rows = [v for v in values if v.axis == axis]
@@ -161,6 +162,13 @@ def published_section(manifest: dict[str, Any], aggregates: list[dict[str, Any]]
     }  # one colour per published model across every chart
     for i, comparison in enumerate(published["comparisons"]):
         parts.append(_comparison(i, comparison, manifest, games, conditions, coordinates, colors))
+    deviations = published.get("deviations") or []
+    if deviations:
+        items = "".join(f"<li>{escape(text)}</li>" for text in deviations)
+        parts.append(
+            "<h3>Deviations from the authors' protocol</h3><p class='note'>What this recipe "
+            f"still does differently from the authors' code:</p><ul class='note'>{items}</ul>"
+        )
     left_out = published.get("not_reproduced") or []
     if left_out:
         items = "".join(f"<li>{escape(text)}</li>" for text in left_out)
@@ -188,7 +196,11 @@ def _comparison(
     rng = _rng(manifest, f"published {index}")
     run: list[tuple[int, float | None, float | None, float | None]] = []
     for point in points:
-        names = [n for n in conditions if matches(point, by, n, coordinates.get(n, {}))]
+        names = [
+            n
+            for n in conditions
+            if matches(point, by, n, coordinates.get(n, {}), comparison.get("where"))
+        ]
         if len(names) == 1:
             row = conditions[names[0]]
             n = int(row.get("n_replicates") or 0)
@@ -270,8 +282,10 @@ def _comparison(
             + interval_dots(dots, comparison["title"], metric, 0.0, top, share)
             + "</figure>"
         )
+    where = comparison.get("where") or {}
+    only = "".join(f", {escape(k)} = {escape(_shown(v))}" for k, v in where.items())
     return (
         f"<h3>{escape(comparison['title'])}</h3><p class='note'>metric <code>{escape(metric)}"
-        f"</code> at {escape(by)}</p>{chart}<div class='scroll'><table><tr><th>{escape(by)}</th>"
+        f"</code> at {escape(by)}{only}</p>{chart}<div class='scroll'><table><tr><th>{escape(by)}</th>"
         f"<th>games</th><th>this run [95%]</th>{head}</tr>{''.join(body)}</table></div>"
     )

@@ -277,6 +277,8 @@ class BoundClient:
             parts["logprobs"] = True
         if request.labels != ("C", "D"):
             parts["labels"] = list(request.labels)
+        if request.mode != "chat":  # the same texts sent another way get another reply
+            parts["prompt_mode"] = request.mode
         if cfg.provider == "mock":
             parts["mock"] = cfg.mock.model_dump()
         identity = self.provider.cache_identity()

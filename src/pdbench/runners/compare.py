@@ -9,7 +9,12 @@ from typing import Any
 import numpy as np
 
 from pdbench.core.compare import contrast, holm
-from pdbench.core.metrics import COUNT_COLUMNS, IDENTITY_COLUMNS
+from pdbench.core.metrics import (
+    CLIPPED_COLUMN,
+    COUNT_COLUMNS,
+    IDENTITY_COLUMNS,
+    comparable_metric,
+)
 from pdbench.core.rng import derive_seed
 from pdbench.errors import RunError
 from pdbench.storage.aggregate import aggregate_run_dir
@@ -46,7 +51,7 @@ def per_game_metrics(rows: list[dict[str, Any]]) -> list[str]:
         if c not in IDENTITY_COLUMNS
         and c not in COUNT_COLUMNS
         and not c.endswith(("_ci_low", "_ci_high"))
-        and c != "cooperation_rate_over_time"
+        and c not in ("cooperation_rate_over_time", CLIPPED_COLUMN)
     ]
 
 
@@ -56,11 +61,22 @@ def comparison_rows(
     seed: int,
     metric: str = DEFAULT_METRIC,
     baseline: str | None = None,
+    totals: bool = False,
 ) -> list[dict[str, Any]]:
-    """One row per condition other than the baseline, Holm-adjusted together."""
+    """One row per condition other than the baseline, Holm-adjusted together. A payoff total
+    is compared per round when the conditions' horizons differ, unless `totals`."""
     metrics = per_game_metrics(rows)
     if metric not in metrics:
         raise RunError(f"unknown metric {metric!r} (valid: {', '.join(metrics)})")
+    if not totals:
+        rounds = {
+            str(r["condition"]): r.get("n_rounds") for r in rows if r.get("scope") == "condition"
+        }
+        metric = comparable_metric(metric, rounds)
+        if metric not in metrics:  # an aggregate written before payoffs per round existed
+            raise RunError(
+                f"{metric!r} is missing from the aggregates: run `pdbench aggregate` first"
+            )
     games: dict[str, list[Any]] = {}
     for row in rows:
         if row.get("scope") == "replicate":
@@ -109,14 +125,14 @@ def read_aggregate_rows(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def compare_run(
-    run_dir: Path, metric: str = DEFAULT_METRIC, baseline: str | None = None
+    run_dir: Path, metric: str = DEFAULT_METRIC, baseline: str | None = None, totals: bool = False
 ) -> list[dict[str, Any]]:
     """Compare the conditions of an experiment run; write comparisons.parquet."""
     run_dir = Path(run_dir)
     manifest = read_manifest(run_dir, "experiment")
     rows = read_aggregate_rows(run_dir)
     order = [c["name"] for c in manifest.get("conditions", [])]
-    out = comparison_rows(rows, order, int(manifest.get("seed") or 0), metric, baseline)
+    out = comparison_rows(rows, order, int(manifest.get("seed") or 0), metric, baseline, totals)
     write_table(run_dir / COMPARISONS_FILE, out, COLUMNS)
     return out
 
@@ -132,6 +148,11 @@ def comparison_table(rows: list[dict[str, Any]]) -> str:
     head = rows[0]
     lines = [
         f"{head['metric']}: each condition minus {head['baseline']!r} (games as the unit)",
+        *(
+            ["(payoffs per round: the conditions' horizons differ; --totals compares totals)"]
+            if head["metric"].endswith("_payoff_per_round")
+            else []
+        ),
         f"{'condition':28} {'n':>4} {'mean':>8} {'difference [95% CI]':>30} {'p':>8} {'p (Holm)':>9}",
     ]
     for row in rows:

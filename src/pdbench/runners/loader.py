@@ -23,15 +23,20 @@ from pydantic import ValidationError
 
 from pdbench.agents.factory import AgentSpec
 from pdbench.agents.llm import (
+    BLOCK_FIELDS,
+    DEFAULT_HISTORY_LINE,
+    HISTORY_LINE_FIELDS,
+    OPTIONAL_PROMPTS,
     ROUND_FIELDS,
     SYSTEM_FIELDS,
     PromptTemplates,
+    file_text,
     placeholders,
     render_round,
     render_system,
 )
 from pdbench.agents.policy import POLICY_REGISTRY, policy_names, unused_params
-from pdbench.agents.providers.base import provider_entry
+from pdbench.agents.providers.base import provider_entry, registry
 from pdbench.core.config import (
     CONFIG_MODELS,
     MAX_GAMES,
@@ -46,9 +51,10 @@ from pdbench.core.config import (
 )
 from pdbench.core.metrics import AGGREGATE_COLUMNS
 from pdbench.core.payoff import PayoffMatrix
-from pdbench.core.published import BY_CONDITION, PublishedNumbers
+from pdbench.core.published import BY_CONDITION, PublishedNumbers, matches
 from pdbench.core.sweep import expand_sweep, target_parts
 from pdbench.core.transcript import Transcript
+from pdbench.core.types import Action
 from pdbench.errors import ConfigError, ConfigIssue
 from pdbench.redact import redact_url, remember, url_secrets
 from pdbench.runners.config_errors import validation_issues
@@ -225,6 +231,24 @@ def _read_published(
             for j, point in enumerate(comparison.points):
                 if point not in names:
                     issues.append(source.issue((*at, "points", j), f"no condition named {point!r}"))
+        sweep = config.experiment.sweep or {}
+        for path, value in comparison.where.items():
+            if path not in sweep:
+                valid = ", ".join(sweep) or "none: this run has no sweep"
+                issues.append(
+                    source.issue(
+                        (*at, "where", path),
+                        f"not an axis of this run (valid: {valid}) (got {path!r})",
+                    )
+                )
+            elif not any(matches(value, path, "", {path: v}) for v in sweep[path]):
+                shown = ", ".join(map(str, sweep[path]))
+                issues.append(
+                    source.issue(
+                        (*at, "where", path),
+                        f"not a value of this axis (valid: {shown}) (got {value!r})",
+                    )
+                )
     return numbers.model_dump(mode="json")
 
 
@@ -413,6 +437,27 @@ def _check_llm_options(
                     f"the {agent.provider} provider gives no log-probabilities (got true)",
                 )
             )
+    if adapter is not None and agent.prompt_mode == "completion":
+        if not getattr(adapter, "completes_text", False):
+            able = sorted(
+                k for k, e in registry().items() if getattr(e.factory, "completes_text", False)
+            )
+            issues.append(
+                resolved.issue(
+                    loc + ("prompt_mode",),
+                    f"the {agent.provider} provider has no completion endpoint (providers with "
+                    f"one: {', '.join(able)}; for a chat provider use prompt_mode user, the same "
+                    "text as one user message) (got 'completion')",
+                )
+            )
+        elif agent.output_format == "choice" or agent.record_logprobs:
+            issues.append(
+                resolved.issue(
+                    loc + ("prompt_mode",),
+                    "a completion sends plain text: output_format choice and record_logprobs "
+                    "need prompt_mode chat or user (got 'completion')",
+                )
+            )
     if agent.reprompt is not None:
         problem = _placeholder_problem(agent.reprompt, ("error", "expected"))
         if problem is not None:
@@ -556,7 +601,8 @@ def _check_llm(
     if hint is not None:
         issues.append(resolved.issue(loc + ("provider",), hint))
     paths: dict[str, Path] = {}
-    for key in ("system", "round", "personas_dir"):
+    optional = [k for k in OPTIONAL_PROMPTS if getattr(agent.prompts, k) is not None]
+    for key in ("system", "round", "personas_dir", *optional):
         value = getattr(agent.prompts, key)
         file, _ = resolved.origin_of(loc + ("prompts", key))
         want = "dir" if key == "personas_dir" else "file"
@@ -567,8 +613,14 @@ def _check_llm(
             )
         else:
             paths[key] = target
-    if len(paths) < 3:
+    if len(paths) < 3 + len(optional):
         return None
+    beside: dict[str, str] = {}  # parts found beside the round template -> file name
+    for key in OPTIONAL_PROMPTS:  # parts not named: `<round file stem>.<part>.md` beside it
+        sibling = paths["round"].with_name(f"{paths['round'].stem}.{key}.md")
+        if key not in paths and sibling.is_file():
+            paths[key] = sibling
+            beside[key] = sibling.name
     if agent.persona is not None:
         personas = sorted(p.stem for p in paths["personas_dir"].glob("*.md"))
         if agent.persona not in personas:
@@ -594,19 +646,31 @@ def _check_llm(
         if key == "personas_dir":
             continue
         read = read_text_file(path)
-        where = loc + (("persona",) if key == "persona" else ("prompts", key))
+        where = loc + (
+            ("persona",) if key == "persona" else ("prompts", "round" if key in beside else key)
+        )
         if isinstance(read, str):
             issues.append(resolved.issue(where, f"{read} (got {path.name!r})"))
             return None
         texts[key] = read[0]
         rel = path.relative_to(resolved.root).as_posix()
         loaded.prompt_files[rel] = hashlib.sha256(read[1]).hexdigest()
+    if agent.verbatim_prompts:
+        texts = {key: file_text(text) for key, text in texts.items()}
     templates = PromptTemplates(
-        system=texts["system"], round=texts["round"], persona=texts["persona"]
+        system=texts["system"],
+        round=texts["round"],
+        persona=texts["persona"],
+        history_line=texts.get("history_line", DEFAULT_HISTORY_LINE),
+        history=texts.get("history"),
+        first_round=texts.get("first_round"),
+        verbatim=agent.verbatim_prompts,
     )
     problem = _template_problem(agent, templates, matrix)
     if problem is not None:
         key, message = problem
+        if key in beside:  # not in the config: name the file beside the round template
+            key, message = "round", f"its {key} part {beside[key]}: {message}"
         issues.append(resolved.issue(loc + ("prompts", key), message))
         return None
     return None if hint is not None else templates
@@ -617,19 +681,35 @@ def _template_problem(
 ) -> tuple[str, str] | None:
     """(system or round, message) when a template is not plain `{name}` placeholders of the
     valid names, or does not render; else None."""
-    for key, text in (("system", templates.system), ("round", templates.round)):
-        valid = SYSTEM_FIELDS if key == "system" else ROUND_FIELDS
+    parts = (
+        ("system", templates.system, SYSTEM_FIELDS),
+        ("round", templates.round, ROUND_FIELDS),
+        ("history_line", templates.history_line, HISTORY_LINE_FIELDS),
+        ("history", templates.history or "", BLOCK_FIELDS),
+        ("first_round", templates.first_round or "", BLOCK_FIELDS),
+    )
+    for key, text, valid in parts:
         problem = _placeholder_problem(text, valid)
         if problem is not None:
             return key, f"template error: {problem} (valid placeholders: {', '.join(valid)})"
+    for key, text in (("system", templates.system), ("round", templates.round)):
+        valid = SYSTEM_FIELDS if key == "system" else ROUND_FIELDS
         try:
             if key == "system":
                 render_system(templates, matrix, agent.output_format)
             else:
-                probe = Transcript(matrix).observation(
-                    0, history_window=1, include_totals=True, horizon_type="fixed"
-                )
-                render_round(text, probe, agent.history_window, agent.output_format)
+                probe = Transcript(matrix)
+                for _ in range(2):  # the first round, then one with a round shown
+                    render_round(
+                        text,
+                        probe.observation(
+                            0, history_window=1, include_totals=True, horizon_type="fixed"
+                        ),
+                        agent.history_window,
+                        agent.output_format,
+                        templates=templates,
+                    )
+                    probe.record(Action.C, Action.D)
         except (LookupError, ValueError, TypeError, AttributeError) as exc:
             return key, (
                 f"template error {exc!s} (placeholders: {', '.join(sorted(placeholders(text)))}; "
@@ -673,6 +753,8 @@ def _relativize_prompts(snapshot: dict[str, Any], loc: Loc, resolved: Resolved) 
     if not isinstance(prompts, dict):
         return
     for key, value in prompts.items():
+        if not isinstance(value, str):
+            continue
         file, _ = resolved.origin_of(loc + ("prompts", key))
         target = (file.parent / value).resolve()
         if target.is_relative_to(resolved.root):

@@ -4,22 +4,39 @@ run, written to strategy_fit.parquet (see core/strategy_fit.py for the method)."
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from pdbench.agents.strategy_library import LIBRARIES, axelrod_candidates, builtin_candidates
+from pdbench.agents.strategy_library import (
+    LIBRARIES,
+    MEMORY_ONE,
+    axelrod_candidates,
+    builtin_candidates,
+)
 from pdbench.core.metrics import GameOutcome
 from pdbench.core.payoff import PayoffMatrix
 from pdbench.core.rng import derive_seed
 from pdbench.core.strategy_fit import (
     DEFAULT_BOOTSTRAP,
+    Candidate,
+    StrategyFit,
     fit_each,
     game_stats,
     sfem,
     share_intervals,
+)
+from pdbench.core.strategy_gof import (
+    GOF_ALPHA,
+    GOF_METHOD,
+    GOF_RESAMPLES,
+    card_verdict,
+    gof_test,
+    moves_explained,
+    round_design,
 )
 from pdbench.errors import RunError
 from pdbench.storage.aggregate import (
@@ -89,9 +106,14 @@ def profile_rows(
             mixture = sfem(stats, candidates)
             rng = np.random.default_rng(derive_seed(seed, "strategy_fit", condition, side))
             low, high = share_intervals(stats, candidates, rng, resamples)
+            named, p_values = _gof(data, candidates, fits, seed, condition, side)
+            adequate = bool(p_values.get(named, math.nan) >= GOF_ALPHA)
+            if not adequate:  # the intervals would describe sampling from a library that is wrong
+                low = np.full(len(candidates), np.nan)
+                high = low
             name = games[0].agent_a_name if side == "a" else games[0].agent_b_name
-            for cand, fit, share, lo, hi in zip(
-                candidates, fits, mixture.shares, low, high, strict=True
+            for j, (cand, fit, share, lo, hi) in enumerate(
+                zip(candidates, fits, mixture.shares, low, high, strict=True)
             ):
                 rows.append(
                     {
@@ -114,14 +136,54 @@ def profile_rows(
                         "soft_labels": bool(
                             any(p is not None and np.any(~np.isnan(p)) for *_, p in data)
                         ),
+                        "adequate": adequate,
+                        "gof_p_value": _finite(p_values.get(j, math.nan)),
+                        "moves_explained": _finite(moves_explained(stats, j)),
                     }
                 )
     rows.sort(key=lambda r: (order.index(r["condition"]), r["agent"], r["rank"]))
     return rows
 
 
+def _gof(
+    data: list[tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]],
+    candidates: list[Candidate],
+    fits: list[StrategyFit],
+    seed: int,
+    condition: str,
+    side: str,
+) -> tuple[int, dict[int, float]]:
+    """The best-ranked named strategy (the index of the candidate that decides `adequate`) and
+    the goodness-of-fit p-values (core/strategy_gof.py) of it and of the memory-one family, by
+    candidate index."""
+    named = min((f.rank, j) for j, f in enumerate(fits) if candidates[j].in_mixture)[1]
+    tested = [named] + [j for j, c in enumerate(candidates) if c.name == MEMORY_ONE]
+    out = {}
+    for j in tested:
+        rng = np.random.default_rng(
+            derive_seed(seed, "strategy_gof", condition, side, candidates[j].name)
+        )
+        out[j] = gof_test(round_design(data, candidates[j]), rng, GOF_RESAMPLES).p_value
+    return named, out
+
+
 def _finite(value: float) -> float | None:
     return None if value is None or not np.isfinite(value) else float(value)
+
+
+def profile_settings(library: str, resamples: int = DEFAULT_BOOTSTRAP) -> dict[str, Any]:
+    """The strategy card's settings, recorded in strategy_fit.parquet's metadata."""
+    return {
+        "library": library,
+        "ranking": "BIC of each strategy fitted alone (tremble, free probabilities)",
+        "shares": "Dal Bo-Frechette mixture (EM), conditional on the library",
+        "share_interval": f"bootstrap over games, {resamples} resamples, expanded percentile; "
+        "null when the card is not adequate",
+        "gof_method": GOF_METHOD,
+        "gof_resamples": GOF_RESAMPLES,
+        "gof_alpha": GOF_ALPHA,
+        "gof_tested": "the best-ranked named strategy (decides `adequate`) and MEMORY_ONE",
+    }
 
 
 def profile_run(
@@ -138,7 +200,7 @@ def profile_run(
         outcomes = outcomes_from_table(table)
         rows = profile_rows(manifest, outcomes, library, resamples)
         path = run_dir / STRATEGY_FIT_FILE
-        write_strategy_fit(rows, path)
+        write_strategy_fit(rows, path, profile_settings(library, resamples))
     return ProfileResult(rows, path)
 
 
@@ -148,22 +210,28 @@ def _pct(value: float | None) -> str:
 
 def strategy_table(rows: list[dict[str, Any]], top: int = 3) -> str:
     """The best-ranked strategies of each condition and agent, one line each: BIC rank, the
-    tremble, and the mixture share with its interval."""
+    tremble, and the mixture share with its interval. When the best named strategy fails its
+    goodness-of-fit test, a line says so in words and no share is shown."""
     lines = [
         f"{'condition':24} {'agent':28} {'rank':>4} {'strategy':22} {'tremble':>7} "
         f"{'share [95% CI]':>18}  parameters"
     ]
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for row in rows:
-        if row["rank"] > top:
-            continue
-        share = _pct(row["share"])
-        if row["share_ci_low"] is not None:
-            share += f" [{_pct(row['share_ci_low'])}, {_pct(row['share_ci_high'])}]"
-        tremble = "-" if row["tremble"] is None else f"{row['tremble']:.3f}"
-        params = json.loads(row["parameters"])
-        shown = ", ".join(f"{k} {v:.2f}" for k, v in params.items())
-        lines.append(
-            f"{row['condition'][:24]:24} {row['agent']}: {row['agent_name'][:25]:25} "
-            f"{row['rank']:>4} {row['strategy'][:22]:22} {tremble:>7} {share:>18}  {shown}"
-        )
+        groups.setdefault((row["condition"], row["agent"]), []).append(row)
+    for group in groups.values():
+        verdict = card_verdict(group)
+        for row in sorted(group, key=lambda r: r["rank"])[:top]:
+            share = "-" if verdict else _pct(row["share"])
+            if not verdict and row["share_ci_low"] is not None:
+                share += f" [{_pct(row['share_ci_low'])}, {_pct(row['share_ci_high'])}]"
+            tremble = "-" if row["tremble"] is None else f"{row['tremble']:.3f}"
+            params = json.loads(row["parameters"])
+            shown = ", ".join(f"{k} {v:.2f}" for k, v in params.items())
+            lines.append(
+                f"{row['condition'][:24]:24} {row['agent']}: {row['agent_name'][:25]:25} "
+                f"{row['rank']:>4} {row['strategy'][:22]:22} {tremble:>7} {share:>18}  {shown}"
+            )
+        if verdict:
+            lines.append(f"{'':24} {group[0]['agent']}: {verdict}")
     return "\n".join(lines)

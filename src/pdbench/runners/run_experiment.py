@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from pdbench.core.config import ExperimentConfig
-from pdbench.core.metrics import GameOutcome, aggregate_rows
+from pdbench.core.horizon import Horizon
+from pdbench.core.metrics import AGGREGATE_COLUMNS, GameOutcome, aggregate_rows, metric_kinds
 from pdbench.core.rng import game_seed
 from pdbench.core.stats import IntervalSettings
 from pdbench.runners.engine import GamePlan, ProgressFn
@@ -25,11 +26,12 @@ from pdbench.runners.session import RunOptions, RunSession
 from pdbench.storage.aggregate import (
     add_sweep_columns,
     add_usage_columns,
+    metric_designs,
     usage_by_game,
     with_intervals,
     write_aggregates,
 )
-from pdbench.storage.schema import AGGREGATES_FILE
+from pdbench.storage.schema import AGGREGATES_FILE, USAGE_COLUMNS
 
 __all__ = ["ProgressFn", "RunSummary", "plan_games", "run_experiment"]
 
@@ -48,29 +50,67 @@ class RunSummary:
     games_resumed: int = 0
 
 
-def plan_games(loaded: LoadedConfig) -> list[GamePlan]:
-    """Every (condition, replicate) game in deterministic order, with seeds and lengths."""
-    cfg: ExperimentConfig = loaded.config
-    plans: list[GamePlan] = []
-    for i, cond in enumerate(cfg.experiment.conditions):
+@dataclass(frozen=True)
+class ScheduledGame:
+    """One game of the full plan (every shard's): its place, seed, horizon, noise and length."""
+
+    index: int
+    condition: str
+    replicate: int
+    seed: int
+    horizon: Horizon
+    noise: float
+    n_rounds: int
+
+
+def game_schedule(cfg: ExperimentConfig) -> list[ScheduledGame]:
+    """Every (condition, replicate) game of the full plan in deterministic order, with seeds and
+    lengths: `plan_games` gives each its agents, and `pdbench merge` checks shards against it."""
+    out: list[ScheduledGame] = []
+    for cond in cfg.experiment.conditions:
         horizon = (cond.horizon or cfg.horizon).build()
         noise = cfg.game.noise if cond.noise is None else cond.noise
-        agents = (
-            loaded.agents[("experiment", "conditions", i, "agent_a")],
-            loaded.agents[("experiment", "conditions", i, "agent_b")],
-        )
         seeds = [
             game_seed(cfg.run.seed, cond.name, rep) for rep in range(cfg.experiment.replicates)
         ]
         lengths = horizon.lengths(np.array(seeds, dtype=np.uint64)).tolist()
         for rep, (seed, n_rounds) in enumerate(zip(seeds, lengths, strict=True)):
-            plans.append(
-                GamePlan(len(plans), cond.name, rep, agents, seed, horizon, noise, n_rounds)
-            )
+            out.append(ScheduledGame(len(out), cond.name, rep, seed, horizon, noise, n_rounds))
+    return out
+
+
+def shard_owner(index: int, k: int) -> int:
+    """The shard (1..k) that plays the game with this index of the full plan."""
+    return index % k + 1
+
+
+def plan_games(loaded: LoadedConfig) -> list[GamePlan]:
+    """Every (condition, replicate) game in deterministic order, with seeds and lengths."""
+    cfg: ExperimentConfig = loaded.config
+    agents = {
+        cond.name: (
+            loaded.agents[("experiment", "conditions", i, "agent_a")],
+            loaded.agents[("experiment", "conditions", i, "agent_b")],
+        )
+        for i, cond in enumerate(cfg.experiment.conditions)
+    }
+    plans = [
+        GamePlan(
+            g.index,
+            g.condition,
+            g.replicate,
+            agents[g.condition],
+            g.seed,
+            g.horizon,
+            g.noise,
+            g.n_rounds,
+        )
+        for g in game_schedule(cfg)
+    ]
     shard = cfg.run.shard_of()
     if shard is not None:  # indexes stay those of the full plan
         i, k = shard
-        plans = [p for p in plans if p.index % k == i - 1]
+        plans = [p for p in plans if shard_owner(p.index, k) == i]
     return plans
 
 
@@ -120,12 +160,16 @@ def run_experiment(loaded: LoadedConfig, options: RunOptions | None = None) -> R
     cfg: ExperimentConfig = loaded.config
     plans = plan_games(loaded)
     intervals = IntervalSettings(seed=cfg.run.seed)
+    conditions = manifest_conditions(loaded, plans)
+    designs = metric_designs(
+        {"config": {"game": cfg.game.model_dump(mode="json")}, "conditions": conditions}
+    )
     extra = {
         "replicates": cfg.experiment.replicates,
         "collapse": {"k": cfg.metrics.collapse.k, "threshold": cfg.metrics.collapse.threshold},
-        "conditions": manifest_conditions(loaded, plans),
+        "conditions": conditions,
         "totals": {"games": len(plans), "rounds": sum(p.n_rounds for p in plans)},
-        "intervals": intervals.describe(),
+        "intervals": intervals.describe(metric_kinds(AGGREGATE_COLUMNS + USAGE_COLUMNS)),
         **({"published": loaded.published} if loaded.published is not None else {}),
     }
     rows: list[dict[str, Any]] = []
@@ -143,6 +187,7 @@ def run_experiment(loaded: LoadedConfig, options: RunOptions | None = None) -> R
                     usage_by_game(run_dir),
                 ),
                 intervals,
+                designs,
             )
         )
         add_sweep_columns(rows, loaded.sweep_coordinates)

@@ -9,7 +9,13 @@ from typing import Any
 import numpy as np
 import orjson
 
-from pdbench.core.metrics import CollapseParams, GameOutcome, add_intervals, aggregate_rows
+from pdbench.core.metrics import (
+    CollapseParams,
+    GameOutcome,
+    MetricDesign,
+    add_intervals,
+    aggregate_rows,
+)
 from pdbench.core.payoff import PayoffMatrix
 from pdbench.core.rng import derive_seed
 from pdbench.core.stats import DEFAULT_RESAMPLES, LEVEL, IntervalSettings
@@ -345,6 +351,11 @@ def aggregate_run_dir(run_dir: Path) -> list[dict[str, Any]]:
         return _aggregate_locked(run_dir)
 
 
+def aggregate_held_run_dir(run_dir: Path) -> list[dict[str, Any]]:
+    """`aggregate_run_dir` for a caller that already holds the run directory's lock (merge)."""
+    return _aggregate_locked(Path(run_dir))
+
+
 def _aggregate_locked(run_dir: Path) -> list[dict[str, Any]]:
     try:
         manifest = read_manifest(run_dir, "experiment")
@@ -371,7 +382,7 @@ def _aggregate_locked(run_dir: Path) -> list[dict[str, Any]]:
         manifest.get("run_id", ""), outcomes_from_table(table), condition_order, collapse
     )
     rows = add_usage_columns(rows, usage_by_game(run_dir))
-    rows = with_intervals(rows, settings)
+    rows = with_intervals(rows, settings, metric_designs(manifest))
     rows = add_sweep_columns(rows, coordinates)
     write_aggregates(rows, run_dir / AGGREGATES_FILE)
     return rows
@@ -397,9 +408,46 @@ def interval_generators(settings: IntervalSettings) -> Callable[[str], np.random
     return generator_for
 
 
-def with_intervals(rows: list[dict[str, Any]], settings: IntervalSettings) -> list[dict[str, Any]]:
-    """`rows` with the interval columns of every condition row (core.metrics.add_intervals)."""
-    return add_intervals(rows, settings, interval_generators(settings))
+def with_intervals(
+    rows: list[dict[str, Any]],
+    settings: IntervalSettings,
+    designs: dict[str, MetricDesign] | None = None,
+) -> list[dict[str, Any]]:
+    """`rows` with the interval columns of every condition row (core.metrics.add_intervals),
+    clipped to each condition's feasible ranges (`designs`, by condition name)."""
+    found = designs or {}
+    return add_intervals(rows, settings, interval_generators(settings), found.get)
+
+
+def metric_designs(manifest: dict[str, Any]) -> dict[str, MetricDesign]:
+    """Per condition of an experiment manifest: the payoff range of the matrix and the rounds
+    its horizon allows (the bounds of its metrics); {} when the manifest does not say."""
+    config = manifest.get("config") or {}
+    matrix = (config.get("game") or {}).get("payoff_matrix") if isinstance(config, dict) else None
+    try:
+        payoffs = [float(v) for row in matrix.values() for pair in row.values() for v in pair]
+    except (AttributeError, TypeError, ValueError):
+        return {}
+    if not payoffs:
+        return {}
+    out: dict[str, MetricDesign] = {}
+    for condition in manifest.get("conditions") or []:
+        try:
+            out[str(condition["name"])] = design_of(
+                min(payoffs), max(payoffs), condition.get("horizon") or {}
+            )
+        except (KeyError, TypeError, ValueError):
+            continue
+    return out
+
+
+def design_of(payoff_min: float, payoff_max: float, horizon: dict[str, Any]) -> MetricDesign:
+    """The MetricDesign of a condition from its payoff range and its horizon's settings."""
+    if horizon.get("type") == "fixed":
+        n = int(horizon["n_rounds"])
+        return MetricDesign(payoff_min, payoff_max, n, n)
+    most = horizon.get("max_rounds")
+    return MetricDesign(payoff_min, payoff_max, 1, None if most is None else int(most))
 
 
 def usage_by_game(run_dir: Path) -> dict[tuple[str, int, str], dict[str, Any]]:

@@ -16,7 +16,12 @@ import types
 import typing
 from typing import Any, NamedTuple
 
-from pdbench.core.metrics import AGGREGATE_COLUMNS, COUNT_COLUMNS, interval_columns
+from pdbench.core.metrics import (
+    AGGREGATE_COLUMNS,
+    CLIPPED_COLUMN,
+    COUNT_COLUMNS,
+    interval_columns,
+)
 from pdbench.errors import PdbenchError
 
 SCHEMA_VERSION = 2  # 2: p_cooperate per round and agent, attempt facts
@@ -175,12 +180,13 @@ def aggregates_arrow_schema() -> Any:
         for name in (*interval_columns(columns), "cooperation_rate_over_time")
         for end in ("ci_low", "ci_high")
     ]
+    types_[CLIPPED_COLUMN] = pa.string()
     types_["cooperation_rate_over_time_ci_low"] = pa.string()
     types_["cooperation_rate_over_time_ci_high"] = pa.string()
     for name in COUNT_COLUMNS:
         types_[name] = pa.int64()
     return pa.schema(
-        [(name, types_.get(name, pa.float64())) for name in columns + tuple(intervals)]
+        [(name, types_.get(name, pa.float64())) for name in (*columns, *intervals, CLIPPED_COLUMN)]
     )
 
 

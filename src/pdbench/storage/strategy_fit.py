@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -26,19 +27,39 @@ STRATEGY_FIT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("n_games", "int64"),
     ("n_moves", "int64"),
     ("soft_labels", "bool"),
+    ("adequate", "bool"),
+    ("gof_p_value", "float64"),
+    ("moves_explained", "float64"),
 )
+SETTINGS_KEY = b"pdbench.strategy_fit"  # the card's settings, JSON, in the file's metadata
 
 
-def strategy_fit_schema() -> Any:
-    """The pyarrow schema of strategy_fit.parquet."""
+def strategy_fit_schema(settings: dict[str, Any] | None = None) -> Any:
+    """The pyarrow schema of strategy_fit.parquet, with the card's settings (library, interval
+    and goodness-of-fit methods) as JSON in its metadata."""
     import pyarrow as pa
 
-    return pa.schema([(name, pa.type_for_alias(kind)) for name, kind in STRATEGY_FIT_COLUMNS])
+    fields = [(name, pa.type_for_alias(kind)) for name, kind in STRATEGY_FIT_COLUMNS]
+    metadata = None if settings is None else {SETTINGS_KEY: json.dumps(settings).encode()}
+    return pa.schema(fields, metadata=metadata)
 
 
-def write_strategy_fit(rows: list[dict[str, Any]], path: Path) -> None:
-    """Write the rows atomically."""
-    write_rows(path, rows, strategy_fit_schema())
+def write_strategy_fit(
+    rows: list[dict[str, Any]], path: Path, settings: dict[str, Any] | None = None
+) -> None:
+    """Write the rows (and the settings that produced them) atomically."""
+    write_rows(path, rows, strategy_fit_schema(settings))
+
+
+def read_strategy_fit_settings(path: Path) -> dict[str, Any] | None:
+    """The settings recorded in a strategy_fit.parquet (None for a file written before they
+    were recorded, or no file)."""
+    if not Path(path).is_file():
+        return None
+    import pyarrow.parquet as pq
+
+    raw = (pq.read_schema(path).metadata or {}).get(SETTINGS_KEY)
+    return None if raw is None else json.loads(raw)
 
 
 def write_table(

@@ -320,6 +320,7 @@ def _aggregates_from_rounds(
     del mtime_ns, size  # cache key only
     from pdbench.storage.aggregate import (
         interval_settings,
+        metric_designs,
         outcomes_from_table,
         read_rounds_table,
         with_intervals,
@@ -332,7 +333,8 @@ def _aggregates_from_rounds(
         condition_order(manifest),
         collapse_params(manifest),
     )
-    return pd.DataFrame(with_intervals(rows, interval_settings(manifest)))
+    designs = metric_designs(manifest)
+    return pd.DataFrame(with_intervals(rows, interval_settings(manifest), designs))
 
 
 def load_aggregates(run_dir: str | Path, manifest: Mapping[str, Any]) -> tuple[pd.DataFrame, str]:

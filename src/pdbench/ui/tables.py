@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from pdbench.core.payoff import PayoffMatrix
+from pdbench.core.strategy_gof import card_verdict
 from pdbench.storage.aggregate import series_cell
 from pdbench.ui.style import Player, medal
 
@@ -117,6 +118,15 @@ def condition_row(aggregates: pd.DataFrame, condition: str) -> pd.Series | None:
     return rows.iloc[0] if len(rows) else None
 
 
+def rounds_by_condition(aggregates: pd.DataFrame) -> dict[str, float | None]:
+    """Each condition's mean number of rounds (from its condition row)."""
+    rows = aggregates[aggregates["scope"] == "condition"]
+    return {
+        str(c): (None if pd.isna(n) else float(n))
+        for c, n in zip(rows["condition"], rows["n_rounds"], strict=True)
+    }
+
+
 def series_from_json(value: Any) -> list[float]:
     """A JSON list stored in an aggregate cell (e.g. cooperation_rate_over_time) as floats; []
     if absent."""
@@ -138,6 +148,8 @@ METRICS: dict[str, tuple[str, str]] = {
     "agent_b_forgiveness_rate": ("B forgiveness rate", "rate"),
     "agent_a_total_payoff": ("A total payoff", "payoff"),
     "agent_b_total_payoff": ("B total payoff", "payoff"),
+    "agent_a_payoff_per_round": ("A payoff per round", "per_round"),
+    "agent_b_payoff_per_round": ("B payoff per round", "per_round"),
     "agent_a_exploitability_payoff_gap": ("A exploitability gap (B − A)", "payoff"),
     "agent_b_exploitability_payoff_gap": ("B exploitability gap (A − B)", "payoff"),
     "time_to_collapse": ("time to collapse (0-based round index)", "round"),
@@ -159,6 +171,8 @@ def format_value(value: Any, kind: str, compact: bool = False) -> str:
     value = float(value)
     if kind == "rate":
         return f"{value:.0%}" if compact else f"{value:.1%}"
+    if kind == "per_round":
+        return f"{value:.1f}" if compact else f"{value:.2f}"
     if kind == "payoff":
         return f"{value:,.0f}" if compact else f"{value:,.1f}"
     return f"{value:,.1f}" if value != int(value) else f"{int(value):,}"
@@ -238,13 +252,22 @@ def interval_table(aggregates: pd.DataFrame, condition: str) -> pd.DataFrame:
     return pd.DataFrame(records)
 
 
+def strategy_verdict(fits: pd.DataFrame, condition: str, agent: str) -> str | None:
+    """The card's words when no strategy in the library fits (None when one does)."""
+    rows = fits[(fits["condition"] == condition) & (fits["agent"] == agent)]
+    records = rows.astype(object).where(rows.notna(), None).to_dict("records")
+    return card_verdict(records)
+
+
 def strategy_card(fits: pd.DataFrame, condition: str, agent: str, top: int = 3) -> pd.DataFrame:
-    """The best-ranked strategies of one agent in one condition, as display text."""
+    """The best-ranked strategies of one agent in one condition, as display text (no share
+    when no strategy in the library fits: see strategy_verdict)."""
     rows = fits[(fits["condition"] == condition) & (fits["agent"] == agent)].sort_values("rank")
+    fitting = strategy_verdict(fits, condition, agent) is None
     out = []
     for _, r in rows.head(top).iterrows():
-        share = "—" if pd.isna(r["share"]) else f"{r['share']:.0%}"
-        if not pd.isna(r["share_ci_low"]):
+        share = "—" if pd.isna(r["share"]) or not fitting else f"{r['share']:.0%}"
+        if fitting and not pd.isna(r["share_ci_low"]):
             share += f" ({r['share_ci_low']:.0%}–{r['share_ci_high']:.0%})"
         params = json.loads(r["parameters"] or "{}")
         out.append(

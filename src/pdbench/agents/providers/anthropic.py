@@ -22,6 +22,7 @@ from pdbench.agents.providers.base import (
     json_object,
     malformed,
     provider,
+    system_text,
     token_count,
 )
 from pdbench.agents.providers.errors import classify
@@ -83,10 +84,11 @@ class AnthropicProvider(ProviderBase):
         """One message; errors become ProviderErrors (retryable or fatal; an unreadable reply
         is a retryable one)."""
         try:
+            system = system_text(request)
             response = await self._client.messages.create(
                 model=self.model,
-                system=request.system,
-                messages=chat_messages(request)[1:],  # the system prompt goes apart
+                **({"system": system} if system else {}),
+                messages=chat_messages(request, with_system=False),  # the system goes apart
                 max_tokens=request.max_tokens,
             )
             return message_completion(response)

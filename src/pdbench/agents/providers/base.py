@@ -56,6 +56,7 @@ class CompletionRequest:
     output_format: str = "token"
     logprobs: bool = False
     labels: tuple[str, str] = ("C", "D")  # the words shown for C and D (choice constrains to them)
+    mode: str = "chat"  # the agent's prompt_mode: chat, user or completion
 
 
 TOP_LOGPROBS = 20  # alternatives asked per token (OpenAI's maximum)
@@ -217,6 +218,35 @@ def chat_completion(response: Any, cost_usd: float | None = None) -> Completion:
     )
 
 
+def text_completion(response: Any, cost_usd: float | None = None) -> Completion:
+    """A Completion from an OpenAI-shaped text completion (`/v1/completions`: the first choice's
+    `text`); a reply without it is a retryable malformed reply."""
+    response = json_object(response)
+    choices = field(response, "choices")
+    if not choices:
+        raise malformed("no choices")
+    if not isinstance(choices, list | tuple):
+        raise malformed(f"choices is not a list ({type(choices).__name__})")
+    if not is_object(choices[0]):
+        raise malformed("the first choice is not an object")
+    text = field(choices[0], "text")
+    if text is not None and not isinstance(text, str):
+        raise malformed(f"the completion text is not text ({type(text).__name__})")
+    usage = field(response, "usage")
+    finish = field(choices[0], "finish_reason")
+    model = field(response, "model")
+    fingerprint = field(response, "system_fingerprint")
+    return Completion(
+        text=text or "",
+        input_tokens=token_count(field(usage, "prompt_tokens")),
+        output_tokens=token_count(field(usage, "completion_tokens")),
+        cost_usd=cost_usd,
+        finish_reason=finish if isinstance(finish, str) else None,
+        served_model=model if isinstance(model, str) else None,
+        system_fingerprint=fingerprint if isinstance(fingerprint, str) else None,
+    )
+
+
 def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
@@ -243,17 +273,35 @@ def token_logprobs(logprobs: Any) -> tuple[TokenLogprobs, ...] | None:
     return tuple(out)
 
 
-def chat_messages(request: CompletionRequest) -> list[dict[str, str]]:
-    """The request as chat messages: the system prompt, the round prompt as the user's, then,
-    after invalid replies, each reply as the assistant's turn and the correction as the user's."""
-    messages = [
-        {"role": "system", "content": request.system},
-        {"role": "user", "content": request.prompt},
-    ]
+def system_text(request: CompletionRequest) -> str:
+    """The system prompt sent apart from the messages: none in prompt_mode user (the system text
+    then opens the user message) or when it is empty."""
+    return request.system if request.mode == "chat" else ""
+
+
+def chat_messages(request: CompletionRequest, *, with_system: bool = True) -> list[dict[str, str]]:
+    """The request as chat messages: the system prompt (prompt_mode chat, when not empty), the
+    round prompt as the user's (prompt_mode user: system and round prompt as one user message),
+    then, after invalid replies, each reply as the assistant's turn and the correction as the
+    user's. `with_system` False leaves the system prompt out (an API that takes it apart)."""
+    system = system_text(request)
+    messages = [{"role": "system", "content": system}] if system and with_system else []
+    user = request.prompt if request.mode == "chat" else request.system + request.prompt
+    messages.append({"role": "user", "content": user})
     for reply, correction in request.turns:
         messages.append({"role": "assistant", "content": reply})
         messages.append({"role": "user", "content": correction})
     return messages
+
+
+def completion_text(request: CompletionRequest) -> str:
+    """The request as one plain text for a completion endpoint (prompt_mode completion): the
+    system and round prompt as they are, then per invalid reply the reply and the correction,
+    each followed by a newline."""
+    text = request.system + request.prompt
+    for reply, correction in request.turns:
+        text += f"{reply}\n{correction}\n"
+    return text
 
 
 def openai_options(request: CompletionRequest) -> dict[str, Any]:

@@ -5,7 +5,8 @@ temperament, and the history lines in the round prompt ("Round 3: you played C, 
 played D, ...") tell it what happened. It answers in the agent's action labels (J/F when the
 agent shows those) and reads its history in them. Its random choices come from a hash of (seed, system,
 prompt), so the same call always gets the same reply. With `invalid_rate` > 0 it sometimes answers
-with chatter that is not a valid move, which exercises the agent's retry path.
+with chatter that is not a valid move, which exercises the agent's retry path. In prompt_mode
+completion it continues the text: a bare answer comes with a leading space (" J").
 """
 
 from __future__ import annotations
@@ -130,6 +131,7 @@ class MockProvider(ProviderBase):
         self.calls = 0
 
     constrains_answers = True
+    completes_text = True  # prompt_mode completion
     gives_logprobs = True
 
     async def served_models(self) -> list[str] | None:
@@ -165,6 +167,8 @@ class MockProvider(ProviderBase):
         if request.output_format == "choice" and text not in forms:
             # A constrained server can only answer the form: garbage becomes a draw of C or D.
             text = forms[0] if _unit("choice", request.seed, request.prompt) < 0.5 else forms[1]
+        if request.mode == "completion" and not text.startswith("{"):
+            text = " " + text  # a continuation of the text, as after "A: Option"
         tokens = None
         if request.logprobs:
             persona_match = _PERSONA_RE.search(request.system)

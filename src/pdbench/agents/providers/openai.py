@@ -11,10 +11,12 @@ from pdbench.agents.providers.base import (
     ProviderBase,
     chat_completion,
     chat_messages,
+    completion_text,
     import_optional,
     list_models,
     openai_options,
     provider,
+    text_completion,
 )
 from pdbench.agents.providers.errors import classify
 from pdbench.core.config import LLMAgentConfig
@@ -25,6 +27,7 @@ class OpenAIProvider(ProviderBase):
     """Chat completions through `openai.AsyncOpenAI` (SDK retries off: pdbench retries itself)."""
 
     enforces_timeout = True
+    completes_text = True  # prompt_mode completion
     constrains_answers = True
     gives_logprobs = True
 
@@ -43,20 +46,27 @@ class OpenAIProvider(ProviderBase):
         self.extra_body: dict[str, Any] = {}
 
     async def complete(self, request: CompletionRequest) -> Completion:
-        """One chat completion, with the request's seed when it has one; errors become
-        ProviderErrors (retryable or fatal; an unreadable reply is a retryable one)."""
+        """One chat completion (prompt_mode completion: one text completion, `/v1/completions`),
+        with the request's seed when it has one; errors become ProviderErrors (retryable or
+        fatal; an unreadable reply is a retryable one)."""
+        as_text = request.mode == "completion"
         kwargs: dict[str, Any] = {
             "model": self.model,
-            "messages": chat_messages(request),
             "temperature": request.temperature,
             "max_tokens": request.max_tokens,
         }
+        if as_text:
+            kwargs["prompt"] = completion_text(request)
+        else:
+            kwargs["messages"] = chat_messages(request)
         if request.seed is not None:
             kwargs["seed"] = request.seed
         kwargs.update(openai_options(request))
         if self.extra_body:
             kwargs["extra_body"] = dict(self.extra_body)
         try:
+            if as_text:
+                return text_completion(await self._client.completions.create(**kwargs))
             response = await self._client.chat.completions.create(**kwargs)
             return chat_completion(response)
         except Exception as exc:  # noqa: BLE001 - every SDK error is classified

@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from pdbench.core.metrics import comparable_metric, horizons_differ
 from pdbench.ui import animation, charts, data, files, science, tables
 from pdbench.ui.components import (
     FLASH,
@@ -170,8 +171,9 @@ def _intervals(game: Game) -> None:
         tables.interval_table(game.aggregates, game.condition), hide_index=True, width="stretch"
     )
     st.caption(
-        "Means over the condition's games; the interval treats the game as the unit (bootstrap "
-        "over games; Student-t below 5 games), from aggregates.parquet."
+        "Means over the condition's games; the interval treats the game as the unit, by the "
+        "metric's kind (README: Intervals), clipped to the metric's feasible range; from "
+        "aggregates.parquet."
     )
 
 
@@ -185,11 +187,16 @@ def _strategy_cards(game: Game) -> None:
     for column, side, profile in zip(columns, ("a", "b"), game.profiles, strict=True):
         with column:
             st.markdown(f"**Agent {side.upper()} · {profile.short}**")
+            verdict = tables.strategy_verdict(fits, game.condition, side)
+            if verdict:
+                st.warning(verdict)
             card = tables.strategy_card(fits, game.condition, side)
             st.dataframe(card, hide_index=True, width="stretch")
     st.caption(
         "Rank by BIC of each strategy fitted alone; mixture shares (Dal Bo-Frechette) with "
-        "bootstrap intervals over games. From strategy_fit.parquet."
+        "bootstrap intervals over games, conditional on the library: the best strategy is "
+        "tested against memory-three, and a card that fails shows no share. From "
+        "strategy_fit.parquet."
     )
 
 
@@ -234,6 +241,8 @@ def _conditions(game: Game) -> None:
             continue
         if kind == "rate":
             config[column] = percent_column(label, color="auto")
+        elif kind == "per_round":
+            config[column] = st.column_config.NumberColumn(label, format="%.2f")
         else:
             config[column] = st.column_config.NumberColumn(label, format="%.1f")
     # The share of each agent's moves that were fallbacks, shown when there are any.
@@ -265,10 +274,12 @@ def _compare(game: Game) -> None:
     st.subheader("⚖️ Compare conditions")
     every = tables.conditions_table(game.aggregates)["condition"].tolist()
     metrics = [m for m in tables.METRICS if f"{m}_ci_low" in game.aggregates.columns]
+    rounds = tables.rounds_by_condition(game.aggregates)
+    defaults = dict.fromkeys(comparable_metric(m, rounds) for m in COMPARE_DEFAULT)
     chosen = st.multiselect(
         "Metrics",
         metrics,
-        default=[m for m in COMPARE_DEFAULT if m in metrics],
+        default=[m for m in defaults if m in metrics],
         format_func=lambda m: tables.METRICS[m][0],
         key="vr_compare_metrics",
     )
@@ -280,10 +291,19 @@ def _compare(game: Game) -> None:
         label, kind = tables.METRICS[metric]
         frame = science.comparison_frame(game.aggregates, metric, shown)
         st.altair_chart(science.interval_chart(frame, label, kind == "rate"), width="stretch")
+    if horizons_differ(rounds):
+        st.caption(
+            "The conditions' games differ in length, so payoffs are offered per round (totals "
+            "of unequal horizons are not comparable)."
+        )
     st.caption(
-        "Each dot is the mean over a condition's games; the whisker its 95% interval (the game "
-        "is the unit: bootstrap over games, Student-t below 5 games; none for 1 game). From "
-        "aggregates.parquet. `pdbench compare` tests the differences."
+        "Each dot is the mean over a condition's games; the whisker its 95% interval with the "
+        "game as the unit, by the metric's kind: a share of games (Wilson with continuity "
+        "correction), a ratio pooled over games (Wilson at the games' effective sample size) "
+        "or a mean of per-game values (hull of Student-t and bootstrap-t, with Hall's interval "
+        "for totals), "
+        "clipped to the metric's feasible range; none for 1 game. From aggregates.parquet. "
+        "`pdbench compare` tests the differences."
     )
 
 
