@@ -7,7 +7,7 @@ For each design, many independent conditions of n games are simulated here, with
 own vectorised players (TFT, GRIM, WSLS, GTFT, RANDOM(p), with noise flipping a chosen move), not
 with pdbench's engine. Each condition's games go through pdbench's aggregation
 (`core.metrics.aggregate_rows` and `add_intervals`, the code under test, with the feasible
-ranges of `storage.aggregate.design_of`), and the benchmark counts how often each interval
+ranges of `storage.intervals.design_of`), and the benchmark counts how often each interval
 contains the truth. Truths do not use pdbench's metric code: they are closed forms where one
 exists (first-move shares: the probability that the first move is C after noise; P(C | the
 opponent defected) of TFT: the noise; the mean length of a geometric horizon) and otherwise the
@@ -34,7 +34,7 @@ import numpy as np
 
 from pdbench.core.metrics import GameOutcome, add_intervals, aggregate_rows
 from pdbench.core.stats import IntervalSettings
-from pdbench.storage.aggregate import design_of
+from pdbench.storage.intervals import design_of
 
 PD = {("C", "C"): (3, 3), ("C", "D"): (0, 5), ("D", "C"): (5, 0), ("D", "D"): (1, 1)}
 AKATA = {("C", "C"): (8, 8), ("C", "D"): (0, 10), ("D", "C"): (10, 0), ("D", "D"): (5, 5)}

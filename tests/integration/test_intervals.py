@@ -31,7 +31,8 @@ from pdbench.core.stats import (
 )
 from pdbench.runners.loader import load_config
 from pdbench.runners.run_experiment import RunOptions, run_experiment
-from pdbench.storage.aggregate import aggregate_run_dir, with_intervals
+from pdbench.storage.aggregate import aggregate_run_dir
+from pdbench.storage.intervals import with_intervals
 
 P_VALUES = (0.05, 0.2, 0.35, 0.5, 0.6, 0.75, 0.9, 0.97)
 CONDITIONS_PER_P = 30

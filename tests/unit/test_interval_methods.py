@@ -33,7 +33,7 @@ from pdbench.core.stats import (
 )
 from pdbench.runners.loader import load_config
 from pdbench.runners.run_experiment import RunOptions, run_experiment
-from pdbench.storage.aggregate import with_intervals
+from pdbench.storage.intervals import with_intervals
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -26,11 +26,10 @@ from pdbench.runners.session import RunOptions, RunSession
 from pdbench.storage.aggregate import (
     add_sweep_columns,
     add_usage_columns,
-    metric_designs,
     usage_by_game,
-    with_intervals,
     write_aggregates,
 )
+from pdbench.storage.intervals import metric_designs, with_intervals
 from pdbench.storage.schema import AGGREGATES_FILE, USAGE_COLUMNS
 
 __all__ = ["ProgressFn", "RunSummary", "plan_games", "run_experiment"]

@@ -318,13 +318,8 @@ def _aggregates_from_rounds(
     path: str, mtime_ns: int, size: int, manifest_json: str
 ) -> pd.DataFrame:
     del mtime_ns, size  # cache key only
-    from pdbench.storage.aggregate import (
-        interval_settings,
-        metric_designs,
-        outcomes_from_table,
-        read_rounds_table,
-        with_intervals,
-    )
+    from pdbench.storage.aggregate import outcomes_from_table, read_rounds_table
+    from pdbench.storage.intervals import interval_settings, metric_designs, with_intervals
 
     manifest = json.loads(manifest_json)
     rows = aggregate_rows(
