@@ -102,7 +102,10 @@ def test_the_experiment_report_renders_offline_with_every_section(
         "Comparisons: agent_a_cooperation_rate",
     ):
         assert heading in text, heading
-    assert "expanded percentile bootstrap over games" in text
+    # The setup names each kind of metric's interval method, as the manifest records it.
+    assert "share: share of games (yes/no per game): Wilson score interval" in text
+    assert "pooled_ratio: ratio pooled over games" in text
+    assert "mean: mean of per-game values" in text
     assert "Tit <&> Tat" in text and "Tit &lt;&amp;&gt; Tat" in html  # escaped, shown as written
     assert "mixture share [95%]" in text and "rank" in text
     assert "[" in text and "%]" in text  # intervals shown as [low, high]
