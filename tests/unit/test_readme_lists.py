@@ -1,0 +1,34 @@
+"""The README's lists of policies and providers name exactly what the registries hold (a policy
+or provider added without its README entry fails here)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pdbench.agents.policy import policy_names
+from pdbench.agents.providers.base import registry
+
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _names_after(marker: str, closing: str = ")") -> list[str]:
+    text = _flat(README)
+    start = text.index(marker) + len(marker)
+    inside = text[start : text.index(closing, start)]
+    return [w for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", inside)]
+
+
+def test_policy_lists_name_every_registered_policy() -> None:
+    config_list = _names_after("`policy` (", ";")
+    assert sorted(config_list) == policy_names()
+    players = [w for w in _names_after("a policy by name (") if w.isupper()]
+    assert sorted(players) == policy_names()
+
+
+def test_provider_list_names_every_registered_provider() -> None:
+    assert sorted(_names_after("`provider` (")) == sorted(registry())
