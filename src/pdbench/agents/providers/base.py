@@ -187,53 +187,28 @@ def token_count(value: Any) -> int | None:
     return value if isinstance(value, int) and value >= 0 else None
 
 
-def chat_completion(response: Any, cost_usd: float | None = None) -> Completion:
-    """A Completion from an OpenAI-shaped chat response (the openai SDK's, litellm's); a reply
-    without a readable first message is a retryable malformed reply. No content is no text."""
+def _first_choice(response: Any) -> tuple[Any, Any]:
+    """(the response as an object, its first choice); no list of choices is a retryable
+    malformed reply."""
     response = json_object(response)
     choices = field(response, "choices")
     if not choices:
         raise malformed("no choices")
     if not isinstance(choices, list | tuple):
         raise malformed(f"choices is not a list ({type(choices).__name__})")
-    message = field(choices[0], "message")
-    if not is_object(message):
-        raise malformed("the first choice has no message")
-    content = field(message, "content")
-    if content is not None and not isinstance(content, str):
-        raise malformed(f"the message content is not text ({type(content).__name__})")
-    usage = field(response, "usage")
-    finish = field(choices[0], "finish_reason")
-    model = field(response, "model")
-    fingerprint = field(response, "system_fingerprint")
-    return Completion(
-        text=content or "",
-        input_tokens=token_count(field(usage, "prompt_tokens")),
-        output_tokens=token_count(field(usage, "completion_tokens")),
-        cost_usd=cost_usd,
-        finish_reason=finish if isinstance(finish, str) else None,
-        served_model=model if isinstance(model, str) else None,
-        system_fingerprint=fingerprint if isinstance(fingerprint, str) else None,
-        tokens=token_logprobs(field(choices[0], "logprobs")),
-    )
+    return response, choices[0]
 
 
-def text_completion(response: Any, cost_usd: float | None = None) -> Completion:
-    """A Completion from an OpenAI-shaped text completion (`/v1/completions`: the first choice's
-    `text`); a reply without it is a retryable malformed reply."""
-    response = json_object(response)
-    choices = field(response, "choices")
-    if not choices:
-        raise malformed("no choices")
-    if not isinstance(choices, list | tuple):
-        raise malformed(f"choices is not a list ({type(choices).__name__})")
-    if not is_object(choices[0]):
-        raise malformed("the first choice is not an object")
-    text = field(choices[0], "text")
-    if text is not None and not isinstance(text, str):
-        raise malformed(f"the completion text is not text ({type(text).__name__})")
+def _completion(
+    response: Any,
+    choice: Any,
+    text: Any,
+    cost_usd: float | None,
+    tokens: tuple[TokenLogprobs, ...] | None = None,
+) -> Completion:
+    """The Completion of a checked OpenAI-shaped response: usage, finish reason, model."""
     usage = field(response, "usage")
-    finish = field(choices[0], "finish_reason")
+    finish = field(choice, "finish_reason")
     model = field(response, "model")
     fingerprint = field(response, "system_fingerprint")
     return Completion(
@@ -244,7 +219,35 @@ def text_completion(response: Any, cost_usd: float | None = None) -> Completion:
         finish_reason=finish if isinstance(finish, str) else None,
         served_model=model if isinstance(model, str) else None,
         system_fingerprint=fingerprint if isinstance(fingerprint, str) else None,
+        tokens=tokens,
     )
+
+
+def chat_completion(response: Any, cost_usd: float | None = None) -> Completion:
+    """A Completion from an OpenAI-shaped chat response (the openai SDK's, litellm's); a reply
+    without a readable first message is a retryable malformed reply. No content is no text."""
+    response, choice = _first_choice(response)
+    message = field(choice, "message")
+    if not is_object(message):
+        raise malformed("the first choice has no message")
+    content = field(message, "content")
+    if content is not None and not isinstance(content, str):
+        raise malformed(f"the message content is not text ({type(content).__name__})")
+    return _completion(
+        response, choice, content, cost_usd, token_logprobs(field(choice, "logprobs"))
+    )
+
+
+def text_completion(response: Any, cost_usd: float | None = None) -> Completion:
+    """A Completion from an OpenAI-shaped text completion (`/v1/completions`: the first choice's
+    `text`); a reply without it is a retryable malformed reply."""
+    response, choice = _first_choice(response)
+    if not is_object(choice):
+        raise malformed("the first choice is not an object")
+    text = field(choice, "text")
+    if text is not None and not isinstance(text, str):
+        raise malformed(f"the completion text is not text ({type(text).__name__})")
+    return _completion(response, choice, text, cost_usd)
 
 
 def _number(value: Any) -> float | None:
