@@ -54,6 +54,7 @@ def option_lines(help_text: str) -> dict[str, str]:
     return out
 
 
+@pytest.mark.slow
 def test_run_commands_share_their_options_and_show_an_example() -> None:
     helps = {cmd: pdbench(cmd, "--help") for cmd in RUN_COMMANDS}
     tables = {}

@@ -25,6 +25,8 @@ from tests.support.openai_server import FakeOpenAIServer
 
 from pdbench.agents.providers.keys import read_dotenv
 
+pytestmark = pytest.mark.slow  # a real server or a subprocess per test
+
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = REPO / "configs"
 EXAMPLE = Path("openai_compatible.yaml")

@@ -58,6 +58,7 @@ def config_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_mutated_configs_load_or_are_refused_with_one_line_each(config_root: Path) -> None:
     rng = random.Random(20261123)
     seeds = examples()

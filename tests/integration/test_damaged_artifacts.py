@@ -354,6 +354,7 @@ def game_values(outcomes: list[object]) -> dict[tuple[str, int], tuple[object, .
     }
 
 
+@pytest.mark.slow
 def test_fuzz_readers_refuse_damage_in_one_line_or_read_the_undamaged_data(
     base: Path, tmp_path: Path
 ) -> None:

@@ -48,6 +48,7 @@ def all_bytes(*roots: Path) -> bytes:
 # 1. one process per run directory; unique temp files
 
 
+@pytest.mark.slow
 def test_1_a_second_process_refuses_a_run_dir_in_use(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

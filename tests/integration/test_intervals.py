@@ -43,6 +43,7 @@ def condition_rows(run_dir: Path) -> list[dict]:
     return [r for r in rows if r["scope"] == "condition"]
 
 
+@pytest.mark.slow
 def test_intervals_cover_the_true_cooperation_probability(tmp_path: Path) -> None:
     conditions = [
         (f"p{p}_{i}", policy("RANDOM", params={"coop_prob": p}), policy("ALLC"))

@@ -38,6 +38,8 @@ from pdbench.agents.providers.pool import ProviderPool
 from pdbench.core.config import LLMAgentConfig
 from pdbench.errors import RunError
 
+pytestmark = pytest.mark.slow  # a real server or a subprocess per test
+
 REPO = Path(__file__).resolve().parents[2]
 MODEL = "smollm2-135m-instruct"
 LINUX = sys.platform.startswith("linux")

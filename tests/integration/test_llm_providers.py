@@ -511,6 +511,7 @@ def test_fatal_error_mid_run_keeps_finished_games_and_resume_completes(tmp_path:
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_first_call_is_not_timed_out_by_sdk_startup(tmp_path: Path) -> None:
     """`pdbench run` (openai adapter) in a fresh process, timeout_s 0.5, against a server that
     answers in ~50 ms: no attempt may time out. The SDK's lazy imports on the first call

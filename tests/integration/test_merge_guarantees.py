@@ -349,6 +349,7 @@ def _killer(tmp_path: Path) -> Path:
     return script
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [2, 4])
 def test_v10_sigterm_of_merge_exits_130_with_nothing_completed(
     study: dict[str, Path],
@@ -384,6 +385,7 @@ def test_v10_sigterm_of_merge_exits_130_with_nothing_completed(
     _assert_equal_to_reference(out, study)
 
 
+@pytest.mark.slow
 def test_s17_kill_9_of_merge_then_a_rerun_finishes(
     study: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -172,6 +172,7 @@ def test_budget_stops_cleanly_and_a_resume_completes(tmp_path: Path, reference: 
     assert artifacts(out, kind) == artifacts(ref_out, kind)
 
 
+@pytest.mark.slow
 def test_kill_9_then_resume_equals_an_uninterrupted_run(tmp_path: Path, reference: Any) -> None:
     kind, ref_out = reference
     cfg = write_config(tmp_path, kind)

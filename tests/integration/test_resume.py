@@ -199,6 +199,7 @@ def assert_same_as_reference(run_dir: Path, reference: Path) -> None:
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_kill_9_then_resume_equals_an_uninterrupted_run(tmp_path: Path, reference: Path) -> None:
     cfg = write_experiment(tmp_path)
     out, cache = tmp_path / "A", tmp_path / "cache"
@@ -262,6 +263,7 @@ def test_resume_of_a_completed_run_changes_nothing(tmp_path: Path, reference: Pa
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_ctrl_c_marks_the_run_interrupted_and_resume_completes(
     tmp_path: Path, reference: Path
 ) -> None:

@@ -252,6 +252,7 @@ def test_key_echoed_back_by_the_server_is_redacted(
     assert KEY not in read_manifest(run_dir)["error"]
 
 
+@pytest.mark.slow
 def test_real_process_run_prints_and_stores_no_key(tmp_path: Path) -> None:
     """The same through a separate `pdbench` process: everything it prints is searched."""
     env = {k: v for k, v in os.environ.items() if k not in PROXY_VARS and k != "OPENAI_API_KEY"}

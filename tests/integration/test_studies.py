@@ -119,6 +119,7 @@ def test_akata_runs_with_labels_and_the_report_places_the_published_numbers(
     assert f"<td><b>{expected}</b></td>" in row and row.endswith("<td>90</td>")
 
 
+@pytest.mark.slow
 def test_fontana_counts_fallbacks_as_defections_and_compares_by_alpha(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -159,6 +160,7 @@ def test_fontana_counts_fallbacks_as_defections_and_compares_by_alpha(
     assert html.count("<svg") >= 5 and "Llama2-70b-chat" in html
 
 
+@pytest.mark.slow
 def test_prompt_variants_sweep_and_the_variance_split(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -455,6 +455,7 @@ def test_akata_runs_in_completion_mode_over_http(
     assert [r["agent_a_intended_action"] for r in rounds] == ["D"] * 10
 
 
+@pytest.mark.slow
 def test_llamacpp_completion_mode_sends_the_text_without_a_chat_template() -> None:
     """The real llama.cpp server (SmolLM2-135M, a dev dependency): prompt_mode completion goes
     to /v1/completions, so the prompt is the text's own tokens; the same text as a chat message

@@ -28,6 +28,7 @@ from tests.ui.browser import (
 from tests.ui.screenshots import full_page_screenshot
 
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.browser,
     pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is not installed"),
 ]

@@ -36,6 +36,7 @@ from tests.ui.sample import _llm, _policy, make_evolution, make_run
 from tests.ui.screenshots import full_page_screenshot
 
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.browser,
     pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is not installed"),
 ]

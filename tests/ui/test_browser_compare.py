@@ -15,6 +15,7 @@ from pdbench.agents.policy import POLICY_REGISTRY
 from pdbench.ui import style
 
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.browser,
     pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is not installed"),
 ]

@@ -16,6 +16,7 @@ from tests.ui.browser import CHROMIUM, chromium_page, open_tab, streamlit_server
 from tests.ui.screenshots import full_page_screenshot
 
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.browser,
     pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is not installed"),
 ]

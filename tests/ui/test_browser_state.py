@@ -19,6 +19,7 @@ from tests.ui.sample import make_evolution, make_tournament
 from tests.ui.screenshots import full_page_screenshot
 
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.browser,
     pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is not installed"),
 ]
