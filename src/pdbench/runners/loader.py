@@ -399,11 +399,6 @@ def _check_agent(
         return AgentSpec(agent)
     templates = _check_llm(agent, loc, resolved, matrix, loaded, issues)
     _check_llm_options(agent, loc, resolved, loaded, issues)
-    if agent.provider == "anthropic" and agent.temperature != 0.0:
-        loaded.warnings.append(
-            f"{dotted(loc)}: the anthropic provider sends no temperature (the Messages API no "
-            f"longer takes one), so temperature {agent.temperature:g} is recorded but not used"
-        )
     return AgentSpec(agent, templates) if templates is not None else None
 
 
@@ -420,6 +415,12 @@ def _check_llm_options(
         adapter = provider_entry(agent.provider).factory
     except KeyError:
         adapter = None  # reported with the provider
+    if adapter is not None and not getattr(adapter, "sends_temperature", True):
+        if agent.temperature != 0.0:
+            loaded.warnings.append(
+                f"{dotted(loc)}: the {agent.provider} provider sends no temperature (its API "
+                f"takes none), so temperature {agent.temperature:g} is recorded but not used"
+            )
     if adapter is not None and agent.output_format == "choice":
         if not getattr(adapter, "constrains_answers", False):
             issues.append(

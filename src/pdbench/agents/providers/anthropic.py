@@ -66,6 +66,7 @@ class AnthropicProvider(ProviderBase):
     See the module docstring for what is not sent (temperature, seed)."""
 
     enforces_timeout = True
+    sends_temperature = False  # the Messages API no longer takes one
 
     def __init__(self, cfg: LLMAgentConfig, api_key: str | None) -> None:
         super().__init__(cfg, api_key)

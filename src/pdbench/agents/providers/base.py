@@ -347,6 +347,9 @@ class ProviderBase:
     # True when the adapter enforces `timeout_s` on its HTTP calls itself; the broker's outer
     # timeout then only catches a hung SDK. False: the broker's timeout is the only one.
     enforces_timeout: ClassVar[bool] = False
+    # False when the API takes no temperature: the config's is then recorded but not used (the
+    # loader warns).
+    sends_temperature: ClassVar[bool] = True
 
     def __init__(self, cfg: LLMAgentConfig, api_key: str | None) -> None:
         self.model = cfg.model
