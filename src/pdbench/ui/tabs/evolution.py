@@ -27,6 +27,9 @@ from pdbench.ui.presets import PRESETS, PROCESSES, EvolutionSettings
 from pdbench.ui.style import policy_profile, population_strip_html
 
 LABEL = "🧬 Evolution"
+KEY = "evolution"  # the tab's name in the session state (e.g. a pending tab switch)
+POSITION = 5  # its place among the tabs, left to right
+FIRST_FOR: tuple[str, ...] = ("evolution",)  # opens first for an evolution directory
 PREFIX = "ev"  # results picker keys (ev_dir, ev_flash, ...)
 STORE = "ev_form"  # saved widget values (see components.restore_widgets)
 SPEED_MS = 250  # the animation's default speed (ms per generation)

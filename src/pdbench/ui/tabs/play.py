@@ -40,9 +40,12 @@ from pdbench.ui.style import (
     move_html,
     trail_html,
 )
+from pdbench.ui.tabs import view_results
 from pdbench.ui.tabs.run_experiment import PENDING_TAB
 
 LABEL = "🎮 Play"
+KEY = "play"  # the tab's name in the session state (e.g. a pending tab switch)
+POSITION = 6  # its place among the tabs, left to right
 GAME = "pl_game"  # the game in progress: a plain session key (survives tab switches)
 STORE = "pl_form"  # the setup form's saved values
 FORM_KEYS = ("pl_opponent", "pl_name", "pl_rounds", "pl_seed")
@@ -321,5 +324,5 @@ def _finish(ctx: AppContext, game: dict[str, Any], config_dir: Path) -> None:
         st.session_state[SEL_RUN] = game["saved"]
         st.session_state[SEL_CONDITION] = request.condition_name
         st.session_state[SEL_REPLICATE] = 0
-        st.session_state[PENDING_TAB] = "view"
+        st.session_state[PENDING_TAB] = view_results.KEY
         st.rerun()

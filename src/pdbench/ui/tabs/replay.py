@@ -15,6 +15,8 @@ from pdbench.ui import animation, data
 from pdbench.ui.components import AppContext, game_replies, matchup, pick_game, show_error
 
 LABEL = "🎬 Animated Replay"
+KEY = "replay"  # the tab's name in the session state (e.g. a pending tab switch)
+POSITION = 2  # its place among the tabs, left to right
 PREFIX = "rp"
 SPEED_MS = 200  # the default speed (ms per round)
 

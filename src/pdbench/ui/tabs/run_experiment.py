@@ -23,8 +23,12 @@ from pdbench.ui.components import (
     save_widgets,
 )
 from pdbench.ui.style import card_html
+from pdbench.ui.tabs import view_results
 
 LABEL = "🧪 Run Experiment"
+KEY = "run"  # the tab's name in the session state (e.g. a pending tab switch)
+POSITION = 3  # its place among the tabs, left to right
+FIRST_WITHOUT_RUN = True  # opens first when the app starts without a run directory
 PENDING_TAB = "pending_tab"  # read by streamlit_app before the tabs are drawn
 DEFAULTS = {"a": "policy:TFT", "b": "policy:ALLD"}
 STORE = "rx_form"  # saved widget values: the form survives a switch to another tab
@@ -217,5 +221,5 @@ def _run(ctx: AppContext, request: launcher.ExperimentRequest, config_dir: Path)
         st.session_state.pop(SEL_CONDITION, None)
     st.session_state[SEL_REPLICATE] = 0
     st.session_state[FLASH] = finished.message()
-    st.session_state[PENDING_TAB] = "view"
+    st.session_state[PENDING_TAB] = view_results.KEY
     st.rerun()

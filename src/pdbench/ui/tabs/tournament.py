@@ -26,6 +26,9 @@ from pdbench.ui.components import (
 from pdbench.ui.style import podium_html
 
 LABEL = "🏆 Tournament"
+KEY = "tournament"  # the tab's name in the session state (e.g. a pending tab switch)
+POSITION = 4  # its place among the tabs, left to right
+FIRST_FOR: tuple[str, ...] = ("tournament",)  # opens first for a tournament directory
 PREFIX = "tn"  # the results picker's keys: tn_dir (selected), tn_flash, tn_path, tn_extra
 FORM = "tn_form"  # saved widget values (see components.restore_widgets)
 FORM_KEYS = (

@@ -26,6 +26,9 @@ from pdbench.ui.components import (
 from pdbench.ui.style import LEGEND, agent_profile, timeline_html
 
 LABEL = "📊 View Results"
+KEY = "view"  # the tab's name in the session state (e.g. a pending tab switch)
+POSITION = 1  # its place among the tabs, left to right
+FIRST_FOR: tuple[str, ...] = ("experiment",)  # opens first for these run kinds (and any other)
 HTML_TIMELINE_MAX = 200  # longer games get the zoomable timeline (animation.timeline_page)
 
 
