@@ -304,30 +304,38 @@ def clipped_mean_intervals(
     high_values = np.where(defined, values, -np.inf).max(axis=0, initial=-np.inf)
     constant = (counts >= 2) & (low_values == high_values)
     big = np.flatnonzero((counts >= SMALL_SAMPLE_GAMES) & ~constant)
-    boot: dict[int, tuple[float, float]] = {}
+    with np.errstate(all="ignore"):
+        filled = np.where(defined, values, 0.0)
+        mean = filled.sum(axis=0) / counts
+        sd = np.sqrt(((filled - mean) ** 2 * defined).sum(axis=0) / (counts - 1))
+        quantile = np.full(n_cols, np.nan)
+        for k in np.unique(counts[counts >= 2]):
+            quantile[counts == k] = t_quantile(0.5 + level / 2.0, int(k) - 1)
+        half = quantile * sd / np.sqrt(counts)
+    low, high = mean - half, mean + half
     if big.size and weights is not None:
-        low, high = _bootstrap_t(values[:, big], defined[:, big], weights, level)
-        hall_low, hall_high = _hall(values[:, big], defined[:, big], level)
-        for position, col in enumerate(big.tolist()):
-            ends = [(hall_low[position], hall_high[position])] if sums and sums[col] else []
-            if not (math.isnan(low[position]) or math.isnan(high[position])):
-                ends.append((low[position], high[position]))
-            if ends:
-                boot[col] = (float(min(e[0] for e in ends)), float(max(e[1] for e in ends)))
+        boot_low, boot_high = _bootstrap_t(values[:, big], defined[:, big], weights, level)
+        found = ~(np.isnan(boot_low) | np.isnan(boot_high))
+        low[big] = np.where(found, np.minimum(low[big], boot_low), low[big])
+        high[big] = np.where(found, np.maximum(high[big], boot_high), high[big])
+        if sums is not None:
+            summed = np.array([bool(sums[c]) for c in big])
+            hall_low, hall_high = _hall(values[:, big], defined[:, big], level)
+            low[big] = np.where(summed, np.minimum(low[big], hall_low), low[big])
+            high[big] = np.where(summed, np.maximum(high[big], hall_high), high[big])
+    floor = np.array([-math.inf if b is None else b[0] for b in limits], dtype=np.float64)
+    ceiling = np.array([math.inf if b is None else b[1] for b in limits], dtype=np.float64)
+    clipped_low, clipped_high = np.maximum(low, floor), np.minimum(high, ceiling)
+    was_clipped = (clipped_low != low) | (clipped_high != high)
     out: list[tuple[float | None, float | None, bool]] = []
     for col in range(n_cols):
         if counts[col] < 2:
             out.append((None, None, False))
-            continue
-        if constant[col]:
-            low, high = constant_interval(float(low_values[col]), int(counts[col]), limits[col])
-            out.append((low, high, False))
-            continue
-        t_low, t_high = t_interval(values[:, col], None, level)
-        assert t_low is not None and t_high is not None
-        if boot.get(col):
-            t_low, t_high = min(t_low, boot[col][0]), max(t_high, boot[col][1])
-        out.append(clip(t_low, t_high, limits[col]))
+        elif constant[col]:
+            c_low, c_high = constant_interval(float(low_values[col]), int(counts[col]), limits[col])
+            out.append((c_low, c_high, False))
+        else:
+            out.append((float(clipped_low[col]), float(clipped_high[col]), bool(was_clipped[col])))
     return out
 
 
