@@ -13,7 +13,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -293,6 +293,26 @@ def test_s16_leftovers_of_a_killed_merge_do_not_block_the_next(
     refused(code, err, other, "not empty")
 
 
+def _before_nth_rename(
+    monkeypatch: pytest.MonkeyPatch, n: int, action: Callable[[], None]
+) -> Callable[[], None]:
+    """Run `action` just before the n-th file rename of pdbench's writers (a temporary file
+    becoming an artifact); returns the function that puts the real rename back."""
+    import pdbench.storage.files as files
+
+    calls = [0]
+    real_replace = os.replace
+
+    def replace(src: str, dst: str) -> None:
+        calls[0] += 1
+        if calls[0] == n:
+            action()
+        real_replace(src, dst)
+
+    monkeypatch.setattr(files.os, "replace", replace)
+    return lambda: monkeypatch.setattr(files.os, "replace", real_replace)
+
+
 class Stop(BaseException):
     """Stands for kill -9: nothing after it runs in the merge."""
 
@@ -305,22 +325,15 @@ def test_s17_stopped_at_any_write_never_completed_and_a_rerun_finishes(
     monkeypatch: pytest.MonkeyPatch,
     stop_at: int,
 ) -> None:
-    import pdbench.storage.files as files
-
     out = tmp_path / "m"
-    calls = [0]
-    real_replace = os.replace
 
-    def replace(src: str, dst: str) -> None:
-        calls[0] += 1
-        if calls[0] == stop_at:
-            raise Stop  # the tmp file is written, the rename never happens
-        real_replace(src, dst)
+    def stop() -> None:
+        raise Stop  # the tmp file is written, the rename never happens
 
-    monkeypatch.setattr(files.os, "replace", replace)
+    restore = _before_nth_rename(monkeypatch, stop_at, stop)
     with pytest.raises(Stop):
         merge_shards(out, [study["s1"], study["s2"]])
-    monkeypatch.setattr(files.os, "replace", real_replace)
+    restore()
     manifest = out / "run_manifest.json"
     if manifest.is_file():
         assert json.loads(manifest.read_text())["status"] != "completed"
@@ -358,25 +371,15 @@ def test_v10_sigterm_of_merge_exits_130_with_nothing_completed(
     monkeypatch: pytest.MonkeyPatch,
     n: int,
 ) -> None:
-    import pdbench.storage.files as files
-
     out = tmp_path / "m"
-    calls = [0]
-    real_replace = os.replace
-
-    def replace(src: str, dst: str) -> None:
-        calls[0] += 1
-        if calls[0] == n:  # a real SIGTERM, handled by pdbench's own handler
-            os.kill(os.getpid(), signal.SIGTERM)
-        real_replace(src, dst)
-
-    monkeypatch.setattr(files.os, "replace", replace)
+    # a real SIGTERM, handled by pdbench's own handler
+    restore = _before_nth_rename(monkeypatch, n, lambda: os.kill(os.getpid(), signal.SIGTERM))
     handler = signal.getsignal(signal.SIGTERM)
     try:
         code, err = merge(out, [study["s1"], study["s2"]], capsys)
     finally:
         signal.signal(signal.SIGTERM, handler)
-    monkeypatch.setattr(files.os, "replace", real_replace)
+    restore()
     assert code == 130 and "Traceback" not in err, err
     assert "run the same merge again" in err and len(err.strip().splitlines()) == 1, err
     assert json.loads((out / "run_manifest.json").read_text())["status"] == "merging"
