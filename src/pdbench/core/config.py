@@ -64,6 +64,9 @@ class RunConfig(Strict):
     output_dir: str = Field(min_length=1)
     store_prompts: bool = True
     store_raw_responses: bool = True
+    # Where rounds are logged: rounds.jsonl (the crash-safe log resume reads, greppable), the
+    # columnar parts under rounds/ (compact, read by game or column), or both.
+    rounds_log: Literal["jsonl", "columns", "both"] = "both"
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     # "i/K": play only shard i of K (games whose index in the full plan is i-1 modulo K), for a
     # cluster job array; `pdbench merge` joins the shards into one run directory.

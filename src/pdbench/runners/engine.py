@@ -17,7 +17,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, BinaryIO, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -43,23 +43,14 @@ SIDES = ("agent_a", "agent_b")
 
 
 class GameSink(Protocol):
-    """Where logged games' lines go: rounds.jsonl in plan order (`OrderedRoundsWriter`), or a
-    Ray worker's collector that sends them to the driver."""
-
-    @property
-    def handle(self) -> BinaryIO:
-        """An open file an encoder may write the next game into."""
-        ...
-
-    def is_next(self, index: int) -> bool:
-        """Whether the game with this plan index may be written into `handle` now."""
-        ...
+    """Where logged games go: the rounds log in plan order (`OrderedRoundsWriter`), or a Ray
+    worker's collector that sends them to the driver."""
 
     def add(self, index: int, blob: bytes) -> None:
-        """A finished game's lines."""
+        """A finished game's rounds.jsonl lines."""
 
-    def wrote_directly(self, index: int) -> None:
-        """The next game was written into `handle`."""
+    def add_game(self, index: int, key: GameKey, arrays: dict[str, Any], timestamp: str) -> None:
+        """A finished game of the vectorized engine (`RoundsEncoder.write_game`'s arrays)."""
 
 
 def utc_now() -> str:
@@ -254,15 +245,9 @@ class Engine:
             self._tick(n)
 
     def _write_game(self, plan: GamePlan, arrays: dict[str, Any], timestamp: str) -> None:
-        """A whole game's records (`RoundsEncoder.write_game`), straight into the file when it
-        is the next game in plan order."""
+        """A whole game's rounds, to the sink (which writes them in plan order)."""
         assert self.writer is not None
-        key = self._key(plan)
-        if self.writer.is_next(plan.index):
-            self.encoder.write_game(self.writer.handle, key, arrays, timestamp)
-            self.writer.wrote_directly(plan.index)
-        else:
-            self.writer.add(plan.index, self.encoder.game_bytes(key, arrays, timestamp))
+        self.writer.add_game(plan.index, self._key(plan), arrays, timestamp)
 
     # ----------------------------------------------------------------------------------------
     # Synchronous speed

@@ -177,6 +177,17 @@ def load_config(
         if found != "experiment":
             _check_unique_name(agent, loc, seen, resolved, issues)
         _relativize_prompts(snapshot, loc, resolved)
+    if config.run.rounds_log == "columns" and any(
+        isinstance(agent, LLMAgentConfig | HumanAgentConfig)
+        for _, agent in config.agent_locations()
+    ):
+        issues.append(
+            resolved.issue(
+                ("run", "rounds_log"),
+                "columns keeps no crash-safe log of the rounds of LLM or human agents; "
+                "choose both or jsonl (got 'columns')",
+            )
+        )
     if isinstance(config, ExperimentConfig) and config.experiment.published is not None:
         loaded.published = _read_published(config, resolved, issues)
     if issues:

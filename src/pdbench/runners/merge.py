@@ -31,11 +31,13 @@ from pdbench.runners.run_experiment import ScheduledGame, game_schedule, shard_o
 from pdbench.runners.session import input_changes, snapshot_changes, usage_summary
 from pdbench.storage.aggregate import aggregate_held_run_dir, usage_by_game
 from pdbench.storage.files import read_json, write_bytes_atomic
+from pdbench.storage.rounds_log import keeps_columns, keeps_jsonl
 from pdbench.storage.run_dir import (
     RunLock,
     check_not_in_use,
     make_run_dir,
     read_manifest,
+    remove_artifact,
     spending,
     write_manifest,
 )
@@ -44,6 +46,7 @@ from pdbench.storage.schema import (
     CALLS_FILE,
     LOCK_FILE,
     MANIFEST_FILE,
+    ROUNDS_COLUMNS_DIR,
     ROUNDS_FILE,
 )
 from pdbench.storage.shard_records import (
@@ -192,9 +195,10 @@ def _merge_locked(out_dir: Path, shard_dirs: list[Path], leftovers: list[Path]) 
     rounds: dict[GameId, list[bytes]] = {}
     calls: dict[GameId, list[bytes]] = {}
     for shard in sorted(shards, key=lambda s: s.index):
+        log_path, log_data = _shard_log(shard.dir)
         rounds.update(
             shard_rounds(
-                shard.dir / ROUNDS_FILE, shard.index, shard.k, games, cfg.run.run_id, matrix
+                log_path, shard.index, shard.k, games, cfg.run.run_id, matrix, data=log_data
             )
         )
         calls.update(shard_calls(shard.dir / CALLS_FILE, shard.index, games))
@@ -203,9 +207,15 @@ def _merge_locked(out_dir: Path, shard_dirs: list[Path], leftovers: list[Path]) 
     order = [(g.condition, g.replicate) for g in schedule]
     manifest = _merged_manifest(out_dir, shards, first, schedule)
     for path in leftovers:
-        path.unlink(missing_ok=True)
+        remove_artifact(path)
     write_manifest(out_dir, "experiment", manifest)  # status `merging`: never mistaken for a run
-    write_bytes_atomic(out_dir / ROUNDS_FILE, b"".join(b"".join(rounds[key]) for key in order))
+    mode = cfg.run.rounds_log
+    if keeps_jsonl(mode):
+        write_bytes_atomic(out_dir / ROUNDS_FILE, b"".join(b"".join(rounds[key]) for key in order))
+    if keeps_columns(mode):
+        from pdbench.storage.record.columns import lines_batch, rewrite_columns
+
+        rewrite_columns(out_dir, (lines_batch(b"".join(rounds[key])) for key in order))
     if any((s.dir / CALLS_FILE).is_file() for s in shards):
         write_bytes_atomic(
             out_dir / CALLS_FILE, b"".join(b"".join(calls.get(key, [])) for key in order)
@@ -217,6 +227,19 @@ def _merge_locked(out_dir: Path, shard_dirs: list[Path], leftovers: list[Path]) 
     manifest["status"] = "completed"
     write_manifest(out_dir, "experiment", manifest)  # last: the run is complete
     return manifest
+
+
+def _shard_log(shard_dir: Path) -> tuple[Path, bytes | None]:
+    """Where a shard's rounds are (for messages) and, when it keeps them in columns only, the
+    records as lines (checked like rounds.jsonl's)."""
+    path = shard_dir / ROUNDS_FILE
+    if path.is_file():
+        return path, None
+    from pdbench.storage.record.columns import has_columns, jsonl_bytes
+
+    if has_columns(shard_dir):
+        return shard_dir / ROUNDS_COLUMNS_DIR, jsonl_bytes(shard_dir)
+    return path, None
 
 
 def _agent_facts(a: Any, b: Any) -> tuple[tuple[bool, bool], tuple[bool, bool]]:

@@ -41,12 +41,10 @@ from pdbench.core.strategy_gof import (
 from pdbench.errors import RunError
 from pdbench.storage.aggregate import (
     RunDirError,
-    check_rounds,
+    checked_condition_tables,
     outcomes_from_table,
-    read_rounds_table,
 )
 from pdbench.storage.run_dir import RunLock, read_manifest
-from pdbench.storage.schema import ROUNDS_FILE
 from pdbench.storage.strategy_fit import STRATEGY_FIT_FILE, write_strategy_fit
 
 
@@ -195,10 +193,9 @@ def profile_run(
         raise RunDirError(f"{run_dir}: not a directory")
     manifest = read_manifest(run_dir, "experiment")
     with RunLock(run_dir):
-        table = read_rounds_table(run_dir / ROUNDS_FILE)
-        check_rounds(table, manifest, run_dir / ROUNDS_FILE)
-        outcomes = outcomes_from_table(table)
-        rows = profile_rows(manifest, outcomes, library, resamples)
+        rows = []
+        for _, table in checked_condition_tables(run_dir, manifest):
+            rows += profile_rows(manifest, outcomes_from_table(table), library, resamples)
         path = run_dir / STRATEGY_FIT_FILE
         write_strategy_fit(rows, path, profile_settings(library, resamples))
     return ProfileResult(rows, path)

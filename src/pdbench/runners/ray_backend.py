@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from pdbench.agents.llm import ParseFailureAbort
 from pdbench.core.config import BudgetConfig
@@ -56,6 +56,7 @@ from pdbench.runners.engine import Engine, GamePlan, GameResult
 from pdbench.runners.ray_limits import LimitsKeeper, RayLimits
 from pdbench.storage.cache import ResponseCache, cache_key
 from pdbench.storage.files import JsonlAppender
+from pdbench.storage.record.fields import GameKey
 from pdbench.storage.rounds import OrderedRoundsWriter, RoundsEncoder
 
 MISSING = "--backend ray needs the ray extra: run `uv sync --extra ray`"
@@ -181,21 +182,15 @@ class ChunkWork:
 class _Collector:
     """The engine's sink in a worker: keeps each game's lines until it is sent."""
 
-    def __init__(self) -> None:
+    def __init__(self, encoder: RoundsEncoder) -> None:
+        self.encoder = encoder
         self.blobs: dict[int, bytes] = {}
-
-    @property
-    def handle(self) -> BinaryIO:
-        raise RuntimeError("a worker writes no file")
-
-    def is_next(self, index: int) -> bool:
-        return False
 
     def add(self, index: int, blob: bytes) -> None:
         self.blobs[index] = blob
 
-    def wrote_directly(self, index: int) -> None:
-        raise RuntimeError("a worker writes no file")
+    def add_game(self, index: int, key: GameKey, arrays: dict[str, Any], timestamp: str) -> None:
+        self.blobs[index] = self.encoder.game_bytes(key, arrays, timestamp)
 
 
 class _QueueLog:
@@ -222,7 +217,6 @@ def _play_into(work: ChunkWork, out: queue.Queue[tuple[Any, ...]]) -> None:
         broker = CallBroker(
             cache, Budget(BudgetConfig()), log, work.concurrency, work.session, shared=shared
         )
-        sink = _Collector()
 
         def send(result: GameResult) -> None:
             index = result.plan.index
@@ -231,6 +225,7 @@ def _play_into(work: ChunkWork, out: queue.Queue[tuple[Any, ...]]) -> None:
         encoder = RoundsEncoder(
             work.matrix, store_prompts=work.store_prompts, store_raw=work.store_raw
         )
+        sink = _Collector(encoder)
         Engine(
             run_id=work.run_id,
             matrix=work.matrix,

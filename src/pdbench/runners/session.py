@@ -38,16 +38,15 @@ from pdbench.storage.aggregate import usage_by_game
 from pdbench.storage.cache import ResponseCache, default_cache_dir
 from pdbench.storage.files import JsonlAppender, environment_info
 from pdbench.storage.rounds import OrderedRoundsWriter, RoundsEncoder
+from pdbench.storage.rounds_log import keep_finished, open_writer
 from pdbench.storage.run_dir import (
     RunLock,
     close_all,
-    finished_games,
     make_run_dir,
     mark_failed_in_place,
     prepare_output_dir,
     read_manifest,
     spending,
-    write_games_in_order,
     write_manifest,
 )
 from pdbench.storage.schema import CALLS_FILE, ROUNDS_FILE, SCHEMA_VERSION
@@ -127,8 +126,8 @@ class RunSession:
         result.outcomes.update(kept)
         todo = [p for p in self.plans if p.index not in kept]
         status, error = "completed", None
-        writer = OrderedRoundsWriter(
-            self.run_dir / ROUNDS_FILE, [p.index for p in todo if p.logged]
+        writer = open_writer(
+            self.run_dir, self._rounds_log, [p.index for p in todo if p.logged], self._encoder()
         )
         llm = any(p.has_llm for p in self.plans)
         cache: ResponseCache | None = None
@@ -234,10 +233,17 @@ class RunSession:
                 "or --overwrite"
             )
         logged = [p for p in self.plans if p.logged]
-        lines = finished_games(self.run_dir, {p.key: p.n_rounds for p in logged})
-        if logged:
-            write_games_in_order(self.run_dir, lines, [p.key for p in logged])
-        kept = {p.index: outcome_from_lines(p, lines[p.key]) for p in logged if p.key in lines}
+        games = (
+            keep_finished(
+                self.run_dir,
+                self._rounds_log,
+                {p.key: p.n_rounds for p in logged},
+                [p.key for p in logged],
+            )
+            if logged
+            else {}
+        )
+        kept = {p.index: outcome_from_rounds(p, games[p.key]) for p in logged if p.key in games}
         manifest.update(
             status="running",
             error=None,
@@ -284,11 +290,6 @@ class RunSession:
         result: SessionResult,
     ) -> None:
         run = self.loaded.config.run
-        encoder = RoundsEncoder(
-            self.loaded.matrix(),
-            store_prompts=run.store_prompts,
-            store_raw=run.store_raw_responses,
-        )
 
         def collect(game: GameResult) -> None:
             result.outcomes[game.plan.index] = game.outcome
@@ -298,7 +299,7 @@ class RunSession:
             run_id=run.run_id,
             matrix=self.loaded.matrix(),
             broker=broker,
-            encoder=encoder,
+            encoder=writer.encoder or self._encoder(),
             writer=writer,
             on_result=collect,
             concurrency=self.options.concurrency,
@@ -352,8 +353,23 @@ class RunSession:
         if not needed:
             return
         logged = [p for p in self.plans if p.logged]
-        lines = finished_games(self.run_dir, {p.key: p.n_rounds for p in logged})
-        write_games_in_order(self.run_dir, lines, [p.key for p in logged])
+        keep_finished(
+            self.run_dir,
+            self._rounds_log,
+            {p.key: p.n_rounds for p in logged},
+            [p.key for p in logged],
+        )
+
+    @property
+    def _rounds_log(self) -> str:
+        """run.rounds_log: jsonl, columns or both."""
+        return str(getattr(self.loaded.config.run, "rounds_log", "jsonl"))
+
+    def _encoder(self) -> RoundsEncoder:
+        run = self.loaded.config.run
+        return RoundsEncoder(
+            self.loaded.matrix(), store_prompts=run.store_prompts, store_raw=run.store_raw_responses
+        )
 
     def _close_manifest(self, manifest: dict[str, Any], status: str, error: str | None) -> None:
         usage = usage_summary(usage_by_game(self.run_dir))
@@ -468,8 +484,15 @@ def snapshot_changes(before: dict[str, Any], after: dict[str, Any]) -> str:
     return shown + (f"; and {len(paths) - 3} more" if len(paths) > 3 else "")
 
 
-def outcome_from_lines(plan: GamePlan, lines: list[bytes]) -> GameOutcome:
-    """A finished game's outcome, read back from its rounds.jsonl lines."""
+def outcome_from_rounds(plan: GamePlan, rounds: list[bytes] | Any) -> GameOutcome:
+    """A finished game's outcome, read back from its rounds.jsonl lines or its columns (a
+    pyarrow Table of the aggregate input fields)."""
+    if not isinstance(rounds, list):
+        from pdbench.storage.aggregate import outcomes_from_table
+
+        (outcome,) = outcomes_from_table(rounds)
+        return outcome
+    lines = rounds
     records = sorted((orjson.loads(line) for line in lines), key=lambda r: r["round_index"])
     return GameOutcome(
         condition=plan.condition,

@@ -1,7 +1,9 @@
-"""aggregates.parquet: written after a run, and recomputed from rounds.jsonl by `pdbench aggregate`."""
+"""aggregates.parquet: written after a run, and recomputed from the run's rounds by `pdbench
+aggregate`, one condition at a time."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ from pdbench.storage.schema import (
     AGGREGATE_INPUT_FIELDS,
     AGGREGATES_FILE,
     CALLS_FILE,
+    ROUNDS_COLUMNS_DIR,
     ROUNDS_FILE,
     USAGE_FIELDS,
     aggregates_arrow_schema,
@@ -353,8 +356,6 @@ def _aggregate_locked(run_dir: Path) -> list[dict[str, Any]]:
         manifest = read_manifest(run_dir, "experiment")
     except RunError as exc:
         raise RunDirError(str(exc)) from None
-    table = read_rounds_table(run_dir / ROUNDS_FILE)
-    check_rounds(table, manifest, run_dir / ROUNDS_FILE)
     try:
         collapse_cfg = manifest.get("collapse", {})
         collapse = CollapseParams(
@@ -370,14 +371,39 @@ def _aggregate_locked(run_dir: Path) -> list[dict[str, Any]]:
             f"{run_dir / 'run_manifest.json'}: collapse, intervals or conditions malformed "
             "(a damaged or hand-edited manifest)"
         ) from None
-    rows = aggregate_rows(
-        manifest.get("run_id", ""), outcomes_from_table(table), condition_order, collapse
-    )
+    rows: list[dict[str, Any]] = []
+    for condition, table in checked_condition_tables(run_dir, manifest):
+        order = condition_order if condition is None else [condition]
+        rows += aggregate_rows(
+            manifest.get("run_id", ""), outcomes_from_table(table), order, collapse
+        )
     rows = add_usage_columns(rows, usage_by_game(run_dir))
     rows = with_intervals(rows, settings, metric_designs(manifest))
     rows = add_sweep_columns(rows, coordinates)
     write_aggregates(rows, run_dir / AGGREGATES_FILE)
     return rows
+
+
+def checked_condition_tables(
+    run_dir: Path, manifest: dict[str, Any], fields: tuple[str, ...] = AGGREGATE_INPUT_FIELDS
+) -> Iterator[tuple[str | None, Any]]:
+    """The run's rounds one condition at a time (`record.reader.condition_tables`), each
+    checked against the manifest's plan (`check_rounds`) before it is used."""
+    from pdbench.storage.record.reader import condition_tables, uses_columns
+
+    where = run_dir / (ROUNDS_COLUMNS_DIR if uses_columns(run_dir, manifest) else ROUNDS_FILE)
+    for condition, table in condition_tables(run_dir, manifest, fields):
+        if condition is None:
+            check_rounds(table, manifest, where)
+        else:
+            planned = [
+                c
+                for c in manifest.get("conditions", [])
+                if isinstance(c, dict) and c.get("name") == condition
+            ]
+            # one condition's games against its plan; a condition not planned, against all
+            check_rounds(table, {**manifest, "conditions": planned} if planned else manifest, where)
+        yield condition, table
 
 
 def usage_by_game(run_dir: Path) -> dict[tuple[str, int, str], dict[str, Any]]:

@@ -17,7 +17,7 @@ Both paths take the field names and their order from `pdbench.storage.schema`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
 import numpy as np
 import orjson
@@ -26,7 +26,10 @@ from pdbench.core.horizon import Horizon
 from pdbench.core.payoff import PayoffMatrix
 from pdbench.core.types import Decision
 from pdbench.storage.files import JsonlAppender
-from pdbench.storage.schema import SCHEMA_VERSION, GameKey, RoundValues
+from pdbench.storage.record.fields import SCHEMA_VERSION, GameKey, RoundValues
+
+if TYPE_CHECKING:
+    from pdbench.storage.record.writer import ColumnarRoundsWriter
 
 _POW10 = np.array([10**k for k in range(1, 19)], dtype=np.int64)
 _CHUNK_BYTES = 1 << 26
@@ -290,20 +293,32 @@ class RoundsEncoder:
 
 
 class OrderedRoundsWriter:
-    """Appends games to rounds.jsonl in plan order, whatever order they finish in.
+    """Appends games to the rounds log in plan order, whatever order they finish in.
 
+    The log is rounds.jsonl (`jsonl`), the columnar parts under `rounds/` (`columns`), or both.
     `order` lists the plan indexes of the games to write. A finished game is written at once
-    when it is next in order (directly into `handle` by an encoder, or as a blob), else held
-    until the games before it are written; `close` writes whatever is still held. A run with no
-    game to log (a policy-only tournament without log_rounds) writes no rounds file.
+    when it is next in order (a vectorized game straight into rounds.jsonl by the encoder),
+    else held until the games before it are written; `close` writes whatever is still held. A
+    run with no game to log (a policy-only tournament without log_rounds) writes no rounds file.
     """
 
-    def __init__(self, path: Path, order: list[int]) -> None:
+    def __init__(
+        self,
+        path: Path,
+        order: list[int],
+        encoder: RoundsEncoder | None = None,
+        *,
+        jsonl: bool = True,
+        columns: ColumnarRoundsWriter | None = None,
+    ) -> None:
         self.path = path
         self._appender: JsonlAppender | None = None
         self.order = order
+        self.encoder = encoder
+        self.jsonl = jsonl
+        self.columns = columns
         self.position = 0
-        self.pending: dict[int, bytes] = {}
+        self.pending: dict[int, bytes | _HeldGame] = {}
         self.out_of_order = False
 
     @property
@@ -313,36 +328,51 @@ class OrderedRoundsWriter:
             self._appender = JsonlAppender(self.path)
         return self._appender
 
-    @property
-    def handle(self) -> BinaryIO:
-        """The open file, for an encoder writing the next game straight into it."""
-        return self.appender.handle
-
-    def is_next(self, index: int) -> bool:
-        """True when the game with this plan index is the next one to write."""
-        return self.position < len(self.order) and self.order[self.position] == index
-
     def add(self, index: int, blob: bytes) -> None:
-        """A finished game's lines."""
+        """A finished game's rounds.jsonl lines."""
         self.pending[index] = blob
         self._drain()
 
-    def wrote_directly(self, index: int) -> None:
-        """The next game was written into `handle`."""
-        assert self.is_next(index)
-        self.appender.flush()
-        self.position += 1
+    def add_game(
+        self, index: int, key: GameKey, arrays: dict[str, np.ndarray], timestamp: str
+    ) -> None:
+        """A finished game of the vectorized engine (see `RoundsEncoder.write_game`)."""
+        self.pending[index] = _HeldGame(key, arrays, timestamp)
         self._drain()
+
+    def _write(self, item: bytes | _HeldGame) -> None:
+        if isinstance(item, bytes):
+            if self.jsonl:
+                self.appender.write_bytes(item)
+            if self.columns is not None:
+                self.columns.add_lines(item)
+            return
+        if self.jsonl:
+            assert self.encoder is not None, "a vectorized game needs the encoder"
+            self.encoder.write_game(self.appender.handle, item.key, item.arrays, item.timestamp)
+            self.appender.flush()
+        if self.columns is not None:
+            self.columns.add_game(item.key, item.arrays, item.timestamp)
 
     def _drain(self) -> None:
         while self.position < len(self.order) and self.order[self.position] in self.pending:
-            self.appender.write_bytes(self.pending.pop(self.order[self.position]))
+            self._write(self.pending.pop(self.order[self.position]))
             self.position += 1
 
     def close(self) -> None:
         """Write games still held (a run that stopped early), then fsync and close."""
         for index in sorted(self.pending):
             self.out_of_order = True
-            self.appender.write_bytes(self.pending.pop(index))
-        if self.order or self._appender is not None:
+            self._write(self.pending.pop(index))
+        if self.jsonl and (self.order or self._appender is not None):
             self.appender.close()  # a run that logs games has the file, even before the first
+        if self.columns is not None:
+            self.columns.close()
+
+
+class _HeldGame(NamedTuple):
+    """A vectorized game waiting for the games before it in plan order."""
+
+    key: GameKey
+    arrays: dict[str, np.ndarray]
+    timestamp: str

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import sqlite3
 import time
 from collections.abc import Iterable
@@ -122,12 +123,18 @@ def prepare_output_dir(path: Path, overwrite: bool, kind: str) -> None:
                 f"{path}: output directory is not empty; pass --overwrite or change run.output_dir"
             )
         for name in ARTIFACTS[kind]:
-            target = path / name
-            if target.is_file():
-                target.unlink()
+            remove_artifact(path / name)
         for leftover in path.glob(".*.tmp"):
             leftover.unlink()
     make_run_dir(path)
+
+
+def remove_artifact(target: Path) -> None:
+    """Remove an artifact: a file, or a directory of them (the columnar rounds parts)."""
+    if target.is_dir() and not target.is_symlink():
+        shutil.rmtree(target)
+    elif target.is_file() or target.is_symlink():
+        target.unlink()
 
 
 def run_kind(run_dir: Path) -> str:

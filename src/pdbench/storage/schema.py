@@ -1,20 +1,11 @@
-"""The artifacts' schema, in one place: file names, the rounds.jsonl record, the aggregate and
-spending columns, and the schema version every artifact carries.
-
-A rounds.jsonl record is a `GameKey` (fields constant over a game) followed by `RoundValues`
-(fields of one round), then, for LLM agents, `prompts` and `raw_responses`. Every writer builds
-records from these two named tuples and every reader takes its field names and types from them,
-so a field is spelled here and nowhere else.
-
-`schema_version` is in every rounds record, every manifest and every Parquet file's metadata;
-readers refuse a newer version than they know (`check_version`).
+"""The artifacts' schema: file names of a run directory by mode, and the aggregate and
+spending columns. The round record (its fields, types and schema version) is owned by
+`pdbench.storage.record`; its names are re-exported here for the artifact writers.
 """
 
 from __future__ import annotations
 
-import types
-import typing
-from typing import Any, NamedTuple
+from typing import Any
 
 from pdbench.core.metrics import (
     AGGREGATE_COLUMNS,
@@ -22,13 +13,39 @@ from pdbench.core.metrics import (
     COUNT_COLUMNS,
     interval_columns,
 )
-from pdbench.errors import PdbenchError
+from pdbench.storage.record.fields import (
+    AGGREGATE_INPUT_FIELDS,
+    CUM_FIELDS,
+    LLM_FIELDS,
+    ROUND_FIELD_TYPES,
+    ROUND_FIELDS,
+    SCHEMA_VERSION,
+    GameKey,
+    RoundValues,
+    SchemaVersionError,
+    check_version,
+    rounds_arrow_schema,
+)
 
-SCHEMA_VERSION = 2  # 2: p_cooperate per round and agent, attempt facts
+__all__ = [
+    "AGGREGATE_INPUT_FIELDS",
+    "CUM_FIELDS",
+    "LLM_FIELDS",
+    "ROUND_FIELD_TYPES",
+    "ROUND_FIELDS",
+    "SCHEMA_VERSION",
+    "GameKey",
+    "RoundValues",
+    "SchemaVersionError",
+    "check_version",
+    "rounds_arrow_schema",
+]
+
 PARQUET_VERSION_KEY = b"pdbench.schema_version"
 
 # Files of a run directory, by mode.
 ROUNDS_FILE = "rounds.jsonl"
+ROUNDS_COLUMNS_DIR = "rounds"  # the same rounds in columns (Parquet parts)
 CALLS_FILE = "llm_calls.jsonl"
 MANIFEST_FILE = "run_manifest.json"
 AGGREGATES_FILE = "aggregates.parquet"
@@ -47,7 +64,7 @@ MANIFEST_FILES: dict[str, str] = {
     "evolution": EVOLUTION_MANIFEST_FILE,
 }
 ARTIFACTS: dict[str, tuple[str, ...]] = {
-    "experiment": (ROUNDS_FILE, MANIFEST_FILE, AGGREGATES_FILE, CALLS_FILE),
+    "experiment": (ROUNDS_FILE, MANIFEST_FILE, AGGREGATES_FILE, CALLS_FILE, ROUNDS_COLUMNS_DIR),
     "tournament": (
         TOURNAMENT_MANIFEST_FILE,
         MATCHES_FILE,
@@ -55,6 +72,7 @@ ARTIFACTS: dict[str, tuple[str, ...]] = {
         PAYOFF_MATRIX_FILE,
         ROUNDS_FILE,
         CALLS_FILE,
+        ROUNDS_COLUMNS_DIR,
     ),
     "evolution": (
         EVOLUTION_MANIFEST_FILE,
@@ -62,66 +80,10 @@ ARTIFACTS: dict[str, tuple[str, ...]] = {
         FIXATION_FILE,
         ROUNDS_FILE,
         CALLS_FILE,
+        ROUNDS_COLUMNS_DIR,
     ),
 }
 
-
-class GameKey(NamedTuple):
-    """The fields of a rounds record that are the same for every round of a game."""
-
-    schema_version: int
-    run_id: str
-    condition: str
-    replicate: int
-    seed: int
-    agent_a_name: str
-    agent_b_name: str
-    horizon_type: str
-    fixed_n: int | None
-    stop_prob: float | None
-
-
-class RoundValues(NamedTuple):
-    """The fields of one round: moves played (after noise) and intended, payoffs, totals."""
-
-    round_index: int
-    agent_a_action: str
-    agent_b_action: str
-    agent_a_intended_action: str
-    agent_b_intended_action: str
-    agent_a_payoff: float
-    agent_b_payoff: float
-    agent_a_cum_payoff: float
-    agent_b_cum_payoff: float
-    agent_a_parse_failure: bool
-    agent_b_parse_failure: bool
-    agent_a_p_cooperate: float | None
-    agent_b_p_cooperate: float | None
-    timestamp_utc: str
-
-
-# Present for rounds where an LLM agent played: prompt texts (or hashes) and every reply.
-LLM_FIELDS: tuple[str, ...] = ("prompts", "raw_responses")
-ROUND_FIELDS: tuple[str, ...] = GameKey._fields + RoundValues._fields
-
-# The columns `pdbench aggregate` reads back from rounds.jsonl.
-AGGREGATE_INPUT_FIELDS: tuple[str, ...] = (
-    "schema_version",
-    "run_id",
-    "condition",
-    "replicate",
-    "round_index",
-    "agent_a_name",
-    "agent_b_name",
-    "agent_a_action",
-    "agent_b_action",
-    "agent_a_payoff",
-    "agent_b_payoff",
-    "agent_a_parse_failure",
-    "agent_b_parse_failure",
-    "agent_a_p_cooperate",
-    "agent_b_p_cooperate",
-)
 
 # LLM usage columns appended to aggregates.parquet (from llm_calls.jsonl; null for policy
 # agents): the replies a game used, their tokens and price, however they were served.
@@ -134,29 +96,6 @@ USAGE_FIELDS: tuple[str, ...] = (
 USAGE_COLUMNS: tuple[str, ...] = tuple(
     f"agent_{side}_{name}" for side in ("a", "b") for name in USAGE_FIELDS
 )
-
-_ARROW_ALIASES = {int: "int64", str: "string", float: "float64", bool: "bool"}
-
-
-def _field_types() -> dict[str, str]:
-    """Arrow type alias of every scalar record field, from the named tuples' annotations."""
-    out: dict[str, str] = {}
-    for cls in (GameKey, RoundValues):
-        for name, hint in typing.get_type_hints(cls).items():
-            args = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
-            base = next(a for a in args if a is not type(None))
-            out[name] = _ARROW_ALIASES[base]
-    return out
-
-
-ROUND_FIELD_TYPES: dict[str, str] = _field_types()
-
-
-def rounds_arrow_schema(fields: tuple[str, ...] = ROUND_FIELDS) -> Any:
-    """The pyarrow schema to read these record fields with (pyarrow is imported only here)."""
-    import pyarrow as pa
-
-    return pa.schema([(name, pa.type_for_alias(ROUND_FIELD_TYPES[name])) for name in fields])
 
 
 def aggregates_arrow_schema() -> Any:
@@ -188,27 +127,3 @@ def aggregates_arrow_schema() -> Any:
     return pa.schema(
         [(name, types_.get(name, pa.float64())) for name in (*columns, *intervals, CLIPPED_COLUMN)]
     )
-
-
-class SchemaVersionError(PdbenchError):
-    """An artifact written by a newer pdbench than this one."""
-
-
-def check_version(where: str, version: Any) -> None:
-    """Refuse an artifact whose schema_version is newer than this pdbench knows (one line).
-
-    A missing version (None) is an artifact from before versions were recorded: version 0, read.
-    """
-    if version is None:
-        return
-    try:
-        number = int(version)
-    except (TypeError, ValueError):
-        raise SchemaVersionError(
-            f"{where}: schema_version is not a number (got {version!r})"
-        ) from None
-    if number > SCHEMA_VERSION:
-        raise SchemaVersionError(
-            f"{where}: written with schema_version {number}, newer than this pdbench reads "
-            f"({SCHEMA_VERSION}); upgrade pdbench to read it"
-        )

@@ -171,14 +171,17 @@ def shard_rounds(
     games: dict[GameId, ExpectedGame],
     run_id: str,
     matrix: PayoffMatrix,
+    data: bytes | None = None,
 ) -> dict[GameId, list[bytes]]:
     """The lines (with their newlines) of every game in a shard's rounds.jsonl, checked
     against the plan; RunError naming the file, the line and the damage otherwise (a torn or
     invalid line, a game of another shard or of no plan, a round missing, repeated or out of
-    order, a value the plan or the payoff matrix contradicts, a game missing)."""
+    order, a value the plan or the payoff matrix contradicts, a game missing). `data`: the
+    records as lines when they do not come from `path` itself (a shard that keeps its rounds
+    in columns only)."""
     hint = f"the shard is damaged; `pdbench resume {path.parent}` replays its damaged games"
     try:
-        data = path.read_bytes()
+        data = path.read_bytes() if data is None else data
     except OSError as exc:
         raise RunError(f"{path}: cannot read ({exc.strerror or exc}); {hint}") from None
     lines = data.splitlines(keepends=True)

@@ -1,0 +1,433 @@
+"""Rounds in columns: the run's rounds as Parquet parts under `rounds/`, readable by game,
+by condition or by column without reading the rest.
+
+Each part (`rounds/part-NNNNNN.parquet`) holds whole games in the order they were added, and
+lists them in its footer metadata (`pdbench.games`: condition, replicate, first row, rounds),
+so one game is read from the row groups that hold it. A part is written to a temporary name and
+renamed when complete, so a kill leaves whole parts only; the games of a part not yet written
+are played again by `resume`. Every record field is stored but the running totals
+(`agent_{a,b}_cum_payoff`), which a reader derives from the payoffs (the same sequential sums
+the engine makes). Strings constant over a game are dictionary-encoded, so a policy round takes
+a few bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pdbench.errors import RunError
+from pdbench.storage.record.fields import (
+    CUM_FIELDS,
+    LLM_FIELDS,
+    ROUND_FIELD_TYPES,
+    ROUND_FIELDS,
+    SCHEMA_VERSION,
+    GameKey,
+    check_version,
+)
+
+COLUMNS_DIR = "rounds"
+PART_PREFIX = "part-"
+PART_SUFFIX = ".parquet"
+GAMES_KEY = b"pdbench.games"
+VERSION_KEY = b"pdbench.schema_version"
+ROW_GROUP_ROWS = 1 << 16
+
+ALL_FIELDS: tuple[str, ...] = (*ROUND_FIELDS, *LLM_FIELDS)
+STORED_FIELDS: tuple[str, ...] = tuple(f for f in ROUND_FIELDS if f not in CUM_FIELDS)
+_DICT = pa.dictionary(pa.int32(), pa.string())
+_DICT_FIELDS = frozenset(name for name, alias in ROUND_FIELD_TYPES.items() if alias == "string") | {
+    "agent_a_action",
+    "agent_b_action",
+    "agent_a_intended_action",
+    "agent_b_intended_action",
+}
+_MOVES = pa.array(["D", "C"])
+
+
+def _stored_type(name: str) -> pa.DataType:
+    if name in LLM_FIELDS:
+        return pa.string()
+    if name in _DICT_FIELDS:
+        return _DICT
+    return pa.type_for_alias(ROUND_FIELD_TYPES[name])
+
+
+STORED_SCHEMA = pa.schema([(name, _stored_type(name)) for name in (*STORED_FIELDS, *LLM_FIELDS)])
+
+
+class RoundsColumnsError(RunError):
+    """A columnar rounds part that cannot be read (damaged, or not pdbench's)."""
+
+
+def columns_dir(run_dir: Path) -> Path:
+    """Where a run directory keeps its rounds in columns."""
+    return Path(run_dir) / COLUMNS_DIR
+
+
+def part_paths(run_dir: Path) -> list[Path]:
+    """The complete parts of a run directory, in the order they were written."""
+    directory = columns_dir(run_dir)
+    if not directory.is_dir():
+        return []
+    return sorted(
+        p
+        for p in directory.iterdir()
+        if p.name.startswith(PART_PREFIX) and p.name.endswith(PART_SUFFIX)
+    )
+
+
+def part_number(path: Path) -> int:
+    """The sequence number in a part's name."""
+    return int(path.name[len(PART_PREFIX) : -len(PART_SUFFIX)])
+
+
+def has_columns(run_dir: Path) -> bool:
+    """Whether the run directory holds rounds in columns."""
+    return bool(part_paths(run_dir))
+
+
+# --------------------------------------------------------------------------------------------
+# Writing
+
+
+def _moves(cooperated: np.ndarray) -> pa.Array:
+    return pa.DictionaryArray.from_arrays(
+        pa.array(np.asarray(cooperated, dtype=bool).astype(np.int32)), _MOVES
+    )
+
+
+def records_batch(records: list[dict[str, Any]]) -> pa.RecordBatch:
+    """Records (rounds.jsonl lines, parsed) as a record batch; prompts and replies as JSON."""
+    columns: dict[str, list[Any]] = {f.name: [] for f in STORED_SCHEMA}
+    for record in records:
+        for name, values in columns.items():
+            value = record.get(name)
+            if name in LLM_FIELDS and value is not None:
+                value = orjson.dumps(value).decode()
+            values.append(value)
+    arrays = []
+    for f in STORED_SCHEMA:
+        if f.type == _DICT:
+            arrays.append(pa.array(columns[f.name], pa.string()).dictionary_encode())
+        else:
+            arrays.append(pa.array(columns[f.name], f.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=STORED_SCHEMA)
+
+
+def lines_batch(blob: bytes) -> pa.RecordBatch:
+    """rounds.jsonl lines (one or more games) as a record batch."""
+    return records_batch([orjson.loads(line) for line in blob.splitlines() if line.strip()])
+
+
+def games_of(batch: pa.RecordBatch) -> list[tuple[str, int, int]]:
+    """(condition, replicate, rounds) of each run of rows of one game, in row order."""
+    if batch.num_rows == 0:
+        return []
+    cond = batch.column("condition")
+    if isinstance(cond, pa.DictionaryArray):
+        cond = cond.cast(pa.string())
+    conditions = np.asarray(cond.to_pylist(), dtype=object)
+    replicates = batch.column("replicate").to_numpy(zero_copy_only=False)
+    change = np.ones(len(replicates), dtype=bool)
+    change[1:] = (conditions[1:] != conditions[:-1]) | (replicates[1:] != replicates[:-1])
+    starts = np.flatnonzero(change).tolist() + [len(replicates)]
+    return [
+        (str(conditions[a]), int(replicates[a]), b - a)
+        for a, b in zip(starts[:-1], starts[1:], strict=True)
+    ]
+
+
+def write_part(
+    directory: Path, number: int, batches: list[pa.RecordBatch], games: list[Any]
+) -> None:
+    """Write one part: these batches (whole games, listed in `games` as condition, replicate,
+    first row, rounds), under a temporary name renamed when complete."""
+    directory.mkdir(exist_ok=True)
+    table = pa.Table.from_batches(batches, schema=STORED_SCHEMA)
+    table = table.replace_schema_metadata(
+        {VERSION_KEY: str(SCHEMA_VERSION).encode(), GAMES_KEY: orjson.dumps(games)}
+    )
+    path = directory / f"{PART_PREFIX}{number:06d}{PART_SUFFIX}"
+    tmp = directory / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    try:
+        pq.write_table(
+            table,
+            tmp,
+            row_group_size=ROW_GROUP_ROWS,
+            compression="zstd",
+            use_dictionary=True,
+            write_statistics=["condition", "replicate"],
+        )
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise RunError(f"{path}: cannot write ({exc.strerror or exc})") from None
+
+
+def games_batch(
+    keys: list[GameKey], arrays: list[dict[str, np.ndarray]], timestamps: list[str]
+) -> pa.RecordBatch:
+    """Consecutive games of the vectorized engine as one record batch, built column-wise."""
+    lengths = np.array([int(a["played_a"].shape[0]) for a in arrays], dtype=np.int64)
+    n = int(lengths.sum())
+    game_of_row = np.repeat(np.arange(len(keys), dtype=np.int32), lengths)
+    values: dict[str, pa.Array] = {}
+    for name in GameKey._fields:
+        per_game = [getattr(k, name) for k in keys]
+        values[name] = _per_game(name, per_game, game_of_row, lengths)
+    values["timestamp_utc"] = _per_game("timestamp_utc", timestamps, game_of_row, lengths)
+
+    def joined(field: str, dtype: Any) -> np.ndarray:
+        return (
+            np.concatenate([np.asarray(a[field], dtype=dtype) for a in arrays])
+            if arrays
+            else np.empty(0, dtype)
+        )
+
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    values.update(
+        round_index=pa.array(np.arange(n, dtype=np.int64) - np.repeat(starts, lengths)),
+        agent_a_action=_moves(joined("played_a", bool)),
+        agent_b_action=_moves(joined("played_b", bool)),
+        agent_a_intended_action=_moves(joined("intended_a", bool)),
+        agent_b_intended_action=_moves(joined("intended_b", bool)),
+        agent_a_payoff=pa.array(joined("payoffs_a", np.float64)),
+        agent_b_payoff=pa.array(joined("payoffs_b", np.float64)),
+        agent_a_parse_failure=pa.array(np.zeros(n, dtype=bool)),
+        agent_b_parse_failure=pa.array(np.zeros(n, dtype=bool)),
+        agent_a_p_cooperate=pa.nulls(n, pa.float64()),
+        agent_b_p_cooperate=pa.nulls(n, pa.float64()),
+    )
+    for name in LLM_FIELDS:
+        values[name] = pa.nulls(n, pa.string())
+    return pa.RecordBatch.from_arrays([values[f.name] for f in STORED_SCHEMA], schema=STORED_SCHEMA)
+
+
+def _per_game(
+    name: str, per_game: list[Any], game_of_row: np.ndarray, lengths: np.ndarray
+) -> pa.Array:
+    """A field constant over each game, repeated over its rounds (strings dictionary-encoded)."""
+    kind = STORED_SCHEMA.field(name).type
+    if name in _DICT_FIELDS:
+        uniq = list(dict.fromkeys(per_game))
+        code = {v: i for i, v in enumerate(uniq)}
+        indices = np.array([code[v] for v in per_game], dtype=np.int32)[game_of_row]
+        return pa.DictionaryArray.from_arrays(pa.array(indices), pa.array(uniq, pa.string()))
+    if all(v is None for v in per_game):
+        return pa.nulls(len(game_of_row), kind)
+    if any(v is None for v in per_game):
+        return pa.array([v for v, k in zip(per_game, lengths, strict=True) for _ in range(k)], kind)
+    return pa.array(np.repeat(np.array(per_game), lengths), kind)
+
+
+def rewrite_columns(run_dir: Path, batches: Iterable[pa.RecordBatch]) -> None:
+    """Replace the run directory's parts by these games (e.g. kept games in plan order).
+
+    The new parts are written first under fresh numbers, then the old ones removed, so a kill
+    in between leaves every game at least once (`read_games` keeps the last copy of a game).
+    """
+    from pdbench.storage.record.writer import ColumnarRoundsWriter
+
+    old = part_paths(run_dir)
+    writer = ColumnarRoundsWriter(run_dir)
+    for batch in batches:
+        writer.add_batch(batch)
+    writer.close()
+    for path in old:
+        path.unlink(missing_ok=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Reading
+
+
+def _open(path: Path) -> tuple[pq.ParquetFile, list[tuple[str, int, int, int]]]:
+    try:
+        parquet = pq.ParquetFile(path)
+        meta = parquet.schema_arrow.metadata or {}
+        check_version(str(path), (meta.get(VERSION_KEY) or b"0").decode())
+        games = [tuple(g) for g in orjson.loads(meta[GAMES_KEY])]
+    except (pa.ArrowException, OSError, KeyError, orjson.JSONDecodeError, TypeError) as exc:
+        raise RoundsColumnsError(f"{path}: not a pdbench rounds part ({exc})") from None
+    return parquet, games  # type: ignore[return-value]
+
+
+def game_index(run_dir: Path) -> dict[tuple[str, int], tuple[Path, int, int]]:
+    """(condition, replicate) -> (part, first row, rounds); a game found in two parts (a
+    rewrite interrupted by a kill) is taken from the later part."""
+    return ColumnsReader(run_dir).index
+
+
+class ColumnsReader:
+    """Reads a run directory's parts: the game index once, each part's footer once."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = Path(run_dir)
+        self._files: dict[Path, pq.ParquetFile] = {}
+        self.index: dict[tuple[str, int], tuple[Path, int, int]] = {}
+        for path in part_paths(run_dir):
+            parquet, games = _open(path)
+            self._files[path] = parquet
+            for condition, replicate, first, n in games:
+                self.index[(condition, replicate)] = (path, first, n)
+
+    def game(self, key: tuple[str, int], fields: tuple[str, ...]) -> pa.Table | None:
+        """One game's rounds (plain types), or None when it is not stored."""
+        where = self.index.get(key)
+        if where is None:
+            return None
+        path, first, n = where
+        return plain(_read_rows(self._files[path], first, n, _stored(fields)), fields)
+
+    def stored_game(self, key: tuple[str, int]) -> pa.Table:
+        """One game's rows as stored (for rewriting parts)."""
+        path, first, n = self.index[key]
+        return _read_rows(self._files[path], first, n, [f.name for f in STORED_SCHEMA])
+
+    def games(
+        self,
+        fields: tuple[str, ...],
+        keys: Iterable[tuple[str, int]] | None = None,
+        batch_rounds: int = 1 << 20,
+    ) -> Iterator[pa.Table]:
+        """Tables of whole games (about `batch_rounds` rounds each, a game never split), in
+        the order the parts hold them; `keys` limits the games read."""
+        wanted = self.index if keys is None else {k: self.index[k] for k in keys if k in self.index}
+        by_part: dict[Path, list[tuple[int, int]]] = {}
+        for path, first, n in wanted.values():
+            by_part.setdefault(path, []).append((first, n))
+        stored = _stored(fields)
+        for path in sorted(by_part):
+            spans = sorted(by_part[path])
+            i = 0
+            while i < len(spans):
+                start, rows = spans[i]
+                j = i + 1
+                while (
+                    j < len(spans)
+                    and spans[j][0] == start + rows
+                    and rows + spans[j][1] <= batch_rounds
+                ):
+                    rows += spans[j][1]
+                    j += 1
+                yield plain(_read_rows(self._files[path], start, rows, stored), fields)
+                i = j
+
+
+def plain(table: pa.Table, fields: tuple[str, ...]) -> pa.Table:
+    """Dictionary columns as strings, running totals derived, in the order asked."""
+    columns: dict[str, pa.Array | pa.ChunkedArray] = {}
+    for name in fields:
+        if name in CUM_FIELDS:
+            continue
+        column = table.column(name)
+        if pa.types.is_dictionary(column.type):
+            column = column.cast(pa.string())
+        columns[name] = column
+    wanted_cum = [name for name in fields if name in CUM_FIELDS]
+    if wanted_cum:
+        for name in wanted_cum:
+            columns[name] = pa.array(_running_totals(table, name.replace("_cum_payoff", "_payoff")))
+    return pa.table({name: columns[name] for name in fields})
+
+
+def _running_totals(table: pa.Table, payoff: str) -> np.ndarray:
+    values = table.column(payoff).to_numpy()
+    out = np.empty_like(values)
+    rounds = table.column("round_index").to_numpy()
+    starts = np.flatnonzero(rounds == 0).tolist() + [len(values)]
+    if not starts or starts[0] != 0:
+        starts = [0, *starts]
+    for a, b in zip(starts[:-1], starts[1:], strict=True):
+        out[a:b] = np.cumsum(values[a:b])
+    return out
+
+
+def _read_rows(parquet: pq.ParquetFile, first: int, n: int, columns: list[str]) -> pa.Table:
+    """Rows [first, first + n) of a part: only the row groups that hold them are read."""
+    meta = parquet.metadata
+    groups: list[int] = []
+    offset = 0
+    group_start = None
+    for g in range(meta.num_row_groups):
+        rows = meta.row_group(g).num_rows
+        if offset + rows > first and offset < first + n:
+            groups.append(g)
+            group_start = offset if group_start is None else group_start
+        offset += rows
+    if not groups:
+        return parquet.schema_arrow.empty_table().select(columns)
+    table = parquet.read_row_groups(groups, columns=columns)
+    return table.slice(first - (group_start or 0), n)
+
+
+def _stored(fields: tuple[str, ...]) -> list[str]:
+    need = [f for f in fields if f not in CUM_FIELDS]
+    if any(f in CUM_FIELDS for f in fields):
+        need += [f.replace("_cum_payoff", "_payoff") for f in fields if f in CUM_FIELDS]
+        need.append("round_index")
+    return list(dict.fromkeys(need))
+
+
+def read_game(
+    run_dir: Path, condition: str, replicate: int, fields: tuple[str, ...] | None = None
+) -> pa.Table | None:
+    """One game's rounds (record fields, plain types), by round; None when it is not stored."""
+    return ColumnsReader(run_dir).game((condition, int(replicate)), fields or ALL_FIELDS)
+
+
+def complete_games(
+    run_dir: Path, expected: dict[tuple[str, int], int]
+) -> dict[tuple[str, int], pa.Table]:
+    """The stored rows (as written) of every game that has exactly its planned rounds 0..n-1;
+    games not in `expected` or incomplete are left out."""
+    reader = ColumnsReader(run_dir)
+    out: dict[tuple[str, int], pa.Table] = {}
+    for key, (_, _, n) in reader.index.items():
+        if expected.get(key) != n:
+            continue
+        table = reader.stored_game(key)
+        if np.array_equal(table.column("round_index").to_numpy(), np.arange(n)):
+            out[key] = table
+    return out
+
+
+def read_table(run_dir: Path, fields: tuple[str, ...] = ROUND_FIELDS) -> pa.Table:
+    """Every stored round (record fields, plain types) as one table, in stored order."""
+    tables = list(ColumnsReader(run_dir).games(fields))
+    return pa.concat_tables(tables) if tables else empty_table(fields)
+
+
+def empty_table(fields: tuple[str, ...]) -> pa.Table:
+    """A table of these record fields with no rows."""
+    return pa.table({name: pa.array([], _plain_type(name)) for name in fields})
+
+
+def _plain_type(name: str) -> pa.DataType:
+    return pa.string() if name in LLM_FIELDS else pa.type_for_alias(ROUND_FIELD_TYPES[name])
+
+
+def jsonl_bytes(run_dir: Path) -> bytes:
+    """The stored rounds as rounds.jsonl lines (record field order; prompts and replies only
+    where recorded), for readers that check records line by line (merge)."""
+    lines: list[bytes] = []
+    for table in ColumnsReader(run_dir).games(ALL_FIELDS):
+        for record in table.to_pylist():
+            for name in LLM_FIELDS:
+                value = record.pop(name)
+                if value is not None:
+                    record[name] = orjson.loads(value)
+            lines.append(orjson.dumps(record))
+    return b"\n".join(lines) + b"\n" if lines else b""

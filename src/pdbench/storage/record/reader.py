@@ -1,0 +1,91 @@
+"""The readers of a run's rounds that every command uses: from the columnar parts when the run
+has them, else from rounds.jsonl; whole, one condition at a time, or one game.
+
+A run directory whose session was killed (`status: running`) may hold parts that lag its
+rounds.jsonl (parts are written every few million rounds); there rounds.jsonl is read, and
+`resume` rebuilds the parts from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pdbench.storage.record.fields import AGGREGATE_INPUT_FIELDS
+from pdbench.storage.schema import ROUNDS_FILE
+
+
+def uses_columns(run_dir: Path, manifest: dict[str, Any] | None) -> bool:
+    """Whether the run's rounds are read from its columnar parts."""
+    from pdbench.storage.record.columns import has_columns
+
+    if not has_columns(run_dir):
+        return False
+    if not (Path(run_dir) / ROUNDS_FILE).is_file():
+        return True
+    return (manifest or {}).get("status") != "running"
+
+
+def read_rounds(
+    run_dir: Path,
+    manifest: dict[str, Any] | None,
+    fields: tuple[str, ...] = AGGREGATE_INPUT_FIELDS,
+    required: tuple[str, ...] | None = None,
+) -> Any:
+    """Every round of the run (these record fields, plain types) as one pyarrow Table."""
+    if uses_columns(run_dir, manifest):
+        from pdbench.storage.record.columns import read_table
+
+        return read_table(Path(run_dir), fields)
+    from pdbench.storage.aggregate import read_rounds_table
+
+    return read_rounds_table(Path(run_dir) / ROUNDS_FILE, fields, required)
+
+
+def _condition_names(manifest: dict[str, Any]) -> list[str]:
+    conditions = manifest.get("conditions")
+    if not isinstance(conditions, list):
+        return []
+    return [str(c["name"]) for c in conditions if isinstance(c, dict) and "name" in c]
+
+
+def condition_tables(
+    run_dir: Path,
+    manifest: dict[str, Any],
+    fields: tuple[str, ...] = AGGREGATE_INPUT_FIELDS,
+) -> Iterator[tuple[str | None, Any]]:
+    """(condition, its rounds) one condition at a time, in the manifest's order, so a caller
+    holds one condition in memory; conditions stored but not planned come last. Without
+    columnar parts, the whole of rounds.jsonl comes as one table, with condition None."""
+    if not uses_columns(run_dir, manifest):
+        yield None, read_rounds(run_dir, manifest, fields)
+        return
+    import pyarrow as pa
+
+    from pdbench.storage.record.columns import ColumnsReader, empty_table
+
+    reader = ColumnsReader(Path(run_dir))
+    by_condition: dict[str, list[tuple[str, int]]] = {}
+    for key in reader.index:
+        by_condition.setdefault(key[0], []).append(key)
+    names = _condition_names(manifest)
+    names += [c for c in by_condition if c not in names]
+    for name in names:
+        tables = list(reader.games(fields, by_condition.get(name, [])))
+        yield name, pa.concat_tables(tables) if tables else empty_table(fields)
+
+
+def read_game_rounds(
+    run_dir: Path,
+    condition: str,
+    replicate: int,
+    fields: tuple[str, ...] | None = None,
+) -> Any | None:
+    """One game's rounds (record fields, plain types, by round) from the columnar parts; None
+    when the run has no parts or the game is not there."""
+    from pdbench.storage.record.columns import has_columns, read_game
+
+    if not has_columns(run_dir):
+        return None
+    return read_game(Path(run_dir), condition, replicate, fields)

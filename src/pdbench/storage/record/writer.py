@@ -1,0 +1,103 @@
+"""The writer of a run's rounds in columns (see `columns`): whole games collected in the order
+they come, written as a part every `PART_ROUNDS` rounds and at the end.
+
+Games of the vectorized engine are held as their NumPy arrays and turned into columns a run of
+games at a time when a part is written; pyarrow is imported only then, so a run starts playing
+while it loads.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pdbench.storage.record.fields import GameKey
+
+PART_ROUNDS = 1 << 22  # rounds held in memory before a part is written
+
+
+class ColumnarRoundsWriter:
+    """Collects whole games and writes them as parts of `rounds/`; each part is complete or
+    absent (written under a temporary name, then renamed)."""
+
+    def __init__(self, run_dir: Path, part_rounds: int | None = None) -> None:
+        from pdbench.storage.record.columns import part_number, part_paths
+
+        self.run_dir = Path(run_dir)
+        self.part_rounds = PART_ROUNDS if part_rounds is None else part_rounds
+        # held: runs of vectorized games (keys, arrays, timestamps) or record batches
+        self._held: list[Any] = []
+        self._rows = 0
+        existing = part_paths(run_dir)
+        self._next = part_number(existing[-1]) + 1 if existing else 0
+
+    def add_game(self, key: GameKey, arrays: dict[str, np.ndarray], timestamp: str) -> None:
+        """One game of the vectorized engine (played_a/b, intended_a/b, payoffs_a/b)."""
+        if not self._held or not isinstance(self._held[-1], _ArrayGames):
+            self._held.append(_ArrayGames())
+        self._held[-1].add(key, arrays, timestamp)
+        self._grew(int(arrays["played_a"].shape[0]))
+
+    def add_batch(self, batch: Any) -> None:
+        """Whole games' rows as a pyarrow record batch (a game never split across calls)."""
+        self._held.append(batch)
+        self._grew(batch.num_rows)
+
+    def add_lines(self, blob: bytes) -> None:
+        """One or more whole games as rounds.jsonl lines."""
+        if blob.strip():
+            from pdbench.storage.record.columns import lines_batch
+
+            self.add_batch(lines_batch(blob))
+
+    def _grew(self, rows: int) -> None:
+        self._rows += rows
+        if self._rows >= self.part_rounds:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the games held as one part (nothing when none is held)."""
+        if not self._held:
+            return
+        from pdbench.storage.record.columns import games_batch, games_of, write_part
+
+        batches = [
+            games_batch(h.keys, h.arrays, h.timestamps) if isinstance(h, _ArrayGames) else h
+            for h in self._held
+        ]
+        games: list[tuple[str, int, int, int]] = []
+        first = 0
+        for held, batch in zip(self._held, batches, strict=True):
+            if isinstance(held, _ArrayGames):
+                spans = [
+                    (k.condition, k.replicate, int(a["played_a"].shape[0]))
+                    for k, a in zip(held.keys, held.arrays, strict=True)
+                ]
+            else:
+                spans = games_of(batch)
+            for condition, replicate, n in spans:
+                games.append((condition, replicate, first, n))
+                first += n
+        write_part(self.run_dir / "rounds", self._next, batches, games)
+        self._next += 1
+        self._held, self._rows = [], 0
+
+    def close(self) -> None:
+        """Write what is held."""
+        self.flush()
+
+
+class _ArrayGames:
+    """Consecutive vectorized games, as the engine gave them."""
+
+    def __init__(self) -> None:
+        self.keys: list[GameKey] = []
+        self.arrays: list[dict[str, np.ndarray]] = []
+        self.timestamps: list[str] = []
+
+    def add(self, key: GameKey, arrays: dict[str, np.ndarray], timestamp: str) -> None:
+        self.keys.append(key)
+        self.arrays.append(arrays)
+        self.timestamps.append(timestamp)
