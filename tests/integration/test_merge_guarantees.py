@@ -192,10 +192,12 @@ def test_s18_the_lock_is_taken_before_any_shard_is_read(
         assert [p.name for p in out.iterdir()] == [".pdbench.lock"]
     code, err = merge(out, [study["s1"], study["s2"]], capsys)
     assert code == 0, err
-    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    before = {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     code, err = merge(out, [study["s1"], study["s2"]], capsys)  # a second merge into OUT
     assert code == 2 and "not empty" in err and len(err.strip().splitlines()) == 1, err
-    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert {
+        str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()
+    } == before
 
 
 def _edit_manifest(shard: Path, edit: object) -> None:

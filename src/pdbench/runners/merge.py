@@ -31,7 +31,7 @@ from pdbench.runners.run_experiment import ScheduledGame, game_schedule, shard_o
 from pdbench.runners.session import input_changes, snapshot_changes, usage_summary
 from pdbench.storage.aggregate import aggregate_held_run_dir, usage_by_game
 from pdbench.storage.files import read_json, write_bytes_atomic
-from pdbench.storage.rounds_log import keeps_columns, keeps_jsonl
+from pdbench.storage.rounds_log import JSONL_STAMP_KEY, jsonl_stamp, keeps_columns, keeps_jsonl
 from pdbench.storage.run_dir import (
     RunLock,
     check_not_in_use,
@@ -62,6 +62,7 @@ MERGING = "merging"  # a merge's manifest status until every artifact is written
 # compared on their own); every other key is equal in every shard.
 PER_SHARD_KEYS = {
     "output_dir",
+    JSONL_STAMP_KEY,
     "config",
     "config_sha256",
     "config_path",
@@ -223,6 +224,8 @@ def _merge_locked(out_dir: Path, shard_dirs: list[Path], leftovers: list[Path]) 
     usage = usage_summary(usage_by_game(out_dir))
     usage["spent_all_sessions"] = spending(out_dir)
     manifest["usage"] = usage
+    if keeps_columns(mode):
+        manifest[JSONL_STAMP_KEY] = jsonl_stamp(out_dir)
     aggregate_held_run_dir(out_dir)
     manifest["status"] = "completed"
     write_manifest(out_dir, "experiment", manifest)  # last: the run is complete

@@ -38,7 +38,13 @@ from pdbench.storage.aggregate import usage_by_game
 from pdbench.storage.cache import ResponseCache, default_cache_dir
 from pdbench.storage.files import JsonlAppender, environment_info
 from pdbench.storage.rounds import OrderedRoundsWriter, RoundsEncoder
-from pdbench.storage.rounds_log import keep_finished, open_writer
+from pdbench.storage.rounds_log import (
+    JSONL_STAMP_KEY,
+    jsonl_stamp,
+    keep_finished,
+    keeps_columns,
+    open_writer,
+)
 from pdbench.storage.run_dir import (
     RunLock,
     close_all,
@@ -376,6 +382,8 @@ class RunSession:
         usage["spent_all_sessions"] = spending(self.run_dir)
         error = redact(error) if error else None
         manifest.update(status=status, error=error, finished_at_utc=utc_now(), usage=usage)
+        if keeps_columns(self._rounds_log):
+            manifest[JSONL_STAMP_KEY] = jsonl_stamp(self.run_dir)
         broker = getattr(self, "_models", None)
         if broker is not None and (broker.listed_models or broker.answered_models):
             models = dict(manifest.get("models") or {})  # earlier sessions' names stay

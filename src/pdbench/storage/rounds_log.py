@@ -19,6 +19,10 @@ from pdbench.storage.run_dir import finished_games, write_games_in_order
 from pdbench.storage.schema import ROUNDS_FILE
 
 ROUNDS_LOG_CHOICES = ("jsonl", "columns", "both")
+# The manifest's record of rounds.jsonl as the session that wrote the parts left it: readers
+# use the parts only while rounds.jsonl is still that file (else it was edited, torn or
+# replaced since, and is what must be read and checked).
+JSONL_STAMP_KEY = "rounds_jsonl_stamp"
 Key = tuple[str, int]
 
 
@@ -71,3 +75,12 @@ def keep_finished(
         run_dir, (batch for key in order if key in games for batch in games[key].to_batches())
     )
     return {key: plain(games[key], AGGREGATE_INPUT_FIELDS) for key in order if key in games}
+
+
+def jsonl_stamp(run_dir: Path) -> dict[str, int] | None:
+    """rounds.jsonl's size and modification time (None when there is none)."""
+    try:
+        st = (Path(run_dir) / ROUNDS_FILE).stat()
+    except FileNotFoundError:
+        return None
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns}

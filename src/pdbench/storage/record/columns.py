@@ -171,9 +171,9 @@ def write_part(
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise RunError(f"{path}: cannot write ({exc.strerror or exc})") from None
+    except OSError:
+        tmp.unlink(missing_ok=True)  # a full disk: the caller says so and keeps what it has
+        raise
 
 
 def games_batch(

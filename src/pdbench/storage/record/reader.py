@@ -1,9 +1,10 @@
 """The readers of a run's rounds that every command uses: from the columnar parts when the run
 has them, else from rounds.jsonl; whole, one condition at a time, or one game.
 
-A run directory whose session was killed (`status: running`) may hold parts that lag its
-rounds.jsonl (parts are written every few million rounds); there rounds.jsonl is read, and
-`resume` rebuilds the parts from it.
+The parts are read while rounds.jsonl is absent or still the file the last session left (its
+size and modification time, in the manifest): a session killed before its end (the parts lag
+its rounds.jsonl) or a rounds.jsonl edited, torn or replaced since is read from rounds.jsonl,
+whose checks then name the damage; `resume` rebuilds the parts from it.
 """
 
 from __future__ import annotations
@@ -19,12 +20,12 @@ from pdbench.storage.schema import ROUNDS_FILE
 def uses_columns(run_dir: Path, manifest: dict[str, Any] | None) -> bool:
     """Whether the run's rounds are read from its columnar parts."""
     from pdbench.storage.record.columns import has_columns
+    from pdbench.storage.rounds_log import JSONL_STAMP_KEY, jsonl_stamp
 
     if not has_columns(run_dir):
         return False
-    if not (Path(run_dir) / ROUNDS_FILE).is_file():
-        return True
-    return (manifest or {}).get("status") != "running"
+    stamp = jsonl_stamp(run_dir)
+    return stamp is None or stamp == (manifest or {}).get(JSONL_STAMP_KEY)
 
 
 def read_rounds(
