@@ -39,9 +39,9 @@ sys.path.insert(0, str(REPO))  # tests.support.openai_server: the fake server
 
 from tests.support.openai_server import FakeOpenAIServer  # noqa: E402
 
-from pdbench.runners.loader import load_config  # noqa: E402
-from pdbench.runners.modes import run_loaded  # noqa: E402
-from pdbench.runners.session import RunOptions  # noqa: E402
+from pdbench.runners.config.loader import load_config  # noqa: E402
+from pdbench.runners.lifecycle.session import RunOptions  # noqa: E402
+from pdbench.runners.start import run_loaded  # noqa: E402
 
 STRATEGIES = [
     "axelrod:TitForTat",

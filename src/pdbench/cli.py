@@ -26,7 +26,7 @@ from pdbench.errors import PdbenchError, RunError
 from pdbench.redact import redact
 
 if TYPE_CHECKING:
-    from pdbench.runners.loader import LoadedConfig
+    from pdbench.runners.config.loader import LoadedConfig
 
 app = typer.Typer(
     add_completion=False,
@@ -112,7 +112,7 @@ def _root(
 
 
 def _load(config: Path, kind: str | None, overrides: dict[str, Any] | None = None) -> LoadedConfig:
-    from pdbench.runners.loader import load_config
+    from pdbench.runners.config.loader import load_config
 
     loaded = load_config(
         config, kind, {k: v for k, v in (overrides or {}).items() if v is not None}
@@ -144,9 +144,9 @@ def _start(
         return
     if resume and overwrite:
         raise RunError("--resume and --overwrite exclude each other")
-    from pdbench.runners.modes import report, run_loaded
-    from pdbench.runners.progress import run_progress
-    from pdbench.runners.session import RunOptions
+    from pdbench.runners.engine.progress import run_progress
+    from pdbench.runners.lifecycle.session import RunOptions
+    from pdbench.runners.start import report, run_loaded
 
     if resume and cache_dir is None and not no_cache:  # the cache the run used
         run_dir = output_dir or Path(loaded.config.run.output_dir)

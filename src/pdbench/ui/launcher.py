@@ -439,11 +439,11 @@ def execute(
 ) -> Finished:
     """Validate a prepared config of this kind and run it into its run.output_dir (overwriting
     what a previous attempt left); library errors (ConfigError, RunError) propagate."""
-    from pdbench.runners.evolve import run_evolution
-    from pdbench.runners.loader import load_config
-    from pdbench.runners.run_experiment import run_experiment
-    from pdbench.runners.session import RunOptions
-    from pdbench.runners.tournament import run_tournament
+    from pdbench.runners.config.loader import load_config
+    from pdbench.runners.lifecycle.session import RunOptions
+    from pdbench.runners.science.evolve import run_evolution
+    from pdbench.runners.science.experiment import run_experiment
+    from pdbench.runners.science.tournament import run_tournament
 
     runners: dict[str, Callable[..., Any]] = {
         "experiment": run_experiment,

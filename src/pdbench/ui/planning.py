@@ -98,7 +98,7 @@ def _plan_text(kind: str, request: Request, config_dir: Path) -> str:
     import tempfile
 
     from pdbench.errors import PdbenchError
-    from pdbench.runners.loader import load_config
+    from pdbench.runners.config.loader import load_config
     from pdbench.runners.plan import describe_plan
 
     with tempfile.TemporaryDirectory(prefix="pdbench-plan-") as tmp:

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from pdbench.runners.engine import GamePlan
-from pdbench.runners.evolve import plan_pool, run_evolution
-from pdbench.runners.loader import LoadedConfig
+from pdbench.runners.config.loader import LoadedConfig
+from pdbench.runners.engine.engine import GamePlan
+from pdbench.runners.lifecycle.session import RunOptions
 from pdbench.runners.plan import (
     fallback_warnings,
     leaderboard_table,
     shares_table,
     summary_table,
 )
-from pdbench.runners.run_experiment import plan_games, run_experiment
-from pdbench.runners.session import RunOptions
-from pdbench.runners.tournament import plan_matches, run_tournament
+from pdbench.runners.science.evolve import plan_pool, run_evolution
+from pdbench.runners.science.experiment import plan_games, run_experiment
+from pdbench.runners.science.tournament import plan_matches, run_tournament
 
 PLANNERS = {"experiment": plan_games, "tournament": plan_matches, "evolution": plan_pool}
 RUNNERS = {"experiment": run_experiment, "tournament": run_tournament, "evolution": run_evolution}

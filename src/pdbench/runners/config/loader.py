@@ -1,8 +1,8 @@
 """The one config loader: any config file (experiment, tournament, evolution) in, a validated
 `LoadedConfig` with its agents out.
 
-`load_config` reads the YAML and expands refs (`config_loader`), applies command-line overrides,
-validates with pydantic (`config_errors` turns errors into lines), then checks what pydantic
+`load_config` reads the YAML and expands refs (`resolve`), applies command-line overrides,
+validates with pydantic (`validation` turns errors into lines), then checks what pydantic
 cannot: policy names and the parameters each policy reads, Axelrod strategies, provider names
 and extras, prompt files, personas and template placeholders, and unique player names. Every
 problem becomes a `file: dotted.path: message (got value)` line of one ConfigError; nothing is
@@ -57,8 +57,7 @@ from pdbench.core.transcript import Transcript
 from pdbench.core.types import Action
 from pdbench.errors import ConfigError, ConfigIssue
 from pdbench.redact import redact_url, remember, url_secrets
-from pdbench.runners.config_errors import validation_issues
-from pdbench.runners.config_loader import (
+from pdbench.runners.config.resolve import (
     MAX_NODES,
     Origin,
     Resolved,
@@ -69,6 +68,7 @@ from pdbench.runners.config_loader import (
     read_text_file,
     short_repr,
 )
+from pdbench.runners.config.validation import validation_issues
 
 COMMANDS = {"experiment": "run", "tournament": "tournament", "evolution": "evolve"}
 SEPARATOR = "_vs_"  # between the two players' names in a match's game label
