@@ -153,9 +153,8 @@ def execute(path: Path, **kwargs: Any) -> Any:
     the rest are RunOptions (output_dir, overwrite, resume, cache_dir, use_cache, concurrency,
     progress). Returns the mode's result (RunSummary, TournamentResult, EvolutionResult)."""
     from pdbench.cli import OVERRIDES
-    from pdbench.runners.lifecycle.session import RunOptions
-    from pdbench.runners.start import run_loaded
+    from pdbench.runners.start import RunOptions, start
 
     overrides = {OVERRIDES[k]: kwargs.pop(k) for k in list(kwargs) if k in OVERRIDES}
     loaded = load_config(path, overrides={k: v for k, v in overrides.items() if v is not None})
-    return run_loaded(loaded, RunOptions(**kwargs))
+    return start(loaded, RunOptions(**kwargs))

@@ -1,7 +1,7 @@
 """Orchestration: loading configs, playing games, keeping run directories, the commands.
 
-- `start`: the kinds of run behind one entry point: a config's games (`plans_for`), running
-  it (`run_loaded`), and the lines that report the outcome.
+- `start`: the front door. The CLI and the app start a run of any kind (experiment, tournament,
+  evolution) through `start.start`; `start.plans_for` gives a config's games.
 - `plan`: what `validate` and `--dry-run` print, and the tables the commands print after a run.
 - `live`: the app's Play tab, a person's game replayed by the engine after every move.
 - `config/`: config files (or the app's mappings) in, a validated `LoadedConfig` out.
