@@ -1,5 +1,6 @@
 """The one config loader: any config file (experiment, tournament, evolution) in, a validated
-`LoadedConfig` with its agents out.
+`LoadedConfig` with its agents out; `load_mapping` does the same for a config given as a mapping
+(the app's forms), with the same messages.
 
 `load_config` reads the YAML and expands refs (`resolve`), applies command-line overrides,
 validates with pydantic (`validation` turns errors into lines), then checks what pydantic
@@ -43,6 +44,8 @@ from pdbench.runners.config.resolve import (
     apply_overrides,
     load_resolved,
     locate,
+    mapping_source,
+    resolve_mapping,
     short_repr,
 )
 from pdbench.runners.config.validation import validation_issues
@@ -111,7 +114,33 @@ def load_config(
     `overrides` are dotted paths set before validation (the command-line options).
     """
     path = Path(path)
-    resolved = load_resolved(path)
+    return _validate(load_resolved(path), path, kind, overrides)
+
+
+def load_mapping(
+    data: dict[str, Any],
+    name: str,
+    base_dir: str | Path,
+    kind: str | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> LoadedConfig:
+    """Load and fully validate a config given as a mapping (what the app's forms build), as
+    `load_config` would the same mapping written as YAML into `base_dir`: refs, prompt files and
+    the config root resolve from `base_dir`, and every problem is the same one-line message
+    with `name` where the file's name would be. Nothing is written.
+
+    The result is for checking and planning: its `path` names no file (a run records its config
+    file to resume from, so a run is started from a written config).
+    """
+    resolved = resolve_mapping(data, name, Path(base_dir))
+    return _validate(resolved, mapping_source(Path(base_dir)), kind, overrides)
+
+
+def _validate(
+    resolved: Resolved, path: Path, kind: str | None, overrides: dict[str, Any] | None
+) -> LoadedConfig:
+    """A resolved config (from the file or mapping `path` stands for) validated: its kind, the
+    overrides, the sweep, the model, then every check pydantic cannot do."""
     found = config_kind(resolved.data)
     display = resolved.display(path)
     if found is None:
