@@ -38,8 +38,8 @@ import yaml
 
 from pdbench.agents.axelrod_adapter import import_axelrod
 from pdbench.errors import RunError
-from pdbench.runners.loader import load_config
-from pdbench.runners.tournament import play_tournament
+from pdbench.runners.config.loader import load_config
+from pdbench.runners.science.tournament import play_tournament
 
 STRATEGIES = [
     "Cooperator",

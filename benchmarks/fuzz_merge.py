@@ -25,7 +25,7 @@ sys.path.insert(0, str(REPO))  # tests.support.shards: the shards and the damage
 
 from tests.support.shards import MergeFuzz, run_shards, shard_config  # noqa: E402
 
-from pdbench.runners.merge import merge_shards  # noqa: E402
+from pdbench.runners.lifecycle.merge import merge_shards  # noqa: E402
 
 
 def fuzz_split(k: int, start: int, cases: int, base: Path) -> list[str]:

@@ -31,9 +31,9 @@ from typing import Any
 
 import yaml
 
-from pdbench.runners.loader import load_config
-from pdbench.runners.run_experiment import run_experiment
-from pdbench.runners.session import RunOptions
+from pdbench.runners.config.loader import load_config
+from pdbench.runners.lifecycle.session import RunOptions
+from pdbench.runners.science.experiment import run_experiment
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -39,9 +39,9 @@ sys.path.insert(0, str(REPO))  # tests.support.openai_server: the fake server
 
 from tests.support.openai_server import FakeOpenAIServer  # noqa: E402
 
-from pdbench.runners.loader import load_config  # noqa: E402
-from pdbench.runners.modes import run_loaded  # noqa: E402
-from pdbench.runners.session import RunOptions  # noqa: E402
+from pdbench.runners.config.loader import load_config  # noqa: E402
+from pdbench.runners.lifecycle.session import RunOptions  # noqa: E402
+from pdbench.runners.start import start as start_run  # noqa: E402
 
 STRATEGIES = [
     "axelrod:TitForTat",
@@ -76,7 +76,7 @@ def timed_run(config: Path, out: Path, **options: Any) -> float:
     """Seconds for one in-process run of `config` into `out`."""
     loaded = load_config(config)
     start = time.perf_counter()
-    run_loaded(loaded, RunOptions(output_dir=out, overwrite=True, use_cache=False, **options))
+    start_run(loaded, RunOptions(output_dir=out, overwrite=True, use_cache=False, **options))
     return time.perf_counter() - start
 
 

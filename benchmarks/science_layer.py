@@ -87,7 +87,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     from pdbench.report import build_report
-    from pdbench.runners.profile import profile_run
+    from pdbench.runners.science.profile import profile_run
     from pdbench.storage.aggregate import aggregate_run_dir
 
     root = Path(tempfile.mkdtemp(prefix="pdbench-science-"))

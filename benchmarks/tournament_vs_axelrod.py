@@ -32,9 +32,9 @@ import yaml
 
 from pdbench.agents.axelrod_adapter import import_axelrod
 from pdbench.errors import RunError
-from pdbench.runners.evolve import simulate_evolution
-from pdbench.runners.loader import LoadedConfig, load_config
-from pdbench.runners.tournament import play_tournament
+from pdbench.runners.config.loader import LoadedConfig, load_config
+from pdbench.runners.science.evolve import simulate_evolution
+from pdbench.runners.science.tournament import play_tournament
 
 POLICIES = ["ALLC", "ALLD", "TFT", "GRIM", "GTFT", "WSLS"]
 AXELROD = ["Cooperator", "Defector", "TitForTat", "Grudger", "GTFT", "WinStayLoseShift"]

@@ -26,7 +26,7 @@ from pdbench.errors import PdbenchError, RunError
 from pdbench.redact import redact
 
 if TYPE_CHECKING:
-    from pdbench.runners.loader import LoadedConfig
+    from pdbench.runners.config.loader import LoadedConfig
 
 app = typer.Typer(
     add_completion=False,
@@ -112,7 +112,7 @@ def _root(
 
 
 def _load(config: Path, kind: str | None, overrides: dict[str, Any] | None = None) -> LoadedConfig:
-    from pdbench.runners.loader import load_config
+    from pdbench.runners.config.loader import load_config
 
     loaded = load_config(
         config, kind, {k: v for k, v in (overrides or {}).items() if v is not None}
@@ -135,29 +135,25 @@ def _start(
     backend: str = "local",
     ray_address: str | None = None,
 ) -> None:
-    """Print the plan (dry run) or run the loaded config of any kind and print its report."""
+    """Print the plan (dry run) or start the loaded config of any kind through the runners'
+    front door (`pdbench.runners.start.start`) and print its report."""
     from pdbench.runners.plan import describe_plan
 
     if dry_run:
         typer.echo(describe_plan(loaded))
         typer.echo("dry run: nothing was written")
         return
-    if resume and overwrite:
-        raise RunError("--resume and --overwrite exclude each other")
-    from pdbench.runners.modes import report, run_loaded
-    from pdbench.runners.progress import run_progress
-    from pdbench.runners.session import RunOptions
+    from pdbench.runners.engine.progress import run_progress
+    from pdbench.runners.start import RunOptions, check_options, report, start
 
-    if resume and cache_dir is None and not no_cache:  # the cache the run used
-        run_dir = output_dir or Path(loaded.config.run.output_dir)
-        cache_dir, no_cache = _run_cache(run_dir, loaded.kind, cache_dir, no_cache)
     units = ("rounds", "generations") if loaded.kind == "evolution" else ("rounds",)
+    options = RunOptions(output_dir, overwrite, resume, cache_dir, not no_cache, concurrency)
+    options.backend, options.ray_address = str(backend), ray_address
+    check_options(options)  # refused before the progress bar shows
     with run_progress(units) as progress:
-        options = RunOptions(output_dir, overwrite, resume, cache_dir, not no_cache, concurrency)
-        options.backend, options.ray_address = str(backend), ray_address
         options.progress = progress
         options.progress_stats = progress.watch
-        result = run_loaded(loaded, options)
+        result = start(loaded, options)
     for line in report(loaded, result, resumed=resume):
         typer.echo(redact(line))
 
@@ -357,36 +353,16 @@ def resume_run(
     if not manifest.get("config_path"):
         raise RunError(f"{run_dir}: the manifest names no config_path; cannot resume")
     loaded = _load(Path(manifest["config_path"]), kind, overrides or {})
-    cache = {"no_cache": no_cache, "cache_dir": cache_dir}  # else _start takes the run's own
-    _start(
+    _start(  # without --cache-dir or --no-cache, the cache the run used (the front door's rule)
         loaded,
         output_dir=run_dir,
         resume=True,
         concurrency=concurrency,
+        no_cache=no_cache,
+        cache_dir=cache_dir,
         backend=backend,
         ray_address=ray_address,
-        **cache,
     )
-
-
-def _run_cache(
-    run_dir: Path, kind: str, cache_dir: Path | None, no_cache: bool
-) -> tuple[Path | None, bool]:
-    """(cache_dir, no_cache) for resuming a run: the options given, else the cache the run used
-    as its manifest records it (absolute, or null for --no-cache), else the default."""
-    from pdbench.storage.run_dir import read_manifest
-    from pdbench.storage.schema import MANIFEST_FILES
-
-    if cache_dir is not None or no_cache or not (run_dir / MANIFEST_FILES[kind]).is_file():
-        return cache_dir, no_cache
-    try:
-        manifest = read_manifest(run_dir, kind)
-    except RunError:  # no run there, or not a readable one: the session says so
-        return None, False
-    if "cache_dir" not in manifest:  # a run from before the cache dir was recorded
-        return None, False
-    started = manifest["cache_dir"]
-    return (Path(started), False) if started else (None, True)
 
 
 # The commands that read or serve finished runs, after the ones that run (the order of --help).

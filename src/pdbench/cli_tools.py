@@ -101,7 +101,7 @@ def profile(
     top: Annotated[int, typer.Option("--top", min=1, help="Strategies shown per agent.")] = 3,
 ) -> None:
     """Which strategy does each agent play like? Writes strategy_fit.parquet."""
-    from pdbench.runners.profile import profile_run, strategy_table
+    from pdbench.runners.science.profile import profile_run, strategy_table
 
     result = profile_run(run_dir, library)
     typer.echo(f"{run_dir}: {result.path.name} written ({len(result.rows)} rows)")
@@ -133,7 +133,7 @@ def compare(
 ) -> None:
     """Each condition against a baseline: difference, bootstrap interval, permutation p-value
     (Holm-adjusted); writes comparisons.parquet."""
-    from pdbench.runners.compare import compare_run, comparison_table
+    from pdbench.runners.science.compare import compare_run, comparison_table
 
     rows = compare_run(run_dir, metric, baseline, totals)
     typer.echo(comparison_table(rows))
@@ -156,11 +156,11 @@ def report(
 
     if run_kind(run_dir) == "experiment":
         if not (run_dir / STRATEGY_FIT_FILE).is_file():
-            from pdbench.runners.profile import profile_run
+            from pdbench.runners.science.profile import profile_run
 
             profile_run(run_dir)
         if not (run_dir / COMPARISONS_FILE).is_file():
-            from pdbench.runners.compare import compare_run
+            from pdbench.runners.science.compare import compare_run
 
             compare_run(run_dir)
     path = build_report(run_dir, output)
@@ -179,7 +179,7 @@ def merge(
 ) -> None:
     """Join the shards of an experiment into one run directory, equal to an unsharded run."""
     from pdbench.errors import RunInterrupted
-    from pdbench.runners.merge import merge_shards
+    from pdbench.runners.lifecycle.merge import merge_shards
 
     try:
         manifest = merge_shards(out_dir, shard_dirs)

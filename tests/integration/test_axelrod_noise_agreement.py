@@ -19,7 +19,7 @@ from pdbench.agents.factory import AgentSpec
 from pdbench.core.config import PolicyAgentConfig
 from pdbench.core.payoff import PayoffMatrix
 from pdbench.core.rng import derive_seed
-from pdbench.runners.engine import MachineTable
+from pdbench.runners.engine.engine import MachineTable
 
 axl = import_axelrod()
 

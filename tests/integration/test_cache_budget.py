@@ -22,8 +22,8 @@ from tests.support.openai_server import FakeOpenAIServer, Fault
 from pdbench.agents.providers.base import CallTag, CompletionRequest, ProviderBase
 from pdbench.core.config import BudgetConfig
 from pdbench.errors import RunError
-from pdbench.runners.broker import Budget, CallBroker
-from pdbench.runners.loader import load_config
+from pdbench.runners.config.loader import load_config
+from pdbench.runners.engine.broker import Budget, CallBroker
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = REPO / "configs"

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from pdbench.errors import ConfigError
-from pdbench.runners.loader import load_config
+from pdbench.runners.config.loader import load_config
 
 
 def load_tournament(path: Path) -> Any:

@@ -18,7 +18,7 @@ import yaml
 from tests.support.fuzz import KEYS, OPERATORS, REPO, VALUES, examples, mutate
 
 from pdbench.errors import ConfigError
-from pdbench.runners.loader import load_config
+from pdbench.runners.config.loader import load_config
 from pdbench.runners.plan import describe_plan
 
 # 1,200 mutants (2,400 until the suite had to get faster): the first 1,200 of the same seeded

@@ -22,8 +22,8 @@ from tests.support.cli import run_in_process
 from tests.support.configs import experiment, llm, policy, write_config
 from tests.support.run_dir_fuzz import COMMANDS, MARKUP, Restorer, copy_run, damage
 
-from pdbench.runners.compare import compare_run
-from pdbench.runners.profile import profile_run
+from pdbench.runners.science.compare import compare_run
+from pdbench.runners.science.profile import profile_run
 
 
 @pytest.fixture(scope="module")
@@ -307,8 +307,8 @@ def test_fuzz_damaged_run_dirs_refuse_in_one_line_or_give_the_right_output(
 ) -> None:
     # Fewer resamples and permutations for compare and profile (what is checked is how they
     # read damaged input, not the precision of their intervals).
-    import pdbench.runners.compare as compare_module  # noqa: PLC0415
-    import pdbench.runners.profile as profile_module  # noqa: PLC0415
+    import pdbench.runners.science.compare as compare_module  # noqa: PLC0415
+    import pdbench.runners.science.profile as profile_module  # noqa: PLC0415
     from pdbench.core.compare import contrast  # noqa: PLC0415
 
     monkeypatch.setattr(

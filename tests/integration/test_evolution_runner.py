@@ -14,9 +14,9 @@ import pytest
 import yaml
 from tests.support.configs import execute
 
-from pdbench.runners.evolve import simulate_evolution
-from pdbench.runners.loader import load_config
+from pdbench.runners.config.loader import load_config
 from pdbench.runners.plan import shares_table
+from pdbench.runners.science.evolve import simulate_evolution
 
 
 def load_evolution(path: Path, **overrides: Any) -> Any:

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 from tests.support.cli import run_in_process
 
-from pdbench.runners.evolve import wilson_interval
+from pdbench.runners.science.evolve import wilson_interval
 
 REPO = Path(__file__).resolve().parents[2]
 

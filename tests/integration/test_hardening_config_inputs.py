@@ -14,7 +14,7 @@ import pytest
 from tests.support.configs import experiment, llm, policy, write_config
 
 from pdbench.errors import ConfigError
-from pdbench.runners.loader import load_config
+from pdbench.runners.config.loader import load_config
 
 
 def one_line(exc: pytest.ExceptionInfo[ConfigError]) -> str:

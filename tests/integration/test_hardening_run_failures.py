@@ -15,7 +15,7 @@ from tests.support.cli import run_in_process
 from tests.support.configs import experiment, llm, policy, write_config
 
 from pdbench.errors import RunError
-from pdbench.runners import ray_backend
+from pdbench.runners.ray import backend as ray_backend
 from pdbench.storage import files as files_module
 
 

@@ -22,10 +22,10 @@ from pdbench.agents.human import HumanAgent, HumanMovesExhausted
 from pdbench.core.payoff import PayoffMatrix
 from pdbench.core.transcript import Transcript
 from pdbench.errors import ConfigError
+from pdbench.runners.config.loader import load_config
+from pdbench.runners.lifecycle.session import RunOptions
 from pdbench.runners.live import replay_game
-from pdbench.runners.loader import load_config
-from pdbench.runners.run_experiment import run_experiment
-from pdbench.runners.session import RunOptions
+from pdbench.runners.science.experiment import run_experiment
 
 
 def human_game(

@@ -29,8 +29,8 @@ from pdbench.core.stats import (
     resample_weights,
     t_interval,
 )
-from pdbench.runners.loader import load_config
-from pdbench.runners.run_experiment import RunOptions, run_experiment
+from pdbench.runners.config.loader import load_config
+from pdbench.runners.science.experiment import RunOptions, run_experiment
 from pdbench.storage.aggregate import aggregate_run_dir
 from pdbench.storage.intervals import with_intervals
 

@@ -324,7 +324,7 @@ def test_the_pool_and_the_cache_key_tell_local_models_and_settings_apart(tmp_pat
 
     async def scenario() -> None:
         from pdbench.core.config import BudgetConfig
-        from pdbench.runners.broker import Budget, CallBroker
+        from pdbench.runners.engine.broker import Budget, CallBroker
 
         pool = ProviderPool()
         configs = {

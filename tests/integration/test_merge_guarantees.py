@@ -27,7 +27,7 @@ from tests.support.shards import (
     shard_config,
 )
 
-from pdbench.runners.merge import merge_shards
+from pdbench.runners.lifecycle.merge import merge_shards
 from pdbench.storage.run_dir import RunLock
 
 REPO = Path(__file__).resolve().parents[2]
@@ -39,9 +39,9 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("merge-study")
     config = shard_config(base / "cfg")
     s1, s2 = run_shards(config, base)
-    from pdbench.runners.loader import load_config
-    from pdbench.runners.run_experiment import run_experiment
-    from pdbench.runners.session import RunOptions
+    from pdbench.runners.config.loader import load_config
+    from pdbench.runners.lifecycle.session import RunOptions
+    from pdbench.runners.science.experiment import run_experiment
 
     run_experiment(load_config(config), RunOptions(output_dir=base / "full", use_cache=False))
     merge_shards(base / "merged", [s1, s2])

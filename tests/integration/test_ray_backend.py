@@ -32,7 +32,7 @@ from tests.support.cli import run_in_process, start_process
 from tests.support.configs import experiment, llm, policy, write_config
 from tests.support.openai_server import FakeOpenAIServer
 
-from pdbench.runners.session import RunSession
+from pdbench.runners.lifecycle.session import RunSession
 
 pytestmark = pytest.mark.slow
 PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")

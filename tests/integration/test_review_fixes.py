@@ -26,8 +26,8 @@ from tests.support.configs import (
 from pdbench.agents.factory import make_agent
 from pdbench.core.payoff import PayoffMatrix
 from pdbench.errors import ConfigError
-from pdbench.runners.loader import load_config
-from pdbench.runners.run_experiment import plan_games
+from pdbench.runners.config.loader import load_config
+from pdbench.runners.science.experiment import plan_games
 from pdbench.storage.schema import SCHEMA_VERSION
 
 

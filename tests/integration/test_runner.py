@@ -29,7 +29,7 @@ from tests.support.configs import execute
 
 from pdbench.core.horizon import GeometricHorizon
 from pdbench.errors import RunError
-from pdbench.runners.loader import load_config
+from pdbench.runners.config.loader import load_config
 from pdbench.storage.aggregate import aggregate_run_dir
 from pdbench.storage.schema import ROUND_FIELDS
 

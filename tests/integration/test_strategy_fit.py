@@ -27,9 +27,9 @@ from pdbench.core.metrics import GameOutcome
 from pdbench.core.payoff import PayoffMatrix
 from pdbench.core.strategy_fit import Candidate, fit_each, game_stats, sfem, share_intervals
 from pdbench.core.strategy_gof import GOF_ALPHA, gof_test, round_design
-from pdbench.runners.loader import load_config
-from pdbench.runners.profile import profile_rows, profile_run, strategy_table
-from pdbench.runners.run_experiment import RunOptions, run_experiment
+from pdbench.runners.config.loader import load_config
+from pdbench.runners.science.experiment import RunOptions, run_experiment
+from pdbench.runners.science.profile import profile_rows, profile_run, strategy_table
 from pdbench.storage.aggregate import outcomes_from_table, read_rounds_table
 from pdbench.storage.strategy_fit import read_strategy_fit_settings
 

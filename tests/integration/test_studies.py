@@ -17,7 +17,7 @@ from tests.support.cli import run_in_process
 
 from pdbench.errors import ConfigError
 from pdbench.report.format import fmt
-from pdbench.runners.loader import load_config
+from pdbench.runners.config.loader import load_config
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -37,8 +37,8 @@ from pdbench.core.parse import parse_action
 from pdbench.core.transcript import Transcript
 from pdbench.core.types import Action
 from pdbench.errors import ConfigError
-from pdbench.runners.broker import Budget, CallBroker
-from pdbench.runners.loader import AgentSpec, LoadedConfig, load_config
+from pdbench.runners.config.loader import AgentSpec, LoadedConfig, load_config
+from pdbench.runners.engine.broker import Budget, CallBroker
 
 REPO = Path(__file__).resolve().parents[2]
 AKATA = REPO / "configs/studies/akata2023.yaml"

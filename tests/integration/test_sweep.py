@@ -16,7 +16,7 @@ from tests.support.configs import llm, policy, write_config
 
 from pdbench.core.sweep import expand_sweep, value_text
 from pdbench.errors import ConfigError
-from pdbench.runners.loader import load_config
+from pdbench.runners.config.loader import load_config
 
 
 def config(tmp_path: Path, sweep: dict[str, list[Any]], only: list[str] | None = None) -> Path:

@@ -24,9 +24,9 @@ import yaml
 from tests.support.configs import execute, play_round_by_round
 
 from pdbench.errors import RunError
-from pdbench.runners.loader import load_config
+from pdbench.runners.config.loader import load_config
 from pdbench.runners.plan import leaderboard_table
-from pdbench.runners.tournament import plan_matches, play_tournament, tournament_tables
+from pdbench.runners.science.tournament import plan_matches, play_tournament, tournament_tables
 from pdbench.storage.schema import ROUND_FIELDS
 
 
@@ -219,8 +219,8 @@ def test_example_config_runs(tmp_path: Path) -> None:
     assert loaded.names == ["ALLC", "ALLD", "TFT", "GRIM", "GTFT", "WSLS"]
     assert loaded.config.horizon.n_rounds == 200 and loaded.config.game.noise == 0.05
     assert loaded.config.tournament.repetitions == 10
-    from pdbench.runners.session import RunOptions
-    from pdbench.runners.tournament import run_tournament
+    from pdbench.runners.lifecycle.session import RunOptions
+    from pdbench.runners.science.tournament import run_tournament
 
     result = run_tournament(loaded, RunOptions(output_dir=tmp_path / "example"))
     assert result.manifest["totals"]["matches"] == 15 * 10
@@ -229,7 +229,7 @@ def test_example_config_runs(tmp_path: Path) -> None:
 
 def test_match_seeds_are_derive_seed(tmp_path: Path) -> None:
     from pdbench.core.rng import derive_seed
-    from pdbench.runners.tournament import match_seeds
+    from pdbench.runners.science.tournament import match_seeds
 
     for a, b in (("TFT", "ALLD"), ("mock-persona-v1[cooperative]", "axelrod:Prober"), ("é", "x y")):
         assert match_seeds(77, a, b, 30) == [derive_seed(77, "match", a, b, r) for r in range(30)]

@@ -19,9 +19,9 @@ from pdbench.core.batch import BatchResult
 from pdbench.core.config import BudgetConfig
 from pdbench.core.horizon import FixedHorizon
 from pdbench.core.payoff import PayoffMatrix
-from pdbench.runners.broker import Budget, CallBroker
-from pdbench.runners.engine import Engine, GamePlan, GameResult, MachineTable
-from pdbench.runners.loader import LoadedConfig, load_config
+from pdbench.runners.config.loader import LoadedConfig, load_config
+from pdbench.runners.engine.broker import Budget, CallBroker
+from pdbench.runners.engine.engine import Engine, GamePlan, GameResult, MachineTable
 from pdbench.storage.rounds import RoundsEncoder
 
 REPO = Path(__file__).resolve().parents[2]
@@ -153,9 +153,8 @@ def execute(path: Path, **kwargs: Any) -> Any:
     the rest are RunOptions (output_dir, overwrite, resume, cache_dir, use_cache, concurrency,
     progress). Returns the mode's result (RunSummary, TournamentResult, EvolutionResult)."""
     from pdbench.cli import OVERRIDES
-    from pdbench.runners.modes import run_loaded
-    from pdbench.runners.session import RunOptions
+    from pdbench.runners.start import RunOptions, start
 
     overrides = {OVERRIDES[k]: kwargs.pop(k) for k in list(kwargs) if k in OVERRIDES}
     loaded = load_config(path, overrides={k: v for k, v in overrides.items() if v is not None})
-    return run_loaded(loaded, RunOptions(**kwargs))
+    return start(loaded, RunOptions(**kwargs))

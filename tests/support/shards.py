@@ -14,10 +14,10 @@ from typing import Any
 from tests.support.configs import experiment, llm, policy, write_config
 
 from pdbench.errors import PdbenchError
-from pdbench.runners.loader import load_config
-from pdbench.runners.merge import merge_shards
-from pdbench.runners.run_experiment import run_experiment
-from pdbench.runners.session import RunOptions
+from pdbench.runners.config.loader import load_config
+from pdbench.runners.lifecycle.merge import merge_shards
+from pdbench.runners.lifecycle.session import RunOptions
+from pdbench.runners.science.experiment import run_experiment
 
 FILES = ("rounds.jsonl", "llm_calls.jsonl", "run_manifest.json")
 # Record fields whose values only the shard recorded (no plan or payoff matrix fixes them; for

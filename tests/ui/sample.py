@@ -87,14 +87,14 @@ def write_config(
 
 def load_config(path: Path, kind: str) -> Any:
     """The library's loaded config of this kind."""
-    from pdbench.runners.loader import load_config as load
+    from pdbench.runners.config.loader import load_config as load
 
     return load(path, kind=kind)
 
 
 def _options(output_dir: Path) -> Any:
     """Run options of a sample: into `output_dir`, overwriting, without the response cache."""
-    from pdbench.runners.session import RunOptions
+    from pdbench.runners.lifecycle.session import RunOptions
 
     return RunOptions(output_dir=output_dir, overwrite=True, use_cache=False)
 
@@ -115,7 +115,7 @@ def make_run(
     run_id: str = "ui_sample",
 ) -> Path:
     """Run a sample experiment into `base/data/runs/<run_id>` with the library; returns the run dir."""
-    from pdbench.runners.run_experiment import run_experiment
+    from pdbench.runners.science.experiment import run_experiment
 
     run_dir = base / "data" / "runs" / run_id
     config = write_config(
@@ -139,7 +139,7 @@ def make_tournament(
     run_id: str = "lib_tournament",
 ) -> Path:
     """Play a small tournament with the library into `directory`; returns it."""
-    from pdbench.runners.tournament import run_tournament
+    from pdbench.runners.science.tournament import run_tournament
 
     config = {
         "run": {"run_id": run_id, "seed": 7, "output_dir": str(directory)},
@@ -159,7 +159,7 @@ def make_evolution(
     run_id: str = "lib_evolution",
 ) -> Path:
     """Run a small evolution with the library into `directory`; returns it."""
-    from pdbench.runners.evolve import run_evolution
+    from pdbench.runners.science.evolve import run_evolution
 
     members = population or {"TFT": 4, "ALLD": 4, "ALLC": 4}
     config = {

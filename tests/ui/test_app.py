@@ -298,7 +298,7 @@ def test_view_results_shows_intervals_and_the_strategy_card(run_copy: Path) -> N
     cooperation = intervals[intervals["metric"].str.contains("cooperation")].iloc[0]
     assert cooperation["95% interval (games as the unit)"] != "—"
 
-    from pdbench.runners.profile import profile_run
+    from pdbench.runners.science.profile import profile_run
 
     profile_run(run_copy)
     at = make_app(run_copy).run()

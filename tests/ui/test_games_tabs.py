@@ -15,7 +15,7 @@ from tests.ui.sample import load_config, make_evolution, make_tournament
 from tests.ui.test_app import APP, assert_clean, component_data, show_tab
 
 from pdbench.agents.policy import POLICY_REGISTRY
-from pdbench.runners.evolve import simulate_evolution
+from pdbench.runners.science.evolve import simulate_evolution
 from pdbench.ui import data, launcher, presets, style
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""The synchronous engine (`pdbench.runners.direct`) against two independent references.
+"""The synchronous engine (`pdbench.runners.engine.direct`) against two independent references.
 
 1. The round-by-round engine (`Engine.play_game`, asyncio, observations, the adapter's
    `choose`): for the same plan the synchronous engine must give the same moves, payoffs and
@@ -40,11 +40,11 @@ from pdbench.agents.factory import AgentSpec
 from pdbench.core.config import AxelrodAgentConfig, BudgetConfig, PolicyAgentConfig
 from pdbench.core.horizon import FixedHorizon, GeometricHorizon
 from pdbench.core.payoff import PayoffMatrix
-from pdbench.runners.broker import Budget, CallBroker
-from pdbench.runners.direct import noise_flips, play_direct
-from pdbench.runners.engine import Engine, GamePlan
-from pdbench.runners.session import RunOptions
-from pdbench.runners.tournament import plan_matches, play_tournament, run_tournament
+from pdbench.runners.engine.broker import Budget, CallBroker
+from pdbench.runners.engine.direct import noise_flips, play_direct
+from pdbench.runners.engine.engine import Engine, GamePlan
+from pdbench.runners.lifecycle.session import RunOptions
+from pdbench.runners.science.tournament import plan_matches, play_tournament, run_tournament
 from pdbench.storage.rounds import RoundsEncoder
 
 axl = import_axelrod()

@@ -20,9 +20,9 @@ from pdbench.agents.policy import POLICY_REGISTRY, is_batchable, sided_machines
 from pdbench.core.batch import StateMachine, play_batch
 from pdbench.core.config import LLMAgentConfig, PolicyAgentConfig, PolicyParams
 from pdbench.core.payoff import PayoffMatrix
-from pdbench.runners.engine import MachineTable
-from pdbench.runners.loader import LoadedConfig
-from pdbench.runners.run_experiment import plan_games
+from pdbench.runners.config.loader import LoadedConfig
+from pdbench.runners.engine.engine import MachineTable
+from pdbench.runners.science.experiment import plan_games
 
 POLICIES = sorted(POLICY_REGISTRY)  # every registered policy: a new one is checked too
 

@@ -13,8 +13,8 @@ from tests.support.cli import run_in_process
 from tests.support.configs import experiment, policy, write_config
 
 from pdbench.core.compare import contrast, holm, permutation_p_value
-from pdbench.runners.loader import load_config
-from pdbench.runners.run_experiment import RunOptions, run_experiment
+from pdbench.runners.config.loader import load_config
+from pdbench.runners.science.experiment import RunOptions, run_experiment
 
 
 def test_holm_by_hand() -> None:

@@ -31,8 +31,8 @@ from pdbench.core.stats import (
     wilson_cc_interval,
     wilson_interval,
 )
-from pdbench.runners.loader import load_config
-from pdbench.runners.run_experiment import RunOptions, run_experiment
+from pdbench.runners.config.loader import load_config
+from pdbench.runners.science.experiment import RunOptions, run_experiment
 from pdbench.storage.intervals import with_intervals
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,8 +12,8 @@ import pytest
 from pdbench.agents.providers.base import Completion
 from pdbench.core.config import BudgetConfig
 from pdbench.errors import RunError
-from pdbench.runners.broker import Budget, CallBroker
-from pdbench.runners.progress import (
+from pdbench.runners.engine.broker import Budget, CallBroker
+from pdbench.runners.engine.progress import (
     ProgressReporter,
     RunStats,
     duration,

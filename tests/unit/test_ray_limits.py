@@ -7,10 +7,10 @@ import asyncio
 
 from pdbench.core.config import BudgetConfig
 from pdbench.core.horizon import FixedHorizon
-from pdbench.runners.broker import Budget
-from pdbench.runners.engine import GamePlan
-from pdbench.runners.ray_backend import deal
-from pdbench.runners.ray_limits import LimitsKeeper
+from pdbench.runners.engine.broker import Budget
+from pdbench.runners.engine.engine import GamePlan
+from pdbench.runners.ray.backend import deal
+from pdbench.runners.ray.limits import LimitsKeeper
 
 
 def keeper(run_limit: int = 16, **limits: int) -> LimitsKeeper:

@@ -5,7 +5,7 @@ One set of models serves the three modes: an experiment (conditions x replicates
 `horizon` sections and the agent models, so a key means the same everywhere and works in every
 mode that accepts it. Every model forbids unknown keys; keys that were removed say why.
 
-Loading YAML and resolving `{ref, overrides}` is I/O and lives in `pdbench.runners.loader`; what
+Loading YAML and resolving `{ref, overrides}` is I/O and lives in `pdbench.runners.config.loader`; what
 pydantic cannot check (policy names and parameters, providers, prompt files) is checked there.
 """
 

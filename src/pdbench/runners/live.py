@@ -28,10 +28,10 @@ from pdbench.core.config import BudgetConfig, HumanAgentConfig, LLMAgentConfig
 from pdbench.core.transcript import Transcript
 from pdbench.core.types import Action
 from pdbench.errors import RunError
-from pdbench.runners.broker import Budget, CallBroker
-from pdbench.runners.engine import Engine
-from pdbench.runners.loader import load_config
-from pdbench.runners.run_experiment import plan_games
+from pdbench.runners.config.loader import load_config
+from pdbench.runners.engine.broker import Budget, CallBroker
+from pdbench.runners.engine.engine import Engine
+from pdbench.runners.science.experiment import plan_games
 from pdbench.storage.cache import ResponseCache, default_cache_dir
 from pdbench.storage.rounds import RoundsEncoder
 

@@ -9,8 +9,8 @@ from pdbench.agents.llm import render_round, render_system
 from pdbench.core.config import LLMAgentConfig
 from pdbench.core.transcript import Transcript
 from pdbench.core.types import Action
-from pdbench.runners.engine import GamePlan
-from pdbench.runners.loader import LoadedConfig
+from pdbench.runners.config.loader import LoadedConfig
+from pdbench.runners.engine.engine import GamePlan
 
 
 def expected_llm_calls(plans: list[GamePlan]) -> tuple[int, int]:
@@ -91,7 +91,7 @@ def estimate_per_model(loaded: LoadedConfig, plans: list[GamePlan]) -> dict[str,
 
 def describe_plan(loaded: LoadedConfig) -> str:
     """The config's plan: what it plays, games, rounds, expected LLM calls and tokens."""
-    from pdbench.runners.modes import plans_for
+    from pdbench.runners.start import plans_for
 
     cfg = loaded.config
     plans = plans_for(loaded)

@@ -9,7 +9,9 @@ so when an agent is a ref the config's `agents/` and `prompts/` folders are copi
 `<run>/config/` first and the config references the copies. Nothing is written into the source
 configs folder.
 
-This is the only UI module that imports `pdbench.runners` (lazily, in `execute`).
+With `planning.py` and `play_launcher.py`, the only UI modules that import `pdbench.runners`
+(lazily): `execute` loads a config and starts it through the runners' front door
+(`pdbench.runners.start.start`), the one the CLI's run commands use.
 """
 
 from __future__ import annotations
@@ -438,20 +440,12 @@ def execute(
     config_path: Path, kind: str, progress: Callable[[int, int], None] | None = None
 ) -> Finished:
     """Validate a prepared config of this kind and run it into its run.output_dir (overwriting
-    what a previous attempt left); library errors (ConfigError, RunError) propagate."""
-    from pdbench.runners.evolve import run_evolution
-    from pdbench.runners.loader import load_config
-    from pdbench.runners.run_experiment import run_experiment
-    from pdbench.runners.session import RunOptions
-    from pdbench.runners.tournament import run_tournament
+    what a previous attempt left) through the runners' front door, as the CLI does; library
+    errors (ConfigError, RunError) propagate."""
+    from pdbench.runners.config.loader import load_config
+    from pdbench.runners.start import RunOptions, start
 
-    runners: dict[str, Callable[..., Any]] = {
-        "experiment": run_experiment,
-        "tournament": run_tournament,
-        "evolution": run_evolution,
-    }
     loaded = load_config(config_path, kind=kind)
     run_dir = Path(loaded.config.run.output_dir)
-    options = RunOptions(output_dir=run_dir, overwrite=True, progress=progress)
-    result = runners[kind](loaded, options)
+    result = start(loaded, RunOptions(output_dir=run_dir, overwrite=True, progress=progress))
     return Finished(kind, run_dir, result.manifest)

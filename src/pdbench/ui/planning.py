@@ -5,10 +5,8 @@ calls, tokens and cost per model). With
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
-
-import yaml
+from typing import Any
 
 from pdbench.ui.launcher import (
     AgentOption,
@@ -84,8 +82,9 @@ _PLANS: dict[str, str] = {}  # the last plans, by request (a form redrawn asks a
 
 def plan_text(kind: str, request: Request, config_dir: Path) -> str:
     """What a form would run, before it runs: `pdbench --dry-run`'s plan of the config the form
-    would write (games, rounds, LLM calls, tokens and estimated cost per model), made in a
-    temporary directory; a config problem comes back as its one-line messages."""
+    would write (games, rounds, LLM calls, tokens and estimated cost per model), checked from the
+    form's mapping with the agent files of `config_dir` (nothing is written); a config problem
+    comes back as its one-line messages, naming the form (`FORM_NAMES`)."""
     key = f"{kind}|{config_dir}|{request!r}"
     if key not in _PLANS:
         if len(_PLANS) > 64:
@@ -94,30 +93,32 @@ def plan_text(kind: str, request: Request, config_dir: Path) -> str:
     return _PLANS[key]
 
 
-def _plan_text(kind: str, request: Request, config_dir: Path) -> str:
-    import tempfile
+# What a config problem of a form's plan names instead of a file.
+FORM_NAMES = {
+    "experiment": "Run form",
+    "tournament": "Tournament form",
+    "evolution": "Evolution form",
+}
 
+
+def form_config(kind: str, request: Request, config_dir: Path) -> dict[str, Any]:
+    """The config mapping a form would write (run_id `plan`; its output dir is not created)."""
+    out = config_dir / "plan"
+    if isinstance(request, TournamentRequest):
+        return build_tournament(request, "plan", out, config_dir)
+    if isinstance(request, EvolutionSettings):
+        return build_evolution(request, "plan", out, config_dir)
+    return build_experiment(request, "plan", out, config_dir)
+
+
+def _plan_text(kind: str, request: Request, config_dir: Path) -> str:
     from pdbench.errors import PdbenchError
-    from pdbench.runners.loader import load_config
+    from pdbench.runners.config.loader import load_mapping
     from pdbench.runners.plan import describe_plan
 
-    with tempfile.TemporaryDirectory(prefix="pdbench-plan-") as tmp:
-        target = Path(tmp) / "config"
-        target.mkdir()
-        for sub in ("agents", "prompts"):
-            if (config_dir / sub).is_dir():
-                shutil.copytree(config_dir / sub, target / sub)
-        out = Path(tmp) / "run"
-        if isinstance(request, TournamentRequest):
-            data = build_tournament(request, "plan", out, config_dir)
-        elif isinstance(request, EvolutionSettings):
-            data = build_evolution(request, "plan", out, config_dir)
-        else:
-            data = build_experiment(request, "plan", out, config_dir)
-        path = target / f"{kind}.yaml"
-        path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-        try:
-            text = describe_plan(load_config(path, kind=kind))
-        except PdbenchError as exc:
-            return str(exc)
+    data = form_config(kind, request, config_dir)
+    try:
+        text = describe_plan(load_mapping(data, FORM_NAMES[kind], config_dir, kind=kind))
+    except PdbenchError as exc:
+        return str(exc)
     return "\n".join(line for line in text.splitlines() if not line.startswith("run_id:"))

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from pdbench.errors import RunError
 
 if TYPE_CHECKING:
-    from pdbench.runners.broker import CallBroker
+    from pdbench.runners.engine.broker import CallBroker
 
 INTERVAL_ENV = "PDBENCH_PROGRESS_INTERVAL_S"
 DEFAULT_INTERVAL_S = 5.0

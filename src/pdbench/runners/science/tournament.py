@@ -39,9 +39,9 @@ from pdbench.core.tournament_metrics import (
     pairwise_payoffs,
     payoff_table,
 )
-from pdbench.runners.engine import GamePlan
-from pdbench.runners.loader import SEPARATOR, LoadedConfig
-from pdbench.runners.session import RunOptions, RunSession, play_in_memory
+from pdbench.runners.config.loader import SEPARATOR, LoadedConfig
+from pdbench.runners.engine.engine import GamePlan
+from pdbench.runners.lifecycle.session import RunOptions, RunSession, play_in_memory
 from pdbench.storage.parquet import write_columns
 from pdbench.storage.schema import LEADERBOARD_FILE, MATCHES_FILE, PAYOFF_MATRIX_FILE
 

@@ -12,7 +12,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from pdbench.runners.broker import Budget, BudgetExhausted, RunHalted
+from pdbench.runners.engine.broker import Budget, BudgetExhausted, RunHalted
 
 
 class LimitsKeeper:
@@ -103,7 +103,7 @@ class LimitsKeeper:
 
 @dataclass
 class RayLimits:
-    """A worker's view of the `LimitsKeeper` (see `pdbench.runners.broker.SharedLimits`)."""
+    """A worker's view of the `LimitsKeeper` (see `pdbench.runners.engine.broker.SharedLimits`)."""
 
     keeper: Any  # the actor handle
 

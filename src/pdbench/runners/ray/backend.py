@@ -14,7 +14,7 @@ killed at any moment keeps the games it had written and resumes like a local one
 Limits hold across the whole cluster: one `LimitsKeeper` actor per session holds the run's call
 gate (`--concurrency`), each provider's gate (`max_concurrency`, per provider, model and server)
 and the budget (`run.budget`, starting from what earlier sessions spent); every worker's broker
-takes its call slots from it (`RayLimits`; both in `pdbench.runners.ray_limits`). The first
+takes its call slots from it (`RayLimits`; both in `pdbench.runners.ray.limits`). The first
 error of any task (budget, provider failure, parse abort) halts the keeper, so the other tasks
 stop at their next call; the driver writes what finished and raises that error, as the local
 backend would. The response cache is
@@ -45,15 +45,15 @@ from pdbench.core.metrics import GameOutcome
 from pdbench.core.payoff import PayoffMatrix
 from pdbench.errors import RunError
 from pdbench.redact import redact
-from pdbench.runners.broker import (
+from pdbench.runners.engine.broker import (
     Budget,
     BudgetExhausted,
     CallBroker,
     ProviderFatalError,
     RunHalted,
 )
-from pdbench.runners.engine import Engine, GamePlan, GameResult
-from pdbench.runners.ray_limits import LimitsKeeper, RayLimits
+from pdbench.runners.engine.engine import Engine, GamePlan, GameResult
+from pdbench.runners.ray.limits import LimitsKeeper, RayLimits
 from pdbench.storage.cache import ResponseCache, cache_key
 from pdbench.storage.files import JsonlAppender
 from pdbench.storage.record.fields import GameKey

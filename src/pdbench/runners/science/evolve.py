@@ -36,9 +36,9 @@ from pdbench.core import evolution as dyn
 from pdbench.core.config import EvolutionConfig, EvolutionSection
 from pdbench.core.metrics import GameOutcome
 from pdbench.core.rng import derive_seed
-from pdbench.runners.engine import GamePlan, MachineTable, ProgressFn
-from pdbench.runners.loader import SEPARATOR, LoadedConfig
-from pdbench.runners.session import RunOptions, RunSession, play_in_memory
+from pdbench.runners.config.loader import SEPARATOR, LoadedConfig
+from pdbench.runners.engine.engine import GamePlan, MachineTable, ProgressFn
+from pdbench.runners.lifecycle.session import RunOptions, RunSession, play_in_memory
 from pdbench.storage.parquet import write_columns
 from pdbench.storage.schema import FIXATION_FILE, GENERATIONS_FILE
 

@@ -20,9 +20,9 @@ from pdbench.core.horizon import Horizon
 from pdbench.core.metrics import AGGREGATE_COLUMNS, GameOutcome, aggregate_rows, metric_kinds
 from pdbench.core.rng import game_seed
 from pdbench.core.stats import IntervalSettings
-from pdbench.runners.engine import GamePlan, ProgressFn
-from pdbench.runners.loader import LoadedConfig
-from pdbench.runners.session import RunOptions, RunSession
+from pdbench.runners.config.loader import LoadedConfig
+from pdbench.runners.engine.engine import GamePlan, ProgressFn
+from pdbench.runners.lifecycle.session import RunOptions, RunSession
 from pdbench.storage.aggregate import (
     add_sweep_columns,
     add_usage_columns,

@@ -4,7 +4,7 @@ A `GamePlan` is one game: two configured agents, a seed, a horizon, noise and it
 `Engine.play` plays a list of plans: games between two batchable policies go through the
 vectorized engine (`pdbench.core.batch`) in one batch; games that call no provider (Axelrod
 strategies, policies whose history window is too small for their machine) synchronously, one
-after the other (`pdbench.runners.direct`); games with an LLM agent round by round with
+after the other (`pdbench.runners.engine.direct`); games with an LLM agent round by round with
 asyncio, both agents of a round asked at once and every provider call through the run's
 `CallBroker`. Every speed gives the same moves (counter-based draws keyed by the game seed), and
 a logged game's records go through the one `RoundsEncoder`, so experiments, tournaments and
@@ -33,8 +33,8 @@ from pdbench.core.payoff import PayoffMatrix
 from pdbench.core.rng import Purpose, agent_seed, counter_uniform
 from pdbench.core.transcript import Transcript
 from pdbench.core.types import Action
-from pdbench.runners.broker import BoundClient, CallBroker
-from pdbench.runners.direct import play_direct
+from pdbench.runners.engine.broker import BoundClient, CallBroker
+from pdbench.runners.engine.direct import play_direct
 from pdbench.storage.rounds import RoundsEncoder, game_key
 from pdbench.storage.schema import GameKey, RoundValues
 

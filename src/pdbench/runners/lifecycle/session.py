@@ -30,10 +30,10 @@ from pdbench.core.config import BudgetConfig, LLMAgentConfig
 from pdbench.core.metrics import GameOutcome
 from pdbench.errors import RunError, RunInterrupted
 from pdbench.redact import redact
-from pdbench.runners.broker import Budget, BudgetExhausted, CallBroker, ProviderFatalError
-from pdbench.runners.engine import Engine, GamePlan, GameResult, ProgressFn, utc_now
-from pdbench.runners.loader import LoadedConfig
-from pdbench.runners.progress import StatsFn, session_stats
+from pdbench.runners.config.loader import LoadedConfig
+from pdbench.runners.engine.broker import Budget, BudgetExhausted, CallBroker, ProviderFatalError
+from pdbench.runners.engine.engine import Engine, GamePlan, GameResult, ProgressFn, utc_now
+from pdbench.runners.engine.progress import StatsFn, session_stats
 from pdbench.storage.aggregate import usage_by_game
 from pdbench.storage.cache import ResponseCache, default_cache_dir
 from pdbench.storage.files import JsonlAppender, environment_info
@@ -72,7 +72,7 @@ class RunOptions:
     use_cache: bool = True
     concurrency: int = 16
     progress: ProgressFn | None = None
-    backend: str = "local"  # local: this process; ray: Ray tasks (pdbench.runners.ray_backend)
+    backend: str = "local"  # local: this process; ray: Ray tasks (pdbench.runners.ray.backend)
     ray_address: str | None = None  # the Ray cluster to join (None: start a local instance)
     # Receives the session's live figures (games, calls, tokens, cost) for progress lines.
     progress_stats: Callable[[StatsFn], None] | None = None
@@ -209,7 +209,7 @@ class RunSession:
         """Every LLM agent's API key is set (a missing one stops the run before it starts), the
         response cache opens, and Ray is installed and its cluster reachable when asked for."""
         if self.options.backend == "ray":
-            from pdbench.runners.ray_backend import check_address, load_ray
+            from pdbench.runners.ray.backend import check_address, load_ray
 
             load_ray()
             check_address(self.options.ray_address)
@@ -323,7 +323,7 @@ class RunSession:
         calls_log: JsonlAppender | None,
     ) -> None:
         """Play as Ray tasks; this process writes every record, as `_play` does."""
-        from pdbench.runners.ray_backend import RaySettings, play_on_ray, ray_connection
+        from pdbench.runners.ray.backend import RaySettings, play_on_ray, ray_connection
 
         run = self.loaded.config.run
         total = sum(p.n_rounds for p in self.plans)

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 from pdbench.core.config import AGENT_TYPES, Strict
 from pdbench.core.payoff import PayoffError
 from pdbench.errors import ConfigIssue
-from pdbench.runners.config_loader import Loc, Resolved
+from pdbench.runners.config.resolve import Loc, Resolved
 
 
 def _union_models(annotation: Any) -> list[type[BaseModel]]:

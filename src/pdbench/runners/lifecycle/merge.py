@@ -27,8 +27,8 @@ from pydantic import ValidationError
 
 from pdbench.core.config import ExperimentConfig
 from pdbench.errors import RunError
-from pdbench.runners.run_experiment import ScheduledGame, game_schedule, shard_owner
-from pdbench.runners.session import input_changes, snapshot_changes, usage_summary
+from pdbench.runners.lifecycle.session import input_changes, snapshot_changes, usage_summary
+from pdbench.runners.science.experiment import ScheduledGame, game_schedule, shard_owner
 from pdbench.storage.aggregate import aggregate_held_run_dir, usage_by_game
 from pdbench.storage.files import read_json, write_bytes_atomic
 from pdbench.storage.rounds_log import JSONL_STAMP_KEY, jsonl_stamp, keeps_columns, keeps_jsonl

@@ -29,6 +29,7 @@ from pdbench.errors import ConfigError, ConfigIssue
 Loc = tuple[str | int, ...]
 REF_KEYS = {"ref", "overrides"}
 ROOT_MARKER = ".pdbench-root"
+MAPPING_FILE = "<mapping>"  # the file a config given as a mapping stands in for (none is read)
 # Bounds on a config file and on the tree it expands to (refs and YAML aliases included), so a
 # malformed or hostile file fails at once instead of exhausting memory or the stack.
 MAX_FILE_BYTES = 1_000_000
@@ -92,6 +93,8 @@ class Resolved:
     ref_sites: dict[Loc, Origin] = field(default_factory=dict)
     # Notes added to every issue under a location (an expanded sweep condition names its entry).
     notes: dict[Loc, str] = field(default_factory=dict)
+    # The name messages give a source that is not a file (a mapping, see `resolve_mapping`).
+    names: dict[Path, str] = field(default_factory=dict)
 
     def origin_of(self, loc: Loc) -> tuple[Path, Loc]:
         """The file and in-file location of `loc` (longest known prefix, then the rest of loc)."""
@@ -102,7 +105,10 @@ class Resolved:
         raise KeyError(loc)
 
     def display(self, path: Path) -> str:
-        """A file name for messages: relative to the working directory when possible."""
+        """A file name for messages: relative to the working directory when possible (a mapping:
+        the name it was given)."""
+        if path in self.names:
+            return self.names[path]
         try:
             return str(path.resolve().relative_to(Path.cwd().resolve()))
         except ValueError:
@@ -438,9 +444,28 @@ def config_root(config_dir: Path) -> Path:
 def load_resolved(path: Path) -> Resolved:
     """Read a top-level config and expand every ref; ConfigError lists every problem found."""
     path = Path(path)
-    root = config_root(path.resolve().parent)
-    result = Resolved(data=None, root=root)
-    data = read_yaml(path, result.display(path))
+    result = Resolved(data=None, root=config_root(path.resolve().parent))
+    return _expand_top(read_yaml(path, result.display(path)), path, result)
+
+
+def mapping_source(base_dir: Path) -> Path:
+    """The path that stands for a config given as a mapping with refs resolving from
+    `base_dir` (no file is there; messages show the mapping's name instead)."""
+    return Path(base_dir).resolve() / MAPPING_FILE
+
+
+def resolve_mapping(data: Any, name: str, base_dir: Path) -> Resolved:
+    """Expand every ref of a config given as a mapping (the app's forms), as `load_resolved` does
+    for a file in `base_dir`: refs resolve from `base_dir` and may not leave its config root,
+    the same bounds hold, and every message names `name` where it would name the file.
+    ConfigError lists every problem found; `data` itself is not changed."""
+    source = mapping_source(base_dir)
+    result = Resolved(data=None, root=config_root(source.parent), names={source: name})
+    return _expand_top(data, source, result)
+
+
+def _expand_top(data: Any, path: Path, result: Resolved) -> Resolved:
+    """Expand the refs of a top-level config read from (or standing for) `path` into `result`."""
     if not isinstance(data, dict):
         raise ConfigError(
             [
@@ -449,8 +474,9 @@ def load_resolved(path: Path) -> Resolved:
                 )
             ]
         )
-    resolver = _Resolver(root, result)
-    result.data = resolver.walk(data, path.resolve(), (), (), (path.resolve(),))
+    resolver = _Resolver(result.root, result)
+    source = path if path in result.names else path.resolve()
+    result.data = resolver.walk(data, source, (), (), (source,))
     if resolver.issues:
         raise ConfigError(resolver.issues)
     return result
