@@ -75,6 +75,38 @@ AGGREGATE_INPUT_FIELDS: tuple[str, ...] = (
     "agent_b_p_cooperate",
 )
 
+# Names for code that reads or writes records: no module outside pdbench.storage.record spells
+# a record field (tests/unit/test_record_fields.py reads src/ for it).
+ROUND_INDEX = "round_index"
+TIMESTAMP = "timestamp_utc"
+PROMPTS, RAW_RESPONSES = LLM_FIELDS
+SIDE_FIELDS = (
+    "name",
+    "action",
+    "intended_action",
+    "payoff",
+    "cum_payoff",
+    "parse_failure",
+    "p_cooperate",
+)
+
+
+def side_field(side: str, what: str) -> str:
+    """The record field of one seat: side_field("a", "action") is "agent_a_action".
+
+    `side` is "a" or "b" (or "agent_a"/"agent_b"); `what` one of SIDE_FIELDS."""
+    seat = side if side.startswith("agent_") else f"agent_{side}"
+    name = f"{seat}_{what}"
+    if what not in SIDE_FIELDS or name not in _ALL_FIELDS:
+        raise KeyError(f"no record field {name!r}")
+    return name
+
+
+def side_fields(what: str) -> tuple[str, str]:
+    """The two seats' fields of one kind: side_fields("action") is (agent_a_action, agent_b_action)."""
+    return side_field("a", what), side_field("b", what)
+
+
 # Running totals: stored in rounds.jsonl, derived from the payoffs by columnar readers.
 CUM_FIELDS: tuple[str, ...] = ("agent_a_cum_payoff", "agent_b_cum_payoff")
 
@@ -94,6 +126,7 @@ def _field_types() -> dict[str, str]:
 
 
 ROUND_FIELD_TYPES: dict[str, str] = _field_types()
+_ALL_FIELDS = frozenset((*ROUND_FIELDS, *LLM_FIELDS))
 
 
 def rounds_arrow_schema(fields: tuple[str, ...] = ROUND_FIELDS) -> Any:
