@@ -3,7 +3,7 @@ aggregate`, one condition at a time."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -356,6 +356,25 @@ def _aggregate_locked(run_dir: Path) -> list[dict[str, Any]]:
         manifest = read_manifest(run_dir, "experiment")
     except RunError as exc:
         raise RunDirError(str(exc)) from None
+    games = (
+        (condition, outcomes_from_table(table))
+        for condition, table in checked_condition_tables(run_dir, manifest)
+    )
+    return aggregate_games(run_dir, manifest, games)
+
+
+def aggregate_games(
+    run_dir: Path,
+    manifest: dict[str, Any],
+    games: Iterable[tuple[str | None, list[GameOutcome]]],
+) -> list[dict[str, Any]]:
+    """The one aggregate pipeline: per condition its rows (`aggregate_rows`), then the LLM
+    usage columns, the intervals and the sweep coordinates; writes aggregates.parquet and
+    returns the rows. Every setting is read from the run's manifest (collapse, conditions and
+    their order, interval settings, metric designs, sweep). `games` gives the games one
+    condition at a time ((condition, its outcomes); condition None: games of any conditions),
+    so a caller holds one condition's rounds at a time: `pdbench run` from memory, `pdbench
+    aggregate` and `merge` from the rounds on disk."""
     try:
         collapse_cfg = manifest.get("collapse", {})
         collapse = CollapseParams(
@@ -363,6 +382,7 @@ def _aggregate_locked(run_dir: Path) -> list[dict[str, Any]]:
         )
         condition_order = [str(c["name"]) for c in manifest.get("conditions", [])]
         settings = interval_settings(manifest)
+        designs = metric_designs(manifest)
         coordinates = {
             c["name"]: c["sweep"] for c in manifest.get("conditions", []) if c.get("sweep")
         }
@@ -372,13 +392,11 @@ def _aggregate_locked(run_dir: Path) -> list[dict[str, Any]]:
             "(a damaged or hand-edited manifest)"
         ) from None
     rows: list[dict[str, Any]] = []
-    for condition, table in checked_condition_tables(run_dir, manifest):
+    for condition, outcomes in games:
         order = condition_order if condition is None else [condition]
-        rows += aggregate_rows(
-            manifest.get("run_id", ""), outcomes_from_table(table), order, collapse
-        )
+        rows += aggregate_rows(manifest.get("run_id", ""), outcomes, order, collapse)
     rows = add_usage_columns(rows, usage_by_game(run_dir))
-    rows = with_intervals(rows, settings, metric_designs(manifest))
+    rows = with_intervals(rows, settings, designs)
     rows = add_sweep_columns(rows, coordinates)
     write_aggregates(rows, run_dir / AGGREGATES_FILE)
     return rows

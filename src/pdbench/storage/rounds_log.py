@@ -54,20 +54,24 @@ def keep_finished(
     run_dir: Path, mode: str, expected: dict[Key, int], order: list[Key]
 ) -> dict[Key, Any]:
     """Keep the complete games (exactly their planned rounds) in plan order, drop the rest;
-    returns key -> the game's rounds (a list of rounds.jsonl lines, or a pyarrow Table of the
-    aggregate input fields when only columns are kept). A kill mid-write loses no complete
+    returns key -> the game's rounds as a pyarrow Table of the aggregate input fields. A kill mid-write loses no complete
     game: each form is rewritten atomically (columns: new parts first, old ones after)."""
     if keeps_jsonl(mode):
+        import pyarrow as pa
+
+        from pdbench.storage.record.columns import lines_batch, plain, rewrite_columns
+
         lines = finished_games(run_dir, expected)
         write_games_in_order(run_dir, lines, order)
+        batches = {
+            key: lines_batch(b"\n".join(lines[key]) + b"\n") for key in order if key in lines
+        }
         if keeps_columns(mode):
-            from pdbench.storage.record.columns import lines_batch, rewrite_columns
-
-            rewrite_columns(
-                run_dir,
-                (lines_batch(b"\n".join(lines[key]) + b"\n") for key in order if key in lines),
-            )
-        return lines
+            rewrite_columns(run_dir, (batches[key] for key in order if key in batches))
+        return {
+            key: plain(pa.Table.from_batches([batch]), AGGREGATE_INPUT_FIELDS)
+            for key, batch in batches.items()
+        }
     from pdbench.storage.record.columns import complete_games, plain, rewrite_columns
 
     games = complete_games(run_dir, expected)

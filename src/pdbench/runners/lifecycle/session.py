@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import orjson
 
 import pdbench
@@ -58,7 +57,7 @@ from pdbench.storage.run_dir import (
 from pdbench.storage.schema import CALLS_FILE, ROUNDS_FILE, SCHEMA_VERSION
 
 # Keys of the config snapshot that may change between a run and its resume.
-RESUMABLE_CHANGES = ("budget",)
+RESUMABLE_CHANGES = ("budget", "rounds_log")
 
 
 @dataclass
@@ -249,7 +248,7 @@ class RunSession:
             if logged
             else {}
         )
-        kept = {p.index: outcome_from_rounds(p, games[p.key]) for p in logged if p.key in games}
+        kept = {p.index: outcome_from_rounds(games[p.key]) for p in logged if p.key in games}
         manifest.update(
             status="running",
             error=None,
@@ -492,38 +491,13 @@ def snapshot_changes(before: dict[str, Any], after: dict[str, Any]) -> str:
     return shown + (f"; and {len(paths) - 3} more" if len(paths) > 3 else "")
 
 
-def outcome_from_rounds(plan: GamePlan, rounds: list[bytes] | Any) -> GameOutcome:
-    """A finished game's outcome, read back from its rounds.jsonl lines or its columns (a
-    pyarrow Table of the aggregate input fields)."""
-    if not isinstance(rounds, list):
-        from pdbench.storage.aggregate import outcomes_from_table
+def outcome_from_rounds(rounds: Any) -> GameOutcome:
+    """A finished game's outcome, read back from its rounds (a pyarrow Table of the aggregate
+    input fields, `keep_finished`'s values) by the record's one reader."""
+    from pdbench.storage.aggregate import outcomes_from_table
 
-        (outcome,) = outcomes_from_table(rounds)
-        return outcome
-    lines = rounds
-    records = sorted((orjson.loads(line) for line in lines), key=lambda r: r["round_index"])
-    return GameOutcome(
-        condition=plan.condition,
-        replicate=plan.replicate,
-        agent_a_name=plan.agents[0].name,
-        agent_b_name=plan.agents[1].name,
-        a_coop=np.array([r["agent_a_action"] == "C" for r in records], dtype=bool),
-        b_coop=np.array([r["agent_b_action"] == "C" for r in records], dtype=bool),
-        a_payoffs=np.array([r["agent_a_payoff"] for r in records], dtype=np.float64),
-        b_payoffs=np.array([r["agent_b_payoff"] for r in records], dtype=np.float64),
-        a_parse_failures=sum(bool(r.get("agent_a_parse_failure")) for r in records),
-        b_parse_failures=sum(bool(r.get("agent_b_parse_failure")) for r in records),
-        a_fallback=np.array([bool(r.get("agent_a_parse_failure")) for r in records], dtype=bool),
-        b_fallback=np.array([bool(r.get("agent_b_parse_failure")) for r in records], dtype=bool),
-        a_p_cooperate=_probabilities(records, "agent_a_p_cooperate"),
-        b_p_cooperate=_probabilities(records, "agent_b_p_cooperate"),
-    )
-
-
-def _probabilities(records: list[dict[str, Any]], field: str) -> np.ndarray:
-    """P(C) per round, NaN where none was recorded."""
-    values = [r.get(field) for r in records]
-    return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+    (outcome,) = outcomes_from_table(rounds)
+    return outcome
 
 
 def usage_summary(usage: dict[tuple[str, int, str], dict[str, Any]]) -> dict[str, Any]:

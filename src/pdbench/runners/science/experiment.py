@@ -17,20 +17,15 @@ import numpy as np
 
 from pdbench.core.config import ExperimentConfig
 from pdbench.core.horizon import Horizon
-from pdbench.core.metrics import AGGREGATE_COLUMNS, GameOutcome, aggregate_rows, metric_kinds
+from pdbench.core.metrics import AGGREGATE_COLUMNS, GameOutcome, metric_kinds
 from pdbench.core.rng import game_seed
 from pdbench.core.stats import IntervalSettings
 from pdbench.runners.config.loader import LoadedConfig
 from pdbench.runners.engine.engine import GamePlan, ProgressFn
 from pdbench.runners.lifecycle.session import RunOptions, RunSession
-from pdbench.storage.aggregate import (
-    add_sweep_columns,
-    add_usage_columns,
-    usage_by_game,
-    write_aggregates,
-)
-from pdbench.storage.intervals import metric_designs, with_intervals
-from pdbench.storage.schema import AGGREGATES_FILE, USAGE_COLUMNS
+from pdbench.storage.aggregate import aggregate_games
+from pdbench.storage.run_dir import read_manifest
+from pdbench.storage.schema import USAGE_COLUMNS
 
 __all__ = ["ProgressFn", "RunSummary", "plan_games", "run_experiment"]
 
@@ -160,9 +155,6 @@ def run_experiment(loaded: LoadedConfig, options: RunOptions | None = None) -> R
     plans = plan_games(loaded)
     intervals = IntervalSettings(seed=cfg.run.seed)
     conditions = manifest_conditions(loaded, plans)
-    designs = metric_designs(
-        {"config": {"game": cfg.game.model_dump(mode="json")}, "conditions": conditions}
-    )
     extra = {
         "replicates": cfg.experiment.replicates,
         "collapse": {"k": cfg.metrics.collapse.k, "threshold": cfg.metrics.collapse.threshold},
@@ -174,23 +166,11 @@ def run_experiment(loaded: LoadedConfig, options: RunOptions | None = None) -> R
     rows: list[dict[str, Any]] = []
 
     def finish(outcomes: dict[int, GameOutcome], run_dir: Path) -> dict[str, Any]:
-        rows.extend(
-            with_intervals(
-                add_usage_columns(
-                    aggregate_rows(
-                        cfg.run.run_id,
-                        [outcomes[p.index] for p in plans],
-                        [c.name for c in cfg.experiment.conditions],
-                        cfg.metrics.collapse_params(),
-                    ),
-                    usage_by_game(run_dir),
-                ),
-                intervals,
-                designs,
-            )
-        )
-        add_sweep_columns(rows, loaded.sweep_coordinates)
-        write_aggregates(rows, run_dir / AGGREGATES_FILE)
+        manifest = read_manifest(run_dir, "experiment")  # as this session wrote it
+        by_condition: dict[str, list[GameOutcome]] = {}
+        for plan in plans:
+            by_condition.setdefault(plan.condition, []).append(outcomes[plan.index])
+        rows.extend(aggregate_games(run_dir, manifest, by_condition.items()))
         return {}
 
     result = RunSession(loaded, plans, options, extra).run(finish)
