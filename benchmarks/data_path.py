@@ -27,7 +27,9 @@ a `rounds/` directory).
     uv run python benchmarks/data_path.py [--sizes 1m,10m] [--repeat 3] [--baseline SRC]
     uv run python benchmarks/data_path.py --quick --no-app      (10 x 10 x 100 rounds: a smoke test)
 
-A 10m run writes about 5.5 GB of rounds.jsonl per version: check `df -h` of `--workdir` first.
+A 10m run writes about 6 GB of rounds.jsonl per version: check `df -h` of `--workdir` first; and
+where a command's memory grows with the rounds (1.2 GB at 1m before issue 21), 10m may need ten
+times that: `--commands run,aggregate` measures those alone.
 """
 
 from __future__ import annotations
@@ -254,7 +256,7 @@ def print_table(
 ) -> None:
     """The medians of one size beside the goals, and bytes a round on disk."""
     rows = [*COMMANDS, "app"]
-    header = f"{'command':<18}" + "".join(f"| {label:<32}" for label in labels) + "| goal"
+    header = f"{'command':<18}" + "".join(f"| {label:<36}" for label in labels) + "| goal"
     print(
         f"\n{size}: {rounds:,} rounds (medians: wall s (CPU s) peak MB)\n{header}\n"
         + "-" * len(header)
@@ -264,7 +266,7 @@ def print_table(
         if not by_side:
             continue
         name = "app first chart" if command == "app" else f"pdbench {command}"
-        cells = "".join(f"| {cell(by_side.get(label), rounds, command):<32}" for label in labels)
+        cells = "".join(f"| {cell(by_side.get(label), rounds, command):<36}" for label in labels)
         print(f"{name:<18}{cells}| {goal(command, size, results)}")
     files = sorted({name for sizes in disk.values() for name in sizes})
     for name in files:
@@ -272,11 +274,11 @@ def print_table(
         for label in labels:
             size_bytes = disk.get(label, {}).get(name)
             text = "-" if size_bytes is None else f"{size_bytes / rounds:8.1f} B/round"
-            cells += f"| {text:<32}"
+            cells += f"| {text:<36}"
         target = "" if name == "rounds.jsonl" else COLUMNAR_GOAL
         print(f"{name:<18}{cells}| {target}")
     if files == ["rounds.jsonl"]:
-        print(f"{'columnar rounds':<18}" + "".join(f"| {'none':<32}" for _ in labels), end="")
+        print(f"{'columnar rounds':<18}" + "".join(f"| {'none':<36}" for _ in labels), end="")
         print(f"| {COLUMNAR_GOAL}")
 
 
@@ -288,13 +290,18 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="measurements per command (median)")
     parser.add_argument("--baseline", type=Path, default=None, help="src/ of another pdbench")
     parser.add_argument("--no-app", action="store_true", help="leave out the app's first chart")
+    parser.add_argument(
+        "--commands",
+        default=",".join([*COMMANDS, "app"]),
+        help="comma-separated subset of run,aggregate,profile,report,app (run is always first)",
+    )
     parser.add_argument("--workdir", type=Path, default=None, help="where the runs go (/tmp)")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = parser.parse_args()
     sizes = ["quick"] if args.quick else [s.strip().lower() for s in args.sizes.split(",")]
     if unknown := [s for s in sizes if s not in SIZES]:
         parser.error(f"unknown size {unknown[0]!r} (valid: {', '.join(SIZES)})")
-    if not args.no_app and not CHROMIUM.exists():
+    if not args.no_app and "app" in args.commands and not CHROMIUM.exists():
         parser.error(f"{CHROMIUM} is missing (apt-get install -y chromium), or pass --no-app")
     sources = [("this", REPO / "src")]
     if args.baseline is not None:
@@ -302,7 +309,10 @@ def main() -> None:
             parser.error(f"{args.baseline}: not a pdbench src/ folder")
         sources.append(("baseline", args.baseline.resolve()))
     labels = [label for label, _ in sources]
-    commands = [*COMMANDS] + ([] if args.no_app else ["app"])
+    wanted = {c.strip() for c in args.commands.split(",")} | {"run"}
+    if unknown := sorted(wanted - {*COMMANDS, "app"}):
+        parser.error(f"unknown command {unknown[0]!r}")
+    commands = [c for c in (*COMMANDS, "app") if c in wanted and not (c == "app" and args.no_app)]
     results: dict[str, dict[str, dict[str, list[Measure]]]] = {}
     disk: dict[str, dict[str, dict[str, int]]] = {}
     for label, src in sources:
