@@ -14,8 +14,8 @@ and measures, each in a fresh process:
                                 chart, and the server's peak resident memory (VmHWM)
 
 Wall time is measured around the child; its CPU time (user + system) and peak memory come from
-`os.wait4` of that child (`ru_maxrss`: its own peak, or that of any child it waited for); for the
-app, the server's CPU time from navigation to the chart and its VmHWM. With
+GNU time (`/usr/bin/time`, wait4's `ru_maxrss`: the child's own peak, or that of any child it
+waited for); for the app, the server's CPU time from navigation to the chart and its VmHWM. With
 `--baseline SRC` (the `src/` of another checkout, e.g. `git worktree add /tmp/pdb-base <commit>`)
 every measurement is also made for that version (this interpreter, `PYTHONPATH=SRC`), on its own
 copy of the run, interleaved with this checkout's (the order alternating between repeats) so both
@@ -55,6 +55,7 @@ SIZES = {"quick": (10, 100), "1m": (100, 1_000), "10m": (1_000, 1_000)}  # games
 COMMANDS = ("run", "aggregate", "profile", "report")
 COLUMNAR_GOAL = "<= 10 B a policy round"
 CHROMIUM = Path("/usr/bin/chromium")
+TIME = Path("/usr/bin/time")  # GNU time
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
 # A drawn chart: Vega-Lite (canvas or SVG marks), or a Plotly plot should the app switch.
 FIRST_CHART = """() => {
@@ -102,20 +103,31 @@ class Side:
 
 
 def measure(argv: list[str], env: dict[str, str], log: Path) -> Measure:
-    """Run `argv` as a fresh child (output to `log`); its wall time, and CPU time and peak RSS
-    from `os.wait4` (ru_maxrss: the child's peak, or that of a child it waited for)."""
+    """Run `argv` as a fresh child (output to `log`); its wall time, CPU time (user + system) and
+    peak RSS as GNU time reports them (wait4's ru_maxrss of the child).
+
+    GNU time stands between: a child spawned straight from this process (vfork, then exec) would
+    inherit this process's own peak as its ru_maxrss."""
+    if not TIME.exists():
+        raise RuntimeError(f"{TIME} is missing (apt-get install -y time)")
+    figures = log.with_suffix(".time")
     load = os.getloadavg()[0]
     with open(log, "wb") as out:
         start = time.perf_counter()
-        proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT)
-        _, status, usage = os.wait4(proc.pid, 0)
+        code = subprocess.call(
+            [str(TIME), "-f", "%U %S %M", "-o", str(figures), *argv],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
         seconds = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
+    if code != 0:
         tail = log.read_text(errors="replace")[-3000:]
-        raise RuntimeError(f"{shlex.join(argv)} exited {proc.returncode}:\n{tail}")
-    cpu = usage.ru_utime + usage.ru_stime
-    return Measure(seconds, cpu, usage.ru_maxrss / 1024, load, os.getloadavg()[0])
+        raise RuntimeError(f"{shlex.join(argv)} exited {code}:\n{tail}")
+    user, system, peak_kb = figures.read_text().split("\n")[-2].split()
+    return Measure(
+        seconds, float(user) + float(system), int(peak_kb) / 1024, load, os.getloadavg()[0]
+    )
 
 
 def free_port() -> int:
