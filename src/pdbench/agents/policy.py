@@ -2,11 +2,14 @@
 
 A policy class holds everything about one policy: its decision rule (`choose`, round by round,
 from the agent's `Observation`, so the history window applies), its finite-state machine for the
-vectorized engine (`machine`, with `memory`, the history window the machine needs; a policy
-without one plays round by round), the parameters it reads, its description, and its look in the
-app (emoji, nickname, colours, after Nicky Case's The Evolution of Trust). Adding a policy is one
-class here plus its table-driven test; `tests/unit/test_batch_engine.py` then checks that its
-machine plays exactly like its rule.
+vectorized engine (`machine`, with `memory`, the history window its rule needs, which tells the
+engine the windows its machine plays exactly; a policy without a machine leaves `memory = None`
+and plays round by round), the parameters it reads, its description, and its look in the app
+(emoji, nickname, colours, after Nicky Case's The Evolution of Trust). Adding a policy is one
+class here plus its table-driven test, and its name in the README's two lists of policies
+(`tests/unit/test_readme_lists.py` fails without); then `tests/unit/test_batch_engine.py` checks
+by itself that its machine plays exactly like its rule, and `tests/unit/test_policy_memory.py`
+that its `memory` is the window its rule really needs.
 
 Randomness comes from the counter-based stream keyed by the agent's seed and the round, so a
 policy's draws never depend on what other games do.
@@ -44,7 +47,7 @@ class PolicyAgent(AgentBase):
     description: ClassVar[str] = ""
     look: ClassVar[Look] = Look("❔", "", "#7f7f7f", ("#f2f2f2", "#d2d2d2"))
     reads: ClassVar[tuple[str, ...]] = ()  # the PolicyParams it uses
-    memory: ClassVar[int | None] = None  # rounds of history its machine needs; None: no machine
+    memory: ClassVar[int | None] = None  # rounds of history its rule needs; None: no machine
 
     def __init__(self, params: PolicyParams | None = None, name: str | None = None) -> None:
         self.params = params or PolicyParams()
