@@ -227,7 +227,7 @@ class RunSession:
         if changed:
             raise RunError(
                 f"{self.run_dir}: the config changed since this run started ({changed}; only "
-                "run.budget may change on resume); start a new run with another output_dir "
+                "run.budget and run.rounds_log may change on resume); start a new run with another output_dir "
                 "or --overwrite"
             )
         edited = input_changes(manifest, self.loaded.prompt_files)
