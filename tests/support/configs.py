@@ -22,7 +22,7 @@ from pdbench.core.payoff import PayoffMatrix
 from pdbench.runners.config.loader import LoadedConfig, load_config
 from pdbench.runners.engine.broker import Budget, CallBroker
 from pdbench.runners.engine.engine import Engine, GamePlan, GameResult, MachineTable
-from pdbench.storage.rounds import RoundsEncoder
+from pdbench.storage.record.jsonl import RoundsEncoder
 
 REPO = Path(__file__).resolve().parents[2]
 RUN = {"run_id": "test", "seed": 4242, "output_dir": "unused"}

@@ -45,7 +45,7 @@ from pdbench.runners.engine.direct import noise_flips, play_direct
 from pdbench.runners.engine.engine import Engine, GamePlan
 from pdbench.runners.lifecycle.session import RunOptions
 from pdbench.runners.science.tournament import plan_matches, play_tournament, run_tournament
-from pdbench.storage.rounds import RoundsEncoder
+from pdbench.storage.record.jsonl import RoundsEncoder
 
 axl = import_axelrod()
 REPO = Path(__file__).resolve().parents[2]

@@ -20,7 +20,7 @@ from tests.support.configs import experiment, load, play_round_by_round, play_ve
 from pdbench.core.payoff import PayoffMatrix
 from pdbench.core.types import Action, Attempt, Decision
 from pdbench.runners.science.experiment import plan_games
-from pdbench.storage.rounds import RoundsEncoder, game_key
+from pdbench.storage.record.jsonl import RoundsEncoder, game_key
 from pdbench.storage.schema import ROUND_FIELDS, SCHEMA_VERSION, RoundValues
 
 STAMP = re.compile(rb'"timestamp_utc":"[^"]*"')

@@ -33,7 +33,8 @@ from pdbench.runners.engine.broker import Budget, CallBroker
 from pdbench.runners.engine.engine import Engine
 from pdbench.runners.science.experiment import plan_games
 from pdbench.storage.cache import ResponseCache, default_cache_dir
-from pdbench.storage.rounds import RoundsEncoder
+from pdbench.storage.record.fields import side_fields
+from pdbench.storage.record.jsonl import RoundsEncoder
 
 
 @dataclass(frozen=True)
@@ -104,8 +105,9 @@ def replay_game(
     next_prompt = None
     if not game.finished:
         transcript = Transcript(loaded.matrix())
+        actions = side_fields("action")
         for record in records:
-            transcript.record(Action(record["agent_a_action"]), Action(record["agent_b_action"]))
+            transcript.record(Action(record[actions[0]]), Action(record[actions[1]]))
         view = plan.agents[1 - side].view(plan.horizon, plan.n_rounds)
         obs = transcript.observation(
             1 - side,

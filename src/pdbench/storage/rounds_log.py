@@ -14,8 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from pdbench.storage.record.fields import AGGREGATE_INPUT_FIELDS
-from pdbench.storage.rounds import OrderedRoundsWriter, RoundsEncoder
-from pdbench.storage.run_dir import finished_games, write_games_in_order
+from pdbench.storage.record.jsonl import (
+    OrderedRoundsWriter,
+    RoundsEncoder,
+    finished_games,
+    write_games_in_order,
+)
 from pdbench.storage.schema import ROUNDS_FILE
 
 ROUNDS_LOG_CHOICES = ("jsonl", "columns", "both")

@@ -8,20 +8,18 @@ import os
 import shutil
 import sqlite3
 import time
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from pdbench.errors import RunError
-from pdbench.storage.files import read_json, write_bytes_atomic, write_json_atomic
+from pdbench.storage.files import read_json, write_json_atomic
 from pdbench.storage.schema import (
     ARTIFACTS,
     CALLS_FILE,
     LOCK_FILE,
     MANIFEST_FILES,
-    ROUNDS_FILE,
     check_version,
 )
 
@@ -243,51 +241,6 @@ def close_all(*things: Any) -> str | None:
         except (OSError, sqlite3.Error) as exc:
             problem = problem or (getattr(exc, "strerror", None) or str(exc))
     return problem
-
-
-def finished_games(
-    run_dir: Path, expected_rounds: dict[tuple[str, int], int]
-) -> dict[tuple[str, int], list[bytes]]:
-    """Lines of every complete game in rounds.jsonl, keyed by (condition, replicate).
-
-    A game is complete when it has exactly its planned rounds 0..n-1; a torn last line (a kill
-    mid-write) and incomplete or unexpected games are dropped. A record newer than this pdbench
-    is an error.
-    """
-    path = run_dir / ROUNDS_FILE
-    if not path.is_file():
-        return {}
-    data = path.read_bytes()
-    if data and not data.endswith(b"\n"):
-        data = data[: data.rfind(b"\n") + 1]
-    games: dict[tuple[str, int], list[bytes]] = {}
-    rounds_seen: dict[tuple[str, int], set[int]] = {}
-    for line in data.splitlines():
-        if not line.strip():
-            continue
-        try:
-            record = orjson.loads(line)
-            key = (str(record["condition"]), int(record["replicate"]))
-            round_index = int(record["round_index"])
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-            continue
-        check_version(str(path), record.get("schema_version"))
-        games.setdefault(key, []).append(line)
-        rounds_seen.setdefault(key, set()).add(round_index)
-    complete: dict[tuple[str, int], list[bytes]] = {}
-    for key, lines in games.items():
-        n = expected_rounds.get(key)
-        if n is not None and len(lines) == n and rounds_seen[key] == set(range(n)):
-            complete[key] = lines
-    return complete
-
-
-def write_games_in_order(
-    run_dir: Path, games: dict[tuple[str, int], list[bytes]], order: Iterable[tuple[str, int]]
-) -> None:
-    """Rewrite rounds.jsonl atomically with the given games in plan order."""
-    chunks = [b"\n".join(games[key]) + b"\n" for key in order if key in games]
-    write_bytes_atomic(run_dir / ROUNDS_FILE, b"".join(chunks))
 
 
 def spending(run_dir: Path) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from pdbench.core.config import BudgetConfig, LLMAgentConfig
 from pdbench.errors import RunError
 from pdbench.redact import redact, redact_url
 from pdbench.storage.cache import ResponseCache, cache_key
+from pdbench.storage.record.fields import ROUND_INDEX, TIMESTAMP
 from pdbench.storage.schema import SCHEMA_VERSION
 
 
@@ -445,12 +446,12 @@ class BoundClient:
             "condition": self.condition,
             "replicate": self.replicate,
             "agent": self.agent_key,
-            "round_index": request.tag.round_index,
+            ROUND_INDEX: request.tag.round_index,  # the call log shares the rounds' names
             "attempt": request.tag.attempt,
             "provider": self.cfg.provider,
             "model": self.cfg.model,
             "session": self.broker.session,
-            "timestamp_utc": _now(),
+            TIMESTAMP: _now(),
         }
         record.update(fields)
         self.broker.log.write_many([record])

@@ -35,7 +35,7 @@ from pdbench.core.transcript import Transcript
 from pdbench.core.types import Action
 from pdbench.runners.engine.broker import BoundClient, CallBroker
 from pdbench.runners.engine.direct import play_direct
-from pdbench.storage.rounds import RoundsEncoder, game_key
+from pdbench.storage.record.jsonl import RoundsEncoder, game_key
 from pdbench.storage.schema import GameKey, RoundValues
 
 ProgressFn = Callable[[int, int], None]

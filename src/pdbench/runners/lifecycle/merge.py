@@ -31,6 +31,13 @@ from pdbench.runners.lifecycle.session import input_changes, snapshot_changes, u
 from pdbench.runners.science.experiment import ScheduledGame, game_schedule, shard_owner
 from pdbench.storage.aggregate import aggregate_held_run_dir, usage_by_game
 from pdbench.storage.files import read_json, write_bytes_atomic
+from pdbench.storage.record.shard_check import (
+    ExpectedGame,
+    GameId,
+    shard_calls,
+    shard_rounds,
+    short,
+)
 from pdbench.storage.rounds_log import JSONL_STAMP_KEY, jsonl_stamp, keeps_columns, keeps_jsonl
 from pdbench.storage.run_dir import (
     RunLock,
@@ -48,13 +55,6 @@ from pdbench.storage.schema import (
     MANIFEST_FILE,
     ROUNDS_COLUMNS_DIR,
     ROUNDS_FILE,
-)
-from pdbench.storage.shard_records import (
-    ExpectedGame,
-    GameId,
-    shard_calls,
-    shard_rounds,
-    short,
 )
 
 MERGING = "merging"  # a merge's manifest status until every artifact is written

@@ -36,7 +36,7 @@ from pdbench.runners.engine.progress import StatsFn, session_stats
 from pdbench.storage.aggregate import usage_by_game
 from pdbench.storage.cache import ResponseCache, default_cache_dir
 from pdbench.storage.files import JsonlAppender, environment_info
-from pdbench.storage.rounds import OrderedRoundsWriter, RoundsEncoder
+from pdbench.storage.record.jsonl import OrderedRoundsWriter, RoundsEncoder
 from pdbench.storage.rounds_log import (
     JSONL_STAMP_KEY,
     jsonl_stamp,

@@ -57,7 +57,7 @@ from pdbench.runners.ray.limits import LimitsKeeper, RayLimits
 from pdbench.storage.cache import ResponseCache, cache_key
 from pdbench.storage.files import JsonlAppender
 from pdbench.storage.record.fields import GameKey
-from pdbench.storage.rounds import OrderedRoundsWriter, RoundsEncoder
+from pdbench.storage.record.jsonl import OrderedRoundsWriter, RoundsEncoder
 
 MISSING = "--backend ray needs the ray extra: run `uv sync --extra ray`"
 # Errors a task may report, raised again by the driver as themselves.

@@ -16,6 +16,7 @@ Both paths take the field names and their order from `pdbench.storage.schema`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
@@ -25,8 +26,9 @@ import orjson
 from pdbench.core.horizon import Horizon
 from pdbench.core.payoff import PayoffMatrix
 from pdbench.core.types import Decision
-from pdbench.storage.files import JsonlAppender
-from pdbench.storage.record.fields import SCHEMA_VERSION, GameKey, RoundValues
+from pdbench.storage.files import JsonlAppender, write_bytes_atomic
+from pdbench.storage.record.fields import SCHEMA_VERSION, GameKey, RoundValues, check_version
+from pdbench.storage.schema import ROUNDS_FILE
 
 if TYPE_CHECKING:
     from pdbench.storage.record.writer import ColumnarRoundsWriter
@@ -376,3 +378,48 @@ class _HeldGame(NamedTuple):
     key: GameKey
     arrays: dict[str, np.ndarray]
     timestamp: str
+
+
+def finished_games(
+    run_dir: Path, expected_rounds: dict[tuple[str, int], int]
+) -> dict[tuple[str, int], list[bytes]]:
+    """Lines of every complete game in rounds.jsonl, keyed by (condition, replicate).
+
+    A game is complete when it has exactly its planned rounds 0..n-1; a torn last line (a kill
+    mid-write) and incomplete or unexpected games are dropped. A record newer than this pdbench
+    is an error.
+    """
+    path = run_dir / ROUNDS_FILE
+    if not path.is_file():
+        return {}
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        data = data[: data.rfind(b"\n") + 1]
+    games: dict[tuple[str, int], list[bytes]] = {}
+    rounds_seen: dict[tuple[str, int], set[int]] = {}
+    for line in data.splitlines():
+        if not line.strip():
+            continue
+        try:
+            record = orjson.loads(line)
+            key = (str(record["condition"]), int(record["replicate"]))
+            round_index = int(record["round_index"])
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            continue
+        check_version(str(path), record.get("schema_version"))
+        games.setdefault(key, []).append(line)
+        rounds_seen.setdefault(key, set()).add(round_index)
+    complete: dict[tuple[str, int], list[bytes]] = {}
+    for key, lines in games.items():
+        n = expected_rounds.get(key)
+        if n is not None and len(lines) == n and rounds_seen[key] == set(range(n)):
+            complete[key] = lines
+    return complete
+
+
+def write_games_in_order(
+    run_dir: Path, games: dict[tuple[str, int], list[bytes]], order: Iterable[tuple[str, int]]
+) -> None:
+    """Rewrite rounds.jsonl atomically with the given games in plan order."""
+    chunks = [b"\n".join(games[key]) + b"\n" for key in order if key in games]
+    write_bytes_atomic(run_dir / ROUNDS_FILE, b"".join(chunks))
