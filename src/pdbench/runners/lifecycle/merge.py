@@ -238,7 +238,8 @@ def _shard_log(shard_dir: Path) -> tuple[Path, bytes | None]:
     path = shard_dir / ROUNDS_FILE
     if path.is_file():
         return path, None
-    from pdbench.storage.record.columns import has_columns, jsonl_bytes
+    from pdbench.storage.record.columns import jsonl_bytes
+    from pdbench.storage.record.parts import has_columns
 
     if has_columns(shard_dir):
         return shard_dir / ROUNDS_COLUMNS_DIR, jsonl_bytes(shard_dir)

@@ -34,10 +34,12 @@ from pdbench.storage.record.fields import (
     GameKey,
     check_version,
 )
+from pdbench.storage.record.parts import (
+    PART_PREFIX,
+    PART_SUFFIX,
+    part_paths,
+)
 
-COLUMNS_DIR = "rounds"
-PART_PREFIX = "part-"
-PART_SUFFIX = ".parquet"
 GAMES_KEY = b"pdbench.games"
 VERSION_KEY = b"pdbench.schema_version"
 ROW_GROUP_ROWS = 1 << 16
@@ -67,33 +69,6 @@ STORED_SCHEMA = pa.schema([(name, _stored_type(name)) for name in (*STORED_FIELD
 
 class RoundsColumnsError(RunError):
     """A columnar rounds part that cannot be read (damaged, or not pdbench's)."""
-
-
-def columns_dir(run_dir: Path) -> Path:
-    """Where a run directory keeps its rounds in columns."""
-    return Path(run_dir) / COLUMNS_DIR
-
-
-def part_paths(run_dir: Path) -> list[Path]:
-    """The complete parts of a run directory, in the order they were written."""
-    directory = columns_dir(run_dir)
-    if not directory.is_dir():
-        return []
-    return sorted(
-        p
-        for p in directory.iterdir()
-        if p.name.startswith(PART_PREFIX) and p.name.endswith(PART_SUFFIX)
-    )
-
-
-def part_number(path: Path) -> int:
-    """The sequence number in a part's name."""
-    return int(path.name[len(PART_PREFIX) : -len(PART_SUFFIX)])
-
-
-def has_columns(run_dir: Path) -> bool:
-    """Whether the run directory holds rounds in columns."""
-    return bool(part_paths(run_dir))
 
 
 # --------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from pdbench.storage.schema import ROUNDS_FILE
 
 def uses_columns(run_dir: Path, manifest: dict[str, Any] | None) -> bool:
     """Whether the run's rounds are read from its columnar parts."""
-    from pdbench.storage.record.columns import has_columns
+    from pdbench.storage.record.parts import has_columns
     from pdbench.storage.rounds_log import JSONL_STAMP_KEY, jsonl_stamp
 
     if not has_columns(run_dir):
@@ -85,7 +85,8 @@ def read_game_rounds(
 ) -> Any | None:
     """One game's rounds (record fields, plain types, by round) from the columnar parts; None
     when the run has no parts or the game is not there."""
-    from pdbench.storage.record.columns import has_columns, read_game
+    from pdbench.storage.record.columns import read_game
+    from pdbench.storage.record.parts import has_columns
 
     if not has_columns(run_dir):
         return None

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from pdbench.storage.record.fields import GameKey
+from pdbench.storage.record.parts import columns_dir, part_number, part_paths
 
 PART_ROUNDS = 1 << 22  # rounds held in memory before a part is written
 
@@ -23,8 +24,6 @@ class ColumnarRoundsWriter:
     absent (written under a temporary name, then renamed)."""
 
     def __init__(self, run_dir: Path, part_rounds: int | None = None) -> None:
-        from pdbench.storage.record.columns import part_number, part_paths
-
         self.run_dir = Path(run_dir)
         self.part_rounds = PART_ROUNDS if part_rounds is None else part_rounds
         # held: runs of vectorized games (keys, arrays, timestamps) or record batches
@@ -80,7 +79,7 @@ class ColumnarRoundsWriter:
             for condition, replicate, n in spans:
                 games.append((condition, replicate, first, n))
                 first += n
-        write_part(self.run_dir / "rounds", self._next, batches, games)
+        write_part(columns_dir(self.run_dir), self._next, batches, games)
         self._next += 1
         self._held, self._rows = [], 0
 
