@@ -198,14 +198,16 @@ def game_metrics(
     ret_a, forg_a = retaliation_and_forgiveness(a, b)
     ret_b, forg_b = retaliation_and_forgiveness(b, a)
     n = int(a.size)
+    # Counts of C, so the rates below are the same floats as cooperation_rate's means.
+    coop_a, coop_b = int(np.count_nonzero(a)), int(np.count_nonzero(b))
     collapse_at = time_to_collapse(a, b, collapse.k, collapse.threshold)
     collapsed = collapse_at is not None
     return {
         "n_rounds": n,
-        "agent_a_cooperation_rate": cooperation_rate(a),
-        "agent_b_cooperation_rate": cooperation_rate(b),
-        "overall_cooperation_rate": float((a.sum() + b.sum()) / (2 * n)) if n else None,
-        "cooperation_rate_over_time": _json_list(cooperation_rate_over_time(a, b)),
+        "agent_a_cooperation_rate": coop_a / n if n else None,
+        "agent_b_cooperation_rate": coop_b / n if n else None,
+        "overall_cooperation_rate": (coop_a + coop_b) / (2 * n) if n else None,
+        "cooperation_rate_over_time": _series_json(a, b),
         "agent_a_retaliation_rate": ret_a,
         "agent_b_retaliation_rate": ret_b,
         "agent_a_forgiveness_rate": forg_a,
@@ -221,8 +223,8 @@ def game_metrics(
         "agent_b_parse_failures": int(b_parse_failures),
         "agent_a_fallback_rate": a_parse_failures / n if n else None,
         "agent_b_fallback_rate": b_parse_failures / n if n else None,
-        "agent_a_decided_cooperation_rate": decided_cooperation_rate(a, a_fallback),
-        "agent_b_decided_cooperation_rate": decided_cooperation_rate(b, b_fallback),
+        "agent_a_decided_cooperation_rate": _decided_rate(a, coop_a, a_fallback),
+        "agent_b_decided_cooperation_rate": _decided_rate(b, coop_b, b_fallback),
         "agent_a_mean_p_cooperate": mean_probability(a_p_cooperate),
         "agent_b_mean_p_cooperate": mean_probability(b_p_cooperate),
         "collapsed_fraction": None if collapse_at is None and n == 0 else float(collapsed),
@@ -241,6 +243,20 @@ def decided_cooperation_rate(
     return cooperation_rate(coop[decided])
 
 
+def _decided_rate(
+    coop: np.ndarray, cooperations: int, fallback: Sequence[bool] | np.ndarray | None
+) -> float | None:
+    """`decided_cooperation_rate` from the count of C (the same float: a mean of booleans is
+    their count over their number)."""
+    if fallback is None:
+        return cooperations / coop.size if coop.size else None
+    fell_back = _as_bool(fallback)
+    if not fell_back.any():
+        return cooperations / coop.size if coop.size else None
+    decided = int(fell_back.size - np.count_nonzero(fell_back))
+    return int(np.count_nonzero(coop[~fell_back])) / decided if decided else None
+
+
 def mean_probability(values: Sequence[float | None] | np.ndarray | None) -> float | None:
     """The mean of the known probabilities (None and NaN left out); None when none is known."""
     if values is None:
@@ -253,10 +269,48 @@ def _json_list(values: list[float]) -> str:
     return orjson.dumps(values).decode()
 
 
+# How orjson writes 0.0, 0.5 and 1.0, each with the comma after it: 4 bytes.
+_SERIES_TOKENS = np.array([b"0.0,", b"0.5,", b"1.0,"], dtype="S4")
+
+
+def _series_json(a_coop: np.ndarray, b_coop: np.ndarray) -> str:
+    """`_json_list(cooperation_rate_over_time(a, b))`, the same text, written from fixed tokens
+    (each round's value is 0.0, 0.5 or 1.0) rather than float by float."""
+    if a_coop.size == 0:
+        return "[]"
+    body = _SERIES_TOKENS[a_coop.astype(np.int8) + b_coop].tobytes()
+    return "[" + body[:-1].decode("ascii") + "]"
+
+
+def series_values(text: str) -> np.ndarray:
+    """A stored JSON list of numbers (cooperation_rate_over_time) as float64: the values
+    orjson reads, read directly when every value is written like 0.0, 0.5 or 1.0 (one
+    digit, a point, 0 or 5: exactly representable), else by orjson."""
+    raw = text.encode()
+    if len(raw) % 4 == 1 and len(raw) > 1 and raw[:1] == b"[" and raw[-1:] == b"]":
+        cells = np.frombuffer(raw[1:-1] + b",", dtype=np.uint8).reshape(-1, 4)
+        units, points, tenths, commas = cells.T
+        if (
+            (points == ord(".")).all()
+            and (commas == ord(",")).all()
+            and ((units >= ord("0")) & (units <= ord("9"))).all()
+            and ((tenths == ord("0")) | (tenths == ord("5"))).all()
+        ):
+            return (units - ord("0")) + (tenths - ord("0")) / 10.0
+    return np.asarray(orjson.loads(text), dtype=np.float64)
+
+
 def _mean_ignoring_none(values: Iterable[Any]) -> float | None:
-    kept = [
-        float(v) for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))
-    ]
+    """The mean of the values that are not None or NaN, summed by Python's `sum` (the same
+    float whether the values come as an array or a list); None when there is none."""
+    if isinstance(values, np.ndarray) and values.dtype.kind == "f":
+        kept = values[~np.isnan(values)].tolist()
+    else:
+        kept = [
+            float(v)
+            for v in values
+            if v is not None and not (isinstance(v, float) and math.isnan(v))
+        ]
     return sum(kept) / len(kept) if kept else None
 
 
@@ -280,7 +334,7 @@ def condition_summary(replicate_rows: Sequence[Mapping[str, Any]]) -> dict[str, 
     out: dict[str, Any] = {"n_replicates": len(replicate_rows)}
     for column in METRIC_COLUMNS:
         if column == "cooperation_rate_over_time":
-            series = [orjson.loads(r[column]) for r in replicate_rows if r.get(column)]
+            series = [series_values(r[column]) for r in replicate_rows if r.get(column)]
             out[column] = _json_list(mean_over_time(series))
         elif column in COUNT_COLUMNS:
             out[column] = int(sum(int(r.get(column) or 0) for r in replicate_rows))
@@ -493,7 +547,7 @@ def _add_bands(
     """Per-round intervals of cooperation_rate_over_time (the mean over the games that reached
     the round), as JSON lists like the series itself."""
     series = [
-        orjson.loads(g["cooperation_rate_over_time"])
+        series_values(g["cooperation_rate_over_time"])
         for g in games
         if g.get("cooperation_rate_over_time")
     ]
