@@ -1,0 +1,179 @@
+"""The vectorised paths of the aggregate (issue 21) give the same floats, bit for bit, as the
+straightforward computations they replaced: numpy's nanquantile column by column, the
+bootstrap-t written as whole-array expressions, Python's mean of a list of probabilities, the
+rates as means of booleans, and cooperation_rate_over_time through orjson. Each reference here
+is that literal computation, run on random inputs (with NaN where a value can be unknown)."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import orjson
+import pytest
+
+from pdbench.core.metrics import (
+    _json_list,
+    _mean_ignoring_none,
+    _series_json,
+    condition_summary,
+    cooperation_rate,
+    cooperation_rate_over_time,
+    decided_cooperation_rate,
+    game_metrics,
+    mean_probability,
+    series_values,
+)
+from pdbench.core.stats import _bootstrap_t, column_nanquantiles, resample_weights
+
+
+def same(got: np.ndarray, want: np.ndarray) -> bool:
+    """Equal shapes and bits (NaN where NaN)."""
+    got, want = np.asarray(got), np.asarray(want)
+    return got.shape == want.shape and np.array_equal(got, want, equal_nan=True)
+
+
+def random_matrix(rng: np.random.Generator, trial: int) -> np.ndarray:
+    """Rows x columns of floats, some rounded (ties), some columns partly or wholly NaN."""
+    rows, cols = int(rng.integers(1, 50)), int(rng.integers(1, 30))
+    values = rng.standard_normal((rows, cols)) * 10 ** rng.uniform(-3, 3)
+    if trial % 3 == 0:
+        values = np.round(values)
+    values[rng.random((rows, cols)) < rng.uniform(0.0, 0.9)] = np.nan
+    values[:, int(rng.integers(0, cols))] = np.nan
+    if trial % 5 == 0:
+        values[:, 0] = 1.5  # a column with every value known
+    return values
+
+
+def test_column_nanquantiles_are_numpys_nanquantile_bit_for_bit() -> None:
+    rng = np.random.default_rng(2101)
+    for trial in range(150):
+        values = random_matrix(rng, trial)
+        q = [0.025, 0.975] if trial % 2 else sorted(rng.random(3).tolist())
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns
+            want = np.nanquantile(values, q, axis=0)
+        assert same(column_nanquantiles(values, q), want), trial
+
+
+def test_a_column_with_no_value_has_nan_quantiles() -> None:
+    values = np.array([[np.nan, 1.0], [np.nan, 3.0]])
+    got = column_nanquantiles(values, [0.0, 0.5, 1.0])
+    assert np.isnan(got[:, 0]).all()
+    assert got[:, 1].tolist() == [1.0, 2.0, 3.0]  # by hand: min, midpoint, max
+
+
+def reference_bootstrap_t(
+    values: np.ndarray, defined: np.ndarray, weights: np.ndarray, level: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The bootstrap-t as first written (whole-array expressions, np.nanquantile)."""
+    filled = np.where(defined, values, 0.0)
+    mask = defined.astype(np.float64)
+    k = mask.sum(axis=0)
+    mean = filled.sum(axis=0) / k
+    sd = np.sqrt(np.maximum(((filled - mean) ** 2 * mask).sum(axis=0) / (k - 1), 0.0))
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        drawn = weights @ mask
+        b_mean = (weights @ filled) / drawn
+        b_var = ((weights @ (filled * filled)) / drawn - b_mean**2) * drawn / (drawn - 1)
+        b_se = np.sqrt(np.maximum(b_var, 0.0) / drawn)
+        scale = np.maximum(np.abs(mean), 1.0) * 1e-12
+        valid = (b_se > scale) & (drawn >= 2)
+        t_stats = np.where(valid, (b_mean - mean) / np.where(valid, b_se, 1.0), np.nan)
+        alpha = (1.0 - level) / 2.0
+        t_low, t_high = np.nanquantile(t_stats, [alpha, 1.0 - alpha], axis=0)
+    se = sd / np.sqrt(k)
+    enough = valid.mean(axis=0) >= 0.5
+    return (
+        np.where(enough, mean - t_high * se, np.nan),
+        np.where(enough, mean - t_low * se, np.nan),
+    )
+
+
+@pytest.mark.parametrize("known", ["all", "some"])
+def test_bootstrap_t_in_place_equals_the_whole_array_formulas(known: str) -> None:
+    rng = np.random.default_rng(2102)
+    for trial in range(60):
+        games, cols = int(rng.integers(5, 40)), int(rng.integers(1, 25))
+        values = rng.gamma(0.5, 3.0, (games, cols))
+        if trial % 2:
+            values = rng.integers(0, 3, (games, cols)) / 2.0  # like the per-round bands
+        if known == "some":  # at least 5 games with a value, as the caller ensures
+            values[5:][rng.random((games - 5, cols)) < 0.3] = np.nan
+        weights = resample_weights(games, int(rng.integers(20, 300)), rng)
+        if trial % 7 == 0:
+            weights = weights * 0.75 + 0.1  # not whole counts: the general path
+        defined = ~np.isnan(values)
+        got = _bootstrap_t(values, defined, weights, 0.95)
+        want = reference_bootstrap_t(values, defined, weights, 0.95)
+        assert same(got[0], want[0]) and same(got[1], want[1]), trial
+
+
+def reference_mean(values: list[object]) -> float | None:
+    """The mean of probabilities as first written: a list, None and NaN left out, Python's sum."""
+    kept = [
+        float(v)  # type: ignore[arg-type]
+        for v in values
+        if v is not None and not (isinstance(v, float) and math.isnan(v))
+    ]
+    return sum(kept) / len(kept) if kept else None
+
+
+def test_mean_of_probabilities_from_an_array_is_the_list_mean() -> None:
+    rng = np.random.default_rng(2103)
+    for trial in range(300):
+        n = int(rng.integers(0, 2000))
+        values = rng.random(n)
+        values[rng.random(n) < rng.uniform(0.0, 1.0)] = np.nan
+        as_list: list[object] = [None if math.isnan(v) else v for v in values.tolist()]
+        want = reference_mean(as_list)
+        assert mean_probability(values) == want, trial
+        assert _mean_ignoring_none(as_list) == want, trial
+        # float32 or object arrays still give a value (the generic path)
+        assert mean_probability(np.array(as_list, dtype=object)) == want, trial
+    assert mean_probability(np.full(3, np.nan)) is None
+    assert mean_probability(None) is None
+    # Python's sum is compensated since 3.12; numpy's pairwise sum would differ in the last bit
+    values = np.array([0.1] * 10 + [1e-17] * 3)
+    assert mean_probability(values) == reference_mean(values.tolist())
+
+
+def test_cooperation_series_text_is_orjsons_and_reads_back_the_same_floats() -> None:
+    rng = np.random.default_rng(2104)
+    for n in [0, 1, 2, 3, 7, 100, 1000]:
+        a, b = rng.random(n) < 0.5, rng.random(n) < 0.7
+        text = _json_list(cooperation_rate_over_time(a, b))
+        assert _series_json(a, b) == text
+        assert same(series_values(text), np.asarray(orjson.loads(text), dtype=np.float64))
+    # any other list of numbers is read by orjson, the same floats
+    for text in ["[0.25,1.0]", "[1.5,2.0,9.5]", "[1,0]", "[0.1]", "[1e-05,0.5]", "[-0.5,0.0]"]:
+        assert same(series_values(text), np.asarray(orjson.loads(text), dtype=np.float64))
+
+
+def test_game_rates_are_the_means_of_the_moves() -> None:
+    rng = np.random.default_rng(2105)
+    for trial in range(200):
+        n = int(rng.integers(0, 60))
+        a, b = rng.random(n) < rng.random(), rng.random(n) < rng.random()
+        fallback = rng.random(n) < (0.0 if trial % 3 == 0 else 0.3)
+        row = game_metrics(a, b, np.zeros(n), np.zeros(n), a_fallback=fallback, b_fallback=None)
+        assert row["agent_a_cooperation_rate"] == cooperation_rate(a)
+        assert row["agent_b_cooperation_rate"] == cooperation_rate(b)
+        both = np.concatenate([a, b])
+        assert row["overall_cooperation_rate"] == (float(both.mean()) if n else None)
+        assert row["agent_a_decided_cooperation_rate"] == decided_cooperation_rate(a, fallback)
+        assert row["agent_b_decided_cooperation_rate"] == decided_cooperation_rate(b, None)
+        assert row["cooperation_rate_over_time"] == _json_list(cooperation_rate_over_time(a, b))
+
+
+def test_condition_series_mean_reads_the_stored_lists() -> None:
+    # by hand: rounds reached by 2, 2 and 1 games -> (0.5 + 1) / 2, (0 + 1) / 2, 0.5 / 1
+    rows = [
+        {"cooperation_rate_over_time": "[0.5,0.0,0.5]"},
+        {"cooperation_rate_over_time": "[1.0,1.0]"},
+    ]
+    got = condition_summary(rows)["cooperation_rate_over_time"]
+    assert orjson.loads(got) == [0.75, 0.5, 0.5]
