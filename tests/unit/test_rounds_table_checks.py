@@ -73,7 +73,8 @@ def reference_check_rounds(table: Any, manifest: dict[str, Any], path: Path) -> 
         return
     rounds = table.column("round_index").to_pylist()
     seen: dict[tuple[str, int], list[int]] = {}
-    keys = zip(table.column("condition").to_pylist(), table.column("replicate").to_pylist())
+    conditions = table.column("condition").to_pylist()
+    keys = zip(conditions, table.column("replicate").to_pylist(), strict=True)
     for row, key in enumerate(keys):
         seen.setdefault(key, []).append(row)
     for (condition, replicate), rows in seen.items():
