@@ -284,20 +284,18 @@ def _series_json(a_coop: np.ndarray, b_coop: np.ndarray) -> str:
 
 def series_values(text: str) -> np.ndarray:
     """A stored JSON list of numbers (cooperation_rate_over_time) as float64: the values
-    orjson reads, read directly when every value is written like 0.0, 0.5 or 1.0 (one
-    digit, a point, 0 or 5: exactly representable), else by orjson."""
+    orjson reads, read directly when every value is written 0.0, 0.5 or 1.0 (a game's
+    series), else by orjson."""
     raw = text.encode()
     if len(raw) % 4 == 1 and len(raw) > 1 and raw[:1] == b"[" and raw[-1:] == b"]":
-        cells = np.frombuffer(raw[1:-1] + b",", dtype=np.uint8).reshape(-1, 4)
-        units, points, tenths, commas = cells.T
-        if (
-            (points == ord(".")).all()
-            and (commas == ord(",")).all()
-            and ((units >= ord("0")) & (units <= ord("9"))).all()
-            and ((tenths == ord("0")) | (tenths == ord("5"))).all()
-        ):
-            return (units - ord("0")) + (tenths - ord("0")) / 10.0
+        words = np.frombuffer(raw[1:-1] + b",", dtype="<u4")  # one value and its comma each
+        half, whole = words == _HALF, words == _WHOLE
+        if ((words == _NONE) | half | whole).all():
+            return half * 0.5 + whole * 1.0
     return np.asarray(orjson.loads(text), dtype=np.float64)
+
+
+_NONE, _HALF, _WHOLE = np.frombuffer(_SERIES_TOKENS.tobytes(), dtype="<u4")
 
 
 def _mean_ignoring_none(values: Iterable[Any]) -> float | None:
