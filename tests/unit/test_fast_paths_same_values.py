@@ -13,7 +13,10 @@ import numpy as np
 import orjson
 import pytest
 
+from pdbench.core.behaviour import behaviour_columns, behaviour_columns_of_games
 from pdbench.core.metrics import (
+    CollapseParams,
+    GameOutcome,
     _json_list,
     _mean_ignoring_none,
     _series_json,
@@ -22,8 +25,11 @@ from pdbench.core.metrics import (
     cooperation_rate_over_time,
     decided_cooperation_rate,
     game_metrics,
+    games_metrics,
     mean_probability,
+    retaliation_and_forgiveness,
     series_values,
+    time_to_collapse,
 )
 from pdbench.core.stats import _bootstrap_t, column_nanquantiles, resample_weights
 
@@ -177,3 +183,101 @@ def test_condition_series_mean_reads_the_stored_lists() -> None:
     ]
     got = condition_summary(rows)["cooperation_rate_over_time"]
     assert orjson.loads(got) == [0.75, 0.5, 0.5]
+
+
+def reference_game_metrics(
+    a: np.ndarray,
+    b: np.ndarray,
+    a_payoffs: np.ndarray,
+    b_payoffs: np.ndarray,
+    collapse: CollapseParams,
+    a_fallback: np.ndarray | None,
+    a_p_cooperate: np.ndarray | None,
+) -> dict[str, object]:
+    """One game's metrics from the per-game definitions, as game_metrics first assembled them."""
+    total_a, total_b = float(np.sum(a_payoffs)), float(np.sum(b_payoffs))
+    ret_a, forg_a = retaliation_and_forgiveness(a, b)
+    ret_b, forg_b = retaliation_and_forgiveness(b, a)
+    n = int(a.size)
+    fails = 0 if a_fallback is None else int(a_fallback.sum())
+    at = time_to_collapse(a, b, collapse.k, collapse.threshold)
+    return {
+        "n_rounds": n,
+        "agent_a_cooperation_rate": cooperation_rate(a),
+        "agent_b_cooperation_rate": cooperation_rate(b),
+        "overall_cooperation_rate": float((a.sum() + b.sum()) / (2 * n)) if n else None,
+        "cooperation_rate_over_time": _json_list(cooperation_rate_over_time(a, b)),
+        "agent_a_retaliation_rate": ret_a,
+        "agent_b_retaliation_rate": ret_b,
+        "agent_a_forgiveness_rate": forg_a,
+        "agent_b_forgiveness_rate": forg_b,
+        "agent_a_total_payoff": total_a,
+        "agent_b_total_payoff": total_b,
+        "agent_a_payoff_per_round": total_a / n if n else None,
+        "agent_b_payoff_per_round": total_b / n if n else None,
+        "agent_a_exploitability_payoff_gap": total_b - total_a,
+        "agent_b_exploitability_payoff_gap": total_a - total_b,
+        "time_to_collapse": at,
+        "agent_a_parse_failures": fails,
+        "agent_b_parse_failures": 0,
+        "agent_a_fallback_rate": fails / n if n else None,
+        "agent_b_fallback_rate": 0 / n if n else None,
+        "agent_a_decided_cooperation_rate": decided_cooperation_rate(a, a_fallback),
+        "agent_b_decided_cooperation_rate": decided_cooperation_rate(b, None),
+        "agent_a_mean_p_cooperate": mean_probability(a_p_cooperate),
+        "agent_b_mean_p_cooperate": mean_probability(None),
+        "collapsed_fraction": None if at is None and n == 0 else float(at is not None),
+        **behaviour_columns("a", a, b),
+        **behaviour_columns("b", b, a),
+    }
+
+
+def test_metrics_of_games_taken_together_are_each_games_own() -> None:
+    rng = np.random.default_rng(2106)
+    for trial in range(150):
+        n = int(rng.integers(0, 25))
+        collapse = CollapseParams(int(rng.integers(0, 8)), float(rng.choice([0.0, 0.2, 0.5])))
+        games, wants = [], []
+        for replicate in range(int(rng.integers(1, 6))):
+            a, b = rng.random(n) < rng.random(), rng.random(n) < rng.random()
+            pay_a = rng.choice([0.0, 1.0, 0.1, 3.3, 5.0], n)
+            pay_b = rng.choice([0.0, 0.7, 3.0], n)
+            fallback = rng.random(n) < 0.3 if trial % 2 else None
+            p_c = rng.random(n) if trial % 3 == 0 else None
+            if p_c is not None:
+                p_c[rng.random(n) < 0.4] = np.nan
+            fails = 0 if fallback is None else int(fallback.sum())
+            games.append(
+                GameOutcome(
+                    "c", replicate, "A", "B", a, b, pay_a, pay_b, fails, 0, fallback, None, p_c
+                )
+            )
+            wants.append(reference_game_metrics(a, b, pay_a, pay_b, collapse, fallback, p_c))
+            got_one = game_metrics(
+                a,
+                b,
+                pay_a,
+                pay_b,
+                collapse=collapse,
+                a_parse_failures=fails,
+                a_fallback=fallback,
+                a_p_cooperate=p_c,
+            )
+            assert typed(got_one) == typed(wants[-1]), trial
+        assert [typed(g) for g in games_metrics(games, collapse)] == [typed(w) for w in wants]
+
+
+def typed(row: dict[str, object]) -> list[tuple[str, object, str]]:
+    """A row's keys in order, values and their types (1 and 1.0 differ)."""
+    return [(k, v, type(v).__name__) for k, v in row.items()]
+
+
+def test_behaviour_of_games_taken_together_is_each_games_own() -> None:
+    rng = np.random.default_rng(2107)
+    for trial in range(1500):
+        games, n = int(rng.integers(1, 6)), int(rng.integers(0, 14))
+        mine = rng.random((games, n)) < rng.random()
+        theirs = rng.random((games, n)) < rng.random()
+        got = behaviour_columns_of_games("b", mine, theirs)
+        want = [behaviour_columns("b", mine[g], theirs[g]) for g in range(games)]
+        assert [typed(r) for r in got] == [typed(r) for r in want], trial
