@@ -281,3 +281,19 @@ def test_behaviour_of_games_taken_together_is_each_games_own() -> None:
         got = behaviour_columns_of_games("b", mine, theirs)
         want = [behaviour_columns("b", mine[g], theirs[g]) for g in range(games)]
         assert [typed(r) for r in got] == [typed(r) for r in want], trial
+
+
+def test_rows_do_not_depend_on_how_games_are_batched(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pdbench.core.metrics as metrics_module
+
+    rng = np.random.default_rng(2108)
+    games = []
+    for replicate in range(9):
+        n = int(rng.choice([3, 8, 8, 20]))
+        a, b = rng.random(n) < 0.6, rng.random(n) < 0.4
+        games.append(GameOutcome("c", replicate, "A", "B", a, b, a * 3.0, b * 1.5))
+    whole = metrics_module.aggregate_rows("r", games, ["c"])
+    monkeypatch.setattr(metrics_module, "BATCH_ROUNDS", 16)  # one to two games a batch
+    assert metrics_module.aggregate_rows("r", games, ["c"]) == whole
+    one_by_one = [game_metrics(g.a_coop, g.b_coop, g.a_payoffs, g.b_payoffs) for g in games]
+    assert [{k: r[k] for k in one_by_one[0]} for r in whole[:-1]] == one_by_one

@@ -99,6 +99,8 @@ SHARE_COLUMNS: frozenset[str] = frozenset(
         *(f"agent_{side}_fontana_nice" for side in "ab"),
     }
 )
+# At most this many rounds (games x rounds) in one batch of games_metrics (bounds its memory).
+BATCH_ROUNDS = 1 << 20
 BAND_RESAMPLES = 400  # resamples for the per-round bands of cooperation_rate_over_time
 
 AGGREGATE_COLUMNS: tuple[str, ...] = (
@@ -699,11 +701,13 @@ def aggregate_rows(
         for i, game in enumerate(games):
             by_length.setdefault(int(_as_bool(game.a_coop).size), []).append(i)
         metrics: list[dict[str, Any]] = [{}] * len(games)
-        for members in by_length.values():  # games of one length together
-            for i, values in zip(
-                members, games_metrics([games[i] for i in members], collapse), strict=True
-            ):
-                metrics[i] = values
+        for length, members in by_length.items():  # games of one length together, by batches
+            step = max(1, BATCH_ROUNDS // max(1, length))
+            for start in range(0, len(members), step):
+                batch = members[start : start + step]
+                found = games_metrics([games[i] for i in batch], collapse)
+                for i, values in zip(batch, found, strict=True):
+                    metrics[i] = values
         rep_rows = []
         for game, values in zip(games, metrics, strict=True):
             row: dict[str, Any] = {
