@@ -155,3 +155,69 @@ def behaviour_column_names(side: str) -> tuple[str, ...]:
     names.append(f"agent_{side}_first_move_cooperation")
     names += [f"agent_{side}_fontana_{d}" for d in FONTANA_DIMENSIONS]
     return tuple(names)
+
+
+def behaviour_columns_of_games(
+    side: str, mine: np.ndarray, theirs: np.ndarray
+) -> list[dict[str, float | int | None]]:
+    """`behaviour_columns` of many games of the same length at once: `mine` and `theirs` are
+    (games, rounds) boolean arrays, one row per game. The same values, computed over the rows
+    together (every value is a ratio of counts, so the order of the sums does not matter)."""
+    me, them = _bools(mine), _bools(theirs)
+    games, n = me.shape
+    if n < 2:  # the edge cases of one round or none: game by game
+        return [behaviour_columns(side, me[g], them[g]) for g in range(games)]
+    prefix = f"agent_{side}_"
+    columns: dict[str, list[float | int | None]] = {}
+    # memory-one: state 0 = CC, 1 = CD, 2 = DC, 3 = DD (own previous move first)
+    state = (~me[:, :-1]).astype(np.int8) * 2 + (~them[:, :-1])
+    after = me[:, 1:]
+    for i, name in enumerate(STATES):
+        in_state = state == i
+        visits = in_state.sum(axis=1).tolist()
+        coops = (in_state & after).sum(axis=1).tolist()
+        columns[f"{prefix}p_coop_after_{name}"] = [
+            c / v if v else None for c, v in zip(coops, visits, strict=True)
+        ]
+        columns[f"{prefix}n_{name}"] = visits
+    columns[f"{prefix}first_move_cooperation"] = me[:, 0].astype(np.float64).tolist()
+    # nice: no defection, or the opponent defected first
+    my_d, their_d = ~me, ~them
+    mine_first, theirs_first = my_d.argmax(axis=1), their_d.argmax(axis=1)
+    nasty = my_d.any(axis=1) & (~their_d.any(axis=1) | (mine_first <= theirs_first))
+    columns[f"{prefix}fontana_nice"] = np.where(nasty, 0.0, 1.0).tolist()
+    # forgiving (fontana_forgiving, row by row)
+    index = np.arange(n)
+    last_their_d = np.maximum.accumulate(np.where(their_d, index, -1), axis=1)
+    last_my_c = np.maximum.accumulate(np.where(me, index, -1), axis=1)
+    on_at_end = (last_their_d >= 0) & (last_my_c <= last_their_d)
+    on_at_start = np.zeros_like(on_at_end)
+    on_at_start[:, 1:] = on_at_end[:, :-1]
+    forgiven = (me & on_at_start).sum(axis=1).tolist()
+    still_on = on_at_start & ~me
+    penalties = (them[:, :-1] & still_on[:, :-1] & my_d[:, 1:]).sum(axis=1)
+    provoked = (their_d & ~still_on).sum(axis=1)
+    denominators = (provoked + penalties).tolist()
+    columns[f"{prefix}fontana_forgiving"] = [
+        f / d if d else 0.0 for f, d in zip(forgiven, denominators, strict=True)
+    ]
+    # retaliatory: an opponent D at i when i = 0 or the agent cooperated at i-1, answered by D
+    before = np.ones((games, n - 1), dtype=bool)
+    before[:, 1:] = me[:, : n - 2]
+    provocation = their_d[:, : n - 1] & before
+    answered = (provocation & my_d[:, 1:]).sum(axis=1).tolist()
+    provocations = provocation.sum(axis=1).tolist()
+    columns[f"{prefix}fontana_retaliatory"] = [
+        a / p if p else 0.0 for a, p in zip(answered, provocations, strict=True)
+    ]
+    # troublemaking: uncalled defections / occasions (round 0 and each opponent C before last)
+    their_c = them[:, :-1]
+    occasions = (1 + their_c.sum(axis=1)).tolist()
+    uncalled = (my_d[:, 0].astype(np.int64) + (their_c & my_d[:, 1:]).sum(axis=1)).tolist()
+    columns[f"{prefix}fontana_troublemaking"] = [
+        u / o for u, o in zip(uncalled, occasions, strict=True)
+    ]
+    # emulative: the agent's move at i+1 equals the opponent's at i
+    same = (me[:, 1:] == them[:, :-1]).sum(axis=1).tolist()
+    columns[f"{prefix}fontana_emulative"] = [s / (n - 1) for s in same]
+    return [{name: values[g] for name, values in columns.items()} for g in range(games)]

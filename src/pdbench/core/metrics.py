@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from pdbench.core.behaviour import STATES, behaviour_column_names, behaviour_columns
+from pdbench.core.behaviour import STATES, behaviour_column_names, behaviour_columns_of_games
 from pdbench.core.stats import (
     KIND_MEAN,
     KIND_POOLED_RATIO,
@@ -99,6 +99,8 @@ SHARE_COLUMNS: frozenset[str] = frozenset(
         *(f"agent_{side}_fontana_nice" for side in "ab"),
     }
 )
+# At most this many rounds (games x rounds) in one batch of games_metrics (bounds its memory).
+BATCH_ROUNDS = 1 << 20
 BAND_RESAMPLES = 400  # resamples for the per-round bands of cooperation_rate_over_time
 
 AGGREGATE_COLUMNS: tuple[str, ...] = (
@@ -190,45 +192,115 @@ def game_metrics(
     `a_fallback`/`b_fallback` flag the rounds whose move was a fallback (None: no fallback, as
     for policies); `a_p_cooperate`/`b_p_cooperate` hold P(C) per round (None or NaN: unknown).
     """
+    game = GameOutcome(
+        "",
+        0,
+        "",
+        "",
+        _as_bool(a_coop),
+        _as_bool(b_coop),
+        np.asarray(a_payoffs, dtype=np.float64),
+        np.asarray(b_payoffs, dtype=np.float64),
+        a_parse_failures,
+        b_parse_failures,
+        a_fallback,
+        b_fallback,
+        a_p_cooperate,  # type: ignore[arg-type]
+        b_p_cooperate,  # type: ignore[arg-type]
+    )
+    return games_metrics([game], collapse)[0]
+
+
+def games_metrics(
+    games: Sequence[GameOutcome], collapse: CollapseParams | None = None
+) -> list[dict[str, Any]]:
+    """`game_metrics` of games of the same length, computed over all of them at once (rows of
+    one array): every value is a count, a ratio of counts or a game's own sum, so it is the same
+    float whichever way the counts are taken."""
     collapse = collapse or CollapseParams()
-    a = _as_bool(a_coop)
-    b = _as_bool(b_coop)
-    total_a = float(np.sum(np.asarray(a_payoffs, dtype=np.float64)))
-    total_b = float(np.sum(np.asarray(b_payoffs, dtype=np.float64)))
-    ret_a, forg_a = retaliation_and_forgiveness(a, b)
-    ret_b, forg_b = retaliation_and_forgiveness(b, a)
-    n = int(a.size)
-    collapse_at = time_to_collapse(a, b, collapse.k, collapse.threshold)
-    collapsed = collapse_at is not None
-    return {
-        "n_rounds": n,
-        "agent_a_cooperation_rate": cooperation_rate(a),
-        "agent_b_cooperation_rate": cooperation_rate(b),
-        "overall_cooperation_rate": float((a.sum() + b.sum()) / (2 * n)) if n else None,
-        "cooperation_rate_over_time": _json_list(cooperation_rate_over_time(a, b)),
-        "agent_a_retaliation_rate": ret_a,
-        "agent_b_retaliation_rate": ret_b,
-        "agent_a_forgiveness_rate": forg_a,
-        "agent_b_forgiveness_rate": forg_b,
-        "agent_a_total_payoff": total_a,
-        "agent_b_total_payoff": total_b,
-        "agent_a_payoff_per_round": total_a / n if n else None,
-        "agent_b_payoff_per_round": total_b / n if n else None,
-        "agent_a_exploitability_payoff_gap": total_b - total_a,
-        "agent_b_exploitability_payoff_gap": total_a - total_b,
-        "time_to_collapse": collapse_at,
-        "agent_a_parse_failures": int(a_parse_failures),
-        "agent_b_parse_failures": int(b_parse_failures),
-        "agent_a_fallback_rate": a_parse_failures / n if n else None,
-        "agent_b_fallback_rate": b_parse_failures / n if n else None,
-        "agent_a_decided_cooperation_rate": decided_cooperation_rate(a, a_fallback),
-        "agent_b_decided_cooperation_rate": decided_cooperation_rate(b, b_fallback),
-        "agent_a_mean_p_cooperate": mean_probability(a_p_cooperate),
-        "agent_b_mean_p_cooperate": mean_probability(b_p_cooperate),
-        "collapsed_fraction": None if collapse_at is None and n == 0 else float(collapsed),
-        **behaviour_columns("a", a, b),
-        **behaviour_columns("b", b, a),
-    }
+    if not games:
+        return []
+    a = np.stack([_as_bool(g.a_coop) for g in games])
+    b = np.stack([_as_bool(g.b_coop) for g in games])
+    count, n = a.shape
+    if any(_as_bool(g.b_coop).size != n for g in games):
+        raise ValueError("games_metrics: the games' moves differ in length")
+    coops_a, coops_b = a.sum(axis=1).tolist(), b.sum(axis=1).tolist()
+    ret_a, ret_b = _retaliations(a, b), _retaliations(b, a)
+    collapse_at = _collapses(a, b, collapse)
+    series = _SERIES_TOKENS[a.astype(np.int8) + b].tobytes()
+    width = 4 * n
+    behaviour_a = behaviour_columns_of_games("a", a, b)
+    behaviour_b = behaviour_columns_of_games("b", b, a)
+    out = []
+    for i, game in enumerate(games):
+        total_a = float(np.sum(np.asarray(game.a_payoffs, dtype=np.float64)))
+        total_b = float(np.sum(np.asarray(game.b_payoffs, dtype=np.float64)))
+        fails_a, fails_b = game.a_parse_failures, game.b_parse_failures
+        text = "[" + series[i * width : (i + 1) * width - 1].decode("ascii") + "]"
+        out.append(
+            {
+                "n_rounds": n,
+                "agent_a_cooperation_rate": coops_a[i] / n if n else None,
+                "agent_b_cooperation_rate": coops_b[i] / n if n else None,
+                "overall_cooperation_rate": (coops_a[i] + coops_b[i]) / (2 * n) if n else None,
+                "cooperation_rate_over_time": text,
+                "agent_a_retaliation_rate": ret_a[i][0],
+                "agent_b_retaliation_rate": ret_b[i][0],
+                "agent_a_forgiveness_rate": ret_a[i][1],
+                "agent_b_forgiveness_rate": ret_b[i][1],
+                "agent_a_total_payoff": total_a,
+                "agent_b_total_payoff": total_b,
+                "agent_a_payoff_per_round": total_a / n if n else None,
+                "agent_b_payoff_per_round": total_b / n if n else None,
+                "agent_a_exploitability_payoff_gap": total_b - total_a,
+                "agent_b_exploitability_payoff_gap": total_a - total_b,
+                "time_to_collapse": collapse_at[i],
+                "agent_a_parse_failures": int(fails_a),
+                "agent_b_parse_failures": int(fails_b),
+                "agent_a_fallback_rate": fails_a / n if n else None,
+                "agent_b_fallback_rate": fails_b / n if n else None,
+                "agent_a_decided_cooperation_rate": _decided_rate(
+                    a[i], coops_a[i], game.a_fallback
+                ),
+                "agent_b_decided_cooperation_rate": _decided_rate(
+                    b[i], coops_b[i], game.b_fallback
+                ),
+                "agent_a_mean_p_cooperate": mean_probability(game.a_p_cooperate),
+                "agent_b_mean_p_cooperate": mean_probability(game.b_p_cooperate),
+                "collapsed_fraction": (
+                    None if collapse_at[i] is None and n == 0 else float(collapse_at[i] is not None)
+                ),
+                **behaviour_a[i],
+                **behaviour_b[i],
+            }
+        )
+    return out
+
+
+def _retaliations(mine: np.ndarray, theirs: np.ndarray) -> list[tuple[float | None, float | None]]:
+    """`retaliation_and_forgiveness` of each row (game) of the moves."""
+    provoked = ~theirs[:, :-1]
+    times = provoked.sum(axis=1).tolist()
+    retaliated = (~mine[:, 1:] & provoked).sum(axis=1).tolist()
+    return [
+        (r / k, (k - r) / k) if k else (None, None) for r, k in zip(retaliated, times, strict=True)
+    ]
+
+
+def _collapses(a: np.ndarray, b: np.ndarray, collapse: CollapseParams) -> list[int | None]:
+    """`time_to_collapse` of each row (game) of the moves."""
+    count, n = a.shape
+    k = collapse.k
+    if k <= 0 or n < k:
+        return [None] * count
+    csum = np.zeros((count, n + 1), dtype=np.int64)
+    np.cumsum(a.astype(np.int64) + b, axis=1, out=csum[:, 1:])
+    window = csum[:, k:] - csum[:, :-k]
+    # Integer comparison avoids float rounding: count / (2k) <= threshold.
+    hits = window <= collapse.threshold * 2 * k + 1e-9
+    first = hits.argmax(axis=1).tolist()
+    return [f if hit else None for f, hit in zip(first, hits.any(axis=1).tolist(), strict=True)]
 
 
 def decided_cooperation_rate(
@@ -239,6 +311,20 @@ def decided_cooperation_rate(
         return cooperation_rate(coop)
     decided = ~_as_bool(fallback)
     return cooperation_rate(coop[decided])
+
+
+def _decided_rate(
+    coop: np.ndarray, cooperations: int, fallback: Sequence[bool] | np.ndarray | None
+) -> float | None:
+    """`decided_cooperation_rate` from the count of C (the same float: a mean of booleans is
+    their count over their number)."""
+    if fallback is None:
+        return cooperations / coop.size if coop.size else None
+    fell_back = _as_bool(fallback)
+    if not fell_back.any():
+        return cooperations / coop.size if coop.size else None
+    decided = int(fell_back.size - np.count_nonzero(fell_back))
+    return int(np.count_nonzero(coop[~fell_back])) / decided if decided else None
 
 
 def mean_probability(values: Sequence[float | None] | np.ndarray | None) -> float | None:
@@ -253,10 +339,46 @@ def _json_list(values: list[float]) -> str:
     return orjson.dumps(values).decode()
 
 
+# How orjson writes 0.0, 0.5 and 1.0, each with the comma after it: 4 bytes.
+_SERIES_TOKENS = np.array([b"0.0,", b"0.5,", b"1.0,"], dtype="S4")
+
+
+def _series_json(a_coop: np.ndarray, b_coop: np.ndarray) -> str:
+    """`_json_list(cooperation_rate_over_time(a, b))`, the same text, written from fixed tokens
+    (each round's value is 0.0, 0.5 or 1.0) rather than float by float."""
+    if a_coop.size == 0:
+        return "[]"
+    body = _SERIES_TOKENS[a_coop.astype(np.int8) + b_coop].tobytes()
+    return "[" + body[:-1].decode("ascii") + "]"
+
+
+def series_values(text: str) -> np.ndarray:
+    """A stored JSON list of numbers (cooperation_rate_over_time) as float64: the values
+    orjson reads, read directly when every value is written 0.0, 0.5 or 1.0 (a game's
+    series), else by orjson."""
+    raw = text.encode()
+    if len(raw) % 4 == 1 and len(raw) > 1 and raw[:1] == b"[" and raw[-1:] == b"]":
+        words = np.frombuffer(raw[1:-1] + b",", dtype="<u4")  # one value and its comma each
+        half, whole = words == _HALF, words == _WHOLE
+        if ((words == _NONE) | half | whole).all():
+            return half * 0.5 + whole * 1.0
+    return np.asarray(orjson.loads(text), dtype=np.float64)
+
+
+_NONE, _HALF, _WHOLE = np.frombuffer(_SERIES_TOKENS.tobytes(), dtype="<u4")
+
+
 def _mean_ignoring_none(values: Iterable[Any]) -> float | None:
-    kept = [
-        float(v) for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))
-    ]
+    """The mean of the values that are not None or NaN, summed by Python's `sum` (the same
+    float whether the values come as an array or a list); None when there is none."""
+    if isinstance(values, np.ndarray) and values.dtype.kind == "f":
+        kept = values[~np.isnan(values)].tolist()
+    else:
+        kept = [
+            float(v)
+            for v in values
+            if v is not None and not (isinstance(v, float) and math.isnan(v))
+        ]
     return sum(kept) / len(kept) if kept else None
 
 
@@ -280,7 +402,7 @@ def condition_summary(replicate_rows: Sequence[Mapping[str, Any]]) -> dict[str, 
     out: dict[str, Any] = {"n_replicates": len(replicate_rows)}
     for column in METRIC_COLUMNS:
         if column == "cooperation_rate_over_time":
-            series = [orjson.loads(r[column]) for r in replicate_rows if r.get(column)]
+            series = [series_values(r[column]) for r in replicate_rows if r.get(column)]
             out[column] = _json_list(mean_over_time(series))
         elif column in COUNT_COLUMNS:
             out[column] = int(sum(int(r.get(column) or 0) for r in replicate_rows))
@@ -493,7 +615,7 @@ def _add_bands(
     """Per-round intervals of cooperation_rate_over_time (the mean over the games that reached
     the round), as JSON lists like the series itself."""
     series = [
-        orjson.loads(g["cooperation_rate_over_time"])
+        series_values(g["cooperation_rate_over_time"])
         for g in games
         if g.get("cooperation_rate_over_time")
     ]
@@ -575,8 +697,19 @@ def aggregate_rows(
     rows: list[dict[str, Any]] = []
     for condition in order:
         games = sorted(by_condition[condition], key=lambda g: g.replicate)
+        by_length: dict[int, list[int]] = {}
+        for i, game in enumerate(games):
+            by_length.setdefault(int(_as_bool(game.a_coop).size), []).append(i)
+        metrics: list[dict[str, Any]] = [{}] * len(games)
+        for length, members in by_length.items():  # games of one length together, by batches
+            step = max(1, BATCH_ROUNDS // max(1, length))
+            for start in range(0, len(members), step):
+                batch = members[start : start + step]
+                found = games_metrics([games[i] for i in batch], collapse)
+                for i, values in zip(batch, found, strict=True):
+                    metrics[i] = values
         rep_rows = []
-        for game in games:
+        for game, values in zip(games, metrics, strict=True):
             row: dict[str, Any] = {
                 "run_id": run_id,
                 "condition": condition,
@@ -586,21 +719,7 @@ def aggregate_rows(
                 "agent_a_name": game.agent_a_name,
                 "agent_b_name": game.agent_b_name,
             }
-            row.update(
-                game_metrics(
-                    game.a_coop,
-                    game.b_coop,
-                    game.a_payoffs,
-                    game.b_payoffs,
-                    collapse=collapse,
-                    a_parse_failures=game.a_parse_failures,
-                    b_parse_failures=game.b_parse_failures,
-                    a_fallback=game.a_fallback,
-                    b_fallback=game.b_fallback,
-                    a_p_cooperate=game.a_p_cooperate,
-                    b_p_cooperate=game.b_p_cooperate,
-                )
-            )
+            row.update(values)
             rep_rows.append(row)
         summary: dict[str, Any] = {
             "run_id": run_id,

@@ -228,20 +228,60 @@ def _bootstrap_t(
     mean = filled.sum(axis=0) / k
     sd = np.sqrt(np.maximum(((filled - mean) ** 2 * mask).sum(axis=0) / (k - 1), 0.0))
     with np.errstate(all="ignore"):
-        drawn = weights @ mask
-        b_mean = (weights @ filled) / drawn
-        b_var = ((weights @ (filled * filled)) / drawn - b_mean**2) * drawn / (drawn - 1)
-        b_se = np.sqrt(np.maximum(b_var, 0.0) / drawn)
+        # Every value known and whole weights (counts of draws): the games drawn are the
+        # same in every column, the weights' row sums (exact, as the product with the mask).
+        if defined.all() and np.array_equal(weights, np.floor(weights)):
+            drawn = weights.sum(axis=1, keepdims=True)
+        else:
+            drawn = weights @ mask
+        # In place, the same operations in the same order as
+        # b_var = ((weights @ filled**2) / drawn - b_mean**2) * drawn / (drawn - 1),
+        # b_se = sqrt(max(b_var, 0) / drawn), t = (b_mean - mean) / b_se where valid.
+        b_mean = weights @ filled
+        b_mean /= drawn
+        b_se = weights @ (filled * filled)
+        b_se /= drawn
+        b_se -= b_mean**2
+        b_se *= drawn
+        b_se /= drawn - 1
+        np.maximum(b_se, 0.0, out=b_se)
+        b_se /= drawn
+        np.sqrt(b_se, out=b_se)
         scale = np.maximum(np.abs(mean), 1.0) * 1e-12
         valid = (b_se > scale) & (drawn >= 2)
-        t_stats = np.where(valid, (b_mean - mean) / np.where(valid, b_se, 1.0), np.nan)
+        t_stats = b_mean
+        t_stats -= mean
+        t_stats /= np.where(valid, b_se, 1.0)
+        t_stats[~valid] = np.nan
         alpha = (1.0 - level) / 2.0
-        t_low, t_high = np.nanquantile(t_stats, [alpha, 1.0 - alpha], axis=0)
+        t_low, t_high = column_nanquantiles(t_stats, [alpha, 1.0 - alpha])
     se = sd / np.sqrt(k)
     enough = valid.mean(axis=0) >= _MIN_VALID_RESAMPLES
     low = np.where(enough, mean - t_high * se, np.nan)
     high = np.where(enough, mean - t_low * se, np.nan)
     return low, high
+
+
+def column_nanquantiles(values: np.ndarray, q: Sequence[float]) -> np.ndarray:
+    """`np.nanquantile(values, q, axis=0)` (the default, linear method), with identical results:
+    the quantiles of each column's known values, NaN for a column with none (and no warning).
+
+    numpy computes nanquantile column by column in Python; here the columns with every value
+    known are done in one `np.quantile` call, and the others by how many values they know: sorted
+    (NaN last), the first k rows of a column that knows k values are exactly those values."""
+    values = np.asarray(values, dtype=np.float64)
+    out = np.full((len(q), values.shape[1]), np.nan)
+    known = values.shape[0] - np.isnan(values).sum(axis=0)
+    full = np.flatnonzero(known == values.shape[0])
+    if full.size and values.shape[0]:
+        out[:, full] = np.quantile(values[:, full], q, axis=0)
+    partial = np.flatnonzero((known < values.shape[0]) & (known > 0))
+    if partial.size:
+        ordered = np.sort(values[:, partial], axis=0)
+        for k in np.unique(known[partial]):
+            which = known[partial] == k
+            out[:, partial[which]] = np.quantile(ordered[:k, which], q, axis=0)
+    return out
 
 
 def _hall(values: np.ndarray, defined: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
