@@ -360,7 +360,7 @@ def test_fuzz_readers_refuse_damage_in_one_line_or_read_the_undamaged_data(
 ) -> None:
     from pdbench.errors import PdbenchError  # noqa: PLC0415
     from pdbench.report import _numbers, _rows  # noqa: PLC0415
-    from pdbench.storage.aggregate import (  # noqa: PLC0415
+    from pdbench.storage.record.table import (  # noqa: PLC0415
         check_rounds,
         outcomes_from_table,
         planned_lengths,

@@ -18,9 +18,9 @@ import pytest
 from tests.support.cli import run_in_process
 from tests.support.configs import experiment, llm, policy, write_config
 
-from pdbench.storage.aggregate import read_rounds_table
 from pdbench.storage.record import columns
 from pdbench.storage.record.fields import LLM_FIELDS, ROUND_FIELDS
+from pdbench.storage.record.table import read_rounds_table
 
 POLICY_CONDITIONS = [
     ("TFT_vs_RANDOM", policy("TFT"), policy("RANDOM")),

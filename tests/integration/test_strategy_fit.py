@@ -30,7 +30,7 @@ from pdbench.core.strategy_gof import GOF_ALPHA, gof_test, round_design
 from pdbench.runners.config.loader import load_config
 from pdbench.runners.science.experiment import RunOptions, run_experiment
 from pdbench.runners.science.profile import profile_rows, profile_run, strategy_table
-from pdbench.storage.aggregate import outcomes_from_table, read_rounds_table
+from pdbench.storage.record.table import outcomes_from_table, read_rounds_table
 from pdbench.storage.strategy_fit import read_strategy_fit_settings
 
 GENERATORS = ("TFT", "GRIM", "WSLS", "ALLC", "ALLD", "TF2T", "STFT", "GTFT", "ALTERNATOR")

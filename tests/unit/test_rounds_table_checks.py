@@ -1,4 +1,4 @@
-"""check_rounds and outcomes_from_table (storage/aggregate.py), vectorised for issue 21, against
+"""check_rounds and outcomes_from_table (storage/record/table.py), vectorised for issue 21, against
 their record-by-record first versions kept here as the reference: on hundreds of randomly
 damaged rounds tables (bad actions and payoffs, lost, repeated, moved and renamed records,
 shuffled files) both refuse with the same message or both accept and split the same games.
@@ -16,7 +16,7 @@ import pytest
 
 from pdbench.core.metrics import GameOutcome
 from pdbench.core.payoff import PayoffMatrix
-from pdbench.storage.aggregate import (
+from pdbench.storage.record.table import (
     RunDirError,
     check_all_games,
     check_rounds,

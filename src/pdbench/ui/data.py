@@ -284,7 +284,7 @@ def collapse_params(manifest: Mapping[str, Any]) -> CollapseParams:
 @st.cache_data(show_spinner="Reading rounds…", max_entries=8)
 def _read_rounds(path: str, mtime_ns: int, size: int) -> pd.DataFrame:
     del mtime_ns, size  # cache key only
-    from pdbench.storage.aggregate import RunDirError, read_rounds_table
+    from pdbench.storage.record.table import RunDirError, read_rounds_table
 
     try:
         table = read_rounds_table(Path(path), ROUND_COLUMNS, REQUIRED_ROUND_COLUMNS)
@@ -318,8 +318,8 @@ def _aggregates_from_rounds(
     path: str, mtime_ns: int, size: int, manifest_json: str
 ) -> pd.DataFrame:
     del mtime_ns, size  # cache key only
-    from pdbench.storage.aggregate import outcomes_from_table, read_rounds_table
     from pdbench.storage.intervals import interval_settings, metric_designs, with_intervals
+    from pdbench.storage.record.table import outcomes_from_table, read_rounds_table
 
     manifest = json.loads(manifest_json)
     rows = aggregate_rows(

@@ -494,7 +494,7 @@ def snapshot_changes(before: dict[str, Any], after: dict[str, Any]) -> str:
 def outcome_from_rounds(rounds: Any) -> GameOutcome:
     """A finished game's outcome, read back from its rounds (a pyarrow Table of the aggregate
     input fields, `keep_finished`'s values) by the record's one reader."""
-    from pdbench.storage.aggregate import outcomes_from_table
+    from pdbench.storage.record.table import outcomes_from_table
 
     (outcome,) = outcomes_from_table(rounds)
     return outcome

@@ -39,11 +39,8 @@ from pdbench.core.strategy_gof import (
     round_design,
 )
 from pdbench.errors import RunError
-from pdbench.storage.aggregate import (
-    RunDirError,
-    checked_condition_tables,
-    outcomes_from_table,
-)
+from pdbench.storage.aggregate import checked_condition_tables
+from pdbench.storage.record.table import RunDirError, outcomes_from_table
 from pdbench.storage.run_dir import RunLock, read_manifest
 from pdbench.storage.strategy_fit import STRATEGY_FIT_FILE, write_strategy_fit
 

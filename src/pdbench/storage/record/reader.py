@@ -39,7 +39,7 @@ def read_rounds(
         from pdbench.storage.record.columns import read_table
 
         return read_table(Path(run_dir), fields)
-    from pdbench.storage.aggregate import read_rounds_table
+    from pdbench.storage.record.table import read_rounds_table
 
     return read_rounds_table(Path(run_dir) / ROUNDS_FILE, fields, required)
 

@@ -1,0 +1,446 @@
+"""The record read as a table: rounds.jsonl parsed into columns, the checks every reader runs on
+a table of rounds against the run's plan (`check_rounds`, `check_all_games`), and the games'
+`GameOutcome`s (`outcomes_from_table`), the one conversion from stored rounds to what the
+metrics take. Works on a whole run or on a batch of whole games (e.g. one condition of the
+columnar parts).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pdbench.core.metrics import GameOutcome
+from pdbench.core.payoff import PayoffMatrix
+from pdbench.errors import PdbenchError
+from pdbench.storage.record.fields import (
+    AGGREGATE_INPUT_FIELDS,
+    check_version,
+    rounds_arrow_schema,
+)
+
+
+class RunDirError(PdbenchError):
+    """A run directory that is missing, empty or broken."""
+
+
+def read_rounds_table(
+    path: Path,
+    fields: tuple[str, ...] = AGGREGATE_INPUT_FIELDS,
+    required: tuple[str, ...] | None = None,
+) -> Any:
+    """Record fields of rounds.jsonl as a pyarrow Table (fast, multithreaded): the columns the
+    metrics need by default. Types come from the schema; other fields are skipped.
+
+    A trailing partial line (a crash mid-write) is ignored; any other bad line, an empty file,
+    a `required` field (default: all of `fields`) absent from every record, or a record newer
+    than this pdbench is an error (RunDirError or SchemaVersionError, one line).
+    """
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    if not path.is_file():
+        raise RunDirError(f"{path}: rounds file not found")
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        data = data[: data.rfind(b"\n") + 1]
+    if not data.strip():
+        raise RunDirError(f"{path}: no rounds recorded")
+    fields = tuple(dict.fromkeys(("schema_version", *fields)))
+    options = pj.ParseOptions(
+        explicit_schema=rounds_arrow_schema(fields), unexpected_field_behavior="ignore"
+    )
+    try:
+        table = pj.read_json(
+            pa.BufferReader(data),
+            parse_options=options,
+            read_options=pj.ReadOptions(block_size=1 << 24),
+        )
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise RunDirError(
+            f"{path}: not valid rounds JSON Lines ({str(exc).splitlines()[0]})"
+        ) from None
+    check_version(str(path), pc_max(table.column("schema_version")))
+    if required is None:  # P(C) is null wherever it was not recorded
+        wanted = tuple(f for f in fields[1:] if not f.endswith("_p_cooperate"))
+    else:
+        wanted = required
+    missing = [name for name in wanted if table.column(name).null_count == len(table)]
+    if missing:
+        raise RunDirError(f"{path}: records lack required fields: {', '.join(missing)}")
+    return table
+
+
+ACTIONS = ("C", "D")
+
+
+def planned_lengths(manifest: dict[str, Any]) -> dict[tuple[str, int], int] | None:
+    """(condition, replicate) -> the game's length, as the manifest planned it (None when the
+    manifest lists no games: an older pdbench); a malformed plan is a one-line RunDirError."""
+    conditions = manifest.get("conditions")
+    if not isinstance(conditions, list) or not all(
+        isinstance(c, dict) and isinstance(c.get("name"), str) for c in conditions
+    ):
+        raise RunDirError(
+            "run_manifest.json: conditions is not a list of named conditions (a damaged or "
+            "hand-edited manifest)"
+        )
+    if not any("games" in c for c in conditions):
+        return None  # an older pdbench, which did not record the plan
+    out: dict[tuple[str, int], int] = {}
+    for i, condition in enumerate(conditions):
+        games = condition.get("games")
+        try:
+            for game in games:
+                n = game["n_rounds"]
+                replicate = game["replicate"]
+                if not all(type(v) is int for v in (n, replicate)) or n < 1 or replicate < 0:
+                    raise TypeError
+                out[(str(condition["name"]), replicate)] = n
+        except (KeyError, TypeError):
+            raise RunDirError(
+                f"run_manifest.json: conditions[{i}].games is not a list of games with "
+                "replicate and n_rounds (edited by hand?)"
+            ) from None
+    return out
+
+
+def check_rounds(
+    table: Any,
+    manifest: dict[str, Any],
+    path: Path,
+    *,
+    whole_run: bool = True,
+    first_record: int = 1,
+) -> list[tuple[str, int]]:
+    """Refuse rounds that the run could not have recorded, naming the first: an action other
+    than C or D, a payoff that is not a finite number, a game the manifest does not plan, or a
+    game whose rounds are not exactly 0..n-1 of the length the manifest planned (a torn line,
+    a deleted or duplicated round). One-line RunDirError naming the file and the record.
+
+    The table holds whole games: the whole run, or one batch of a streaming reader. For a
+    batch, `whole_run=False` leaves the check that a completed run has every planned game to
+    `check_all_games` (given the games of all batches), and `first_record` is the number of
+    the batch's first record in messages. Returns the table's games (condition, replicate) in
+    the order of their first records.
+    """
+    for side in ("agent_a", "agent_b"):
+        actions = _text(table.column(f"{side}_action"))
+        bad = np.flatnonzero(~_valid_actions(actions))
+        if len(bad):
+            raise RunDirError(
+                f"{path}: record {int(bad[0]) + first_record}: {side}_action must be C or D "
+                f"(got {_shown(actions[int(bad[0])].as_py())}); the file was damaged or edited"
+            )
+        values = np.asarray(
+            table.column(f"{side}_payoff").to_numpy(zero_copy_only=False), dtype=np.float64
+        )
+        bad = np.flatnonzero(~np.isfinite(values))
+        if len(bad):
+            raise RunDirError(
+                f"{path}: record {int(bad[0]) + first_record}: {side}_payoff is not a finite "
+                "number; the file was damaged or edited"
+            )
+    _check_payoffs(table, manifest, path, first_record)
+    for name in ("condition", "replicate", "round_index"):
+        if table.column(name).null_count:
+            row = int(
+                np.flatnonzero(table.column(name).is_null().to_numpy(zero_copy_only=False))[0]
+            )
+            raise RunDirError(
+                f"{path}: record {row + first_record}: no {name}; the file was damaged or edited"
+            )
+    plan = planned_lengths(manifest)
+    if len(table) == 0:
+        return []
+    codes, first, games = _game_codes(table)
+    if plan is None:
+        return games
+    planned = np.array([plan.get(game, -1) for game in games], dtype=np.int64)
+    for g in np.flatnonzero(planned < 0)[:1]:
+        condition, replicate = games[g]
+        raise RunDirError(
+            f"{path}: record {int(first[g]) + first_record}: condition {condition!r} replicate "
+            f"{replicate}: not a game of this run's plan (run_manifest.json)"
+        )
+    rounds = np.asarray(table.column("round_index").to_numpy(zero_copy_only=False), np.int64)
+    for g in np.flatnonzero(_games_not_whole(codes, rounds, planned))[:1]:
+        condition, replicate = games[g]
+        rows = np.flatnonzero(codes == g)
+        planned_n = int(planned[g])
+        where = f"{path}: record {rows[0] + first_record}: condition {condition!r} replicate {replicate}"
+        indexes = rounds[rows]
+        outside = np.flatnonzero((indexes < 0) | (indexes >= planned_n))
+        _, firsts = np.unique(indexes, return_index=True)
+        repeated = np.setdiff1d(np.arange(len(rows)), firsts)
+        if len(outside) or len(repeated):
+            row = rows[int((outside if len(outside) else repeated)[0])]
+            where = (
+                f"{path}: record {row + first_record}: condition {condition!r} "
+                f"replicate {replicate}"
+            )
+        raise RunDirError(
+            f"{where}: {len(rows)} round records where the plan has rounds 0..{planned_n - 1}"
+            " (a torn, deleted, duplicated or edited line); resume the run or restore the file"
+        )
+    if whole_run:
+        check_all_games(manifest, games, path)
+    return games
+
+
+def check_all_games(manifest: dict[str, Any], games: list[tuple[str, int]], path: Path) -> None:
+    """Refuse a run marked completed that lacks a planned game: `games` are the games read
+    (condition, replicate), from `check_rounds` of every batch."""
+    plan = planned_lengths(manifest)
+    if plan is None or manifest.get("status") != "completed":
+        return
+    seen = set(games)
+    missing = [k for k in plan if k not in seen]
+    if missing:
+        condition, replicate = missing[0]
+        raise RunDirError(
+            f"{path}: condition {condition!r} replicate {replicate}: no rounds, but the "
+            f"run is marked completed ({len(missing)} planned games missing)"
+        )
+
+
+def _games_not_whole(codes: np.ndarray, rounds: np.ndarray, planned: np.ndarray) -> np.ndarray:
+    """Per game (code): whether its round indexes are not exactly 0..planned-1."""
+    bad = np.bincount(codes, minlength=len(planned)) != planned
+    outside = (rounds < 0) | (rounds >= planned[codes])
+    if outside.any():
+        bad[codes[outside]] = True
+    kept = ~bad[codes]  # games of the right size with every index inside: any repeated?
+    sizes = np.where(bad, 0, planned)
+    starts = np.cumsum(sizes) - sizes
+    hits = np.bincount(starts[codes[kept]] + rounds[kept], minlength=int(sizes.sum()))
+    if (hits != 1).any():
+        bad[np.repeat(np.arange(len(planned)), sizes)[hits != 1]] = True
+    return bad
+
+
+def _check_payoffs(table: Any, manifest: dict[str, Any], path: Path, first_record: int = 1) -> None:
+    """Each record's payoffs are the game's payoffs for its two (actual) actions, from the
+    payoff matrix the manifest's config records (skipped when it records none)."""
+    game = (manifest.get("config") or {}).get("game") if isinstance(manifest, dict) else None
+    if not isinstance(game, dict) or "payoff_matrix" not in game:
+        return
+    try:
+        matrix = PayoffMatrix.from_nested(game["payoff_matrix"])
+    except (ValueError, TypeError):
+        raise RunDirError(
+            f"{path.parent / 'run_manifest.json'}: config.game.payoff_matrix is not a valid "
+            "payoff matrix (a damaged or hand-edited manifest)"
+        ) from None
+    # cell = 2 * (A played C) + (B played C): DD, DC, CD, CC
+    cell = 2 * _cooperated(table.column("agent_a_action")).astype(np.int64)
+    cell += _cooperated(table.column("agent_b_action"))
+    for side, k in (("agent_a", 0), ("agent_b", 1)):
+        got = np.asarray(
+            table.column(f"{side}_payoff").to_numpy(zero_copy_only=False), dtype=np.float64
+        )
+        cells = [matrix.payoffs(x, y)[k] for x in ACTIONS[::-1] for y in ACTIONS[::-1]]
+        want = np.array(cells, dtype=np.float64)[cell]
+        # np.isclose(got, want, rtol=1e-12, atol=1e-9) for finite values, as checked before
+        bad = np.flatnonzero(got != want)
+        if len(bad):
+            close = np.abs(got[bad] - want[bad]) <= 1e-9 + 1e-12 * np.abs(want[bad])
+            bad = bad[~close]
+        if len(bad):
+            raise RunDirError(
+                f"{path}: record {int(bad[0]) + first_record}: {side}_payoff is not the payoff "
+                "matrix's value for the two actions; the file was damaged or edited"
+            )
+
+
+def _shown(value: Any) -> str:
+    """A value from a damaged record for a message: repr, cut short."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:36] + "...'"
+
+
+def _floats(values: np.ndarray) -> np.ndarray:
+    """Probabilities as float64, NaN where none was recorded (null reads as None or NaN)."""
+    if values.dtype.kind == "f":
+        return values.astype(np.float64)
+    return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+
+
+def _text(column: Any) -> Any:
+    """A text column as plain strings (a dictionary-encoded one decoded)."""
+    import pyarrow as pa
+
+    return column.cast(column.type.value_type) if pa.types.is_dictionary(column.type) else column
+
+
+def _valid_actions(actions: Any) -> np.ndarray:
+    """Per record: whether the action is C or D (null is not)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    found = [pc.equal(actions, pa.scalar(value, type=actions.type)) for value in ACTIONS]
+    valid = pc.fill_null(pc.or_(*found), False)
+    return np.asarray(valid.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _cooperated(actions: Any) -> np.ndarray:
+    """Per record: whether the action is C (False for D and for null)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    column = _text(actions)
+    found = pc.fill_null(pc.equal(column, pa.scalar("C", type=column.type)), False)
+    return np.asarray(found.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _flags(column: Any) -> np.ndarray:
+    """A yes/no column as booleans (null is no)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    found = pc.fill_null(column.cast(pa.bool_()), False)
+    return np.asarray(found.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _game_codes(table: Any) -> tuple[np.ndarray, np.ndarray, list[tuple[str, int]]]:
+    """Each record's game as a code 0..G-1, games numbered in the order of their first
+    records; the row of each game's first record; each game's (condition, replicate)."""
+    import pyarrow.compute as pc
+
+    for name in ("condition", "replicate"):
+        if table.column(name).null_count:
+            raise RunDirError(f"a round record has no {name}; the file was damaged or edited")
+    n = len(table)
+    condition = _text(table.column("condition"))
+    replicate = np.asarray(table.column("replicate").to_numpy(zero_copy_only=False), np.int64)
+    changed = np.ones(n, dtype=bool)
+    if n > 1:
+        changed[1:] = replicate[1:] != replicate[:-1]
+        changed[1:] |= np.asarray(
+            pc.not_equal(condition.slice(1), condition.slice(0, n - 1)), dtype=bool
+        )
+    starts = np.flatnonzero(changed)
+    if len(starts) > max(64, n // 16):  # records not grouped in runs of a game's rounds
+        return _hashed_game_codes(condition, replicate)
+    index: dict[tuple[str, int], int] = {}
+    keys = zip(condition.take(starts).to_pylist(), replicate[starts].tolist(), strict=True)
+    run_codes = np.array([index.setdefault(key, len(index)) for key in keys], dtype=np.int64)
+    codes = np.repeat(run_codes, np.diff(np.append(starts, n)))
+    _, first_run = np.unique(run_codes, return_index=True)
+    return codes, starts[first_run], [(str(c), int(r)) for c, r in index]
+
+
+def _hashed_game_codes(
+    condition: Any, replicate: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, list[tuple[str, int]]]:
+    """`_game_codes` for records in any order (games interleaved)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    names = pc.unique(condition)
+    name_codes = np.asarray(pc.index_in(condition, value_set=names), dtype=np.int64)
+    reps, rep_codes = np.unique(replicate, return_inverse=True)
+    combined = pa.array(name_codes * len(reps) + rep_codes)
+    codes = np.asarray(pc.index_in(combined, value_set=pc.unique(combined)), dtype=np.int64)
+    top = np.maximum.accumulate(codes)
+    first = np.flatnonzero(np.concatenate(([True], top[1:] > top[:-1])))
+    if len(first) != top[-1] + 1:  # not numbered in the order of first records: renumber
+        _, first_of_code, codes = np.unique(codes, return_index=True, return_inverse=True)
+        by_first = np.argsort(first_of_code)
+        renumber = np.empty_like(by_first)
+        renumber[by_first] = np.arange(len(by_first))
+        codes, first = renumber[codes], first_of_code[by_first]
+    values = names.to_pylist()
+    games = [
+        (str(values[c]), int(replicate[row]))
+        for c, row in zip(name_codes[first].tolist(), first.tolist(), strict=True)
+    ]
+    return codes, first, games
+
+
+def _by_game_and_round(
+    codes: np.ndarray, rounds: np.ndarray, n_games: int
+) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+    """The rows sorted by game then round (ties in file order; None: as they are), each
+    game's bounds in that order, and per game whether a round index repeats."""
+    n = len(codes)
+    counts = np.bincount(codes, minlength=n_games)
+    bounds = np.concatenate(([0], np.cumsum(counts)))
+    if n and ((rounds >= 0) & (rounds < counts[codes])).all():
+        position = bounds[codes] + rounds
+        if (np.bincount(position, minlength=n) == 1).all():  # each game's rounds are 0..n-1
+            if (position == np.arange(n)).all():
+                return None, bounds, np.zeros(n_games, dtype=bool)
+            order = np.empty(n, dtype=np.int64)
+            order[position] = np.arange(n)
+            return order, bounds, np.zeros(n_games, dtype=bool)
+    order = np.lexsort((rounds, codes))
+    in_order, at = codes[order], rounds[order]
+    repeats = (in_order[1:] == in_order[:-1]) & (at[1:] == at[:-1])
+    repeated = np.zeros(n_games, dtype=bool)
+    repeated[in_order[1:][repeats]] = True
+    return order, bounds, repeated
+
+
+def outcomes_from_table(table: Any) -> list[GameOutcome]:
+    """Split a rounds table into games (condition, replicate), each sorted by round; the table
+    holds whole games (the whole run, or one batch of games)."""
+    if len(table) == 0:
+        return []
+    codes, first, games = _game_codes(table)
+    rounds = np.asarray(table.column("round_index").to_numpy(zero_copy_only=False), np.int64)
+    order, bounds, repeated = _by_game_and_round(codes, rounds, len(games))
+    names = {
+        side: table.column(f"{side}_name").take(first).to_pylist()
+        for side in ("agent_a", "agent_b")
+    }
+
+    def ordered(values: np.ndarray) -> np.ndarray:
+        return values if order is None else values[order]
+
+    cols: dict[str, np.ndarray] = {}
+    for side in ("agent_a", "agent_b"):
+        cols[f"{side}_coop"] = ordered(_cooperated(table.column(f"{side}_action")))
+        for name in ("payoff", "p_cooperate"):
+            column = table.column(f"{side}_{name}").to_numpy(zero_copy_only=False)
+            cols[f"{side}_{name}"] = ordered(_floats(np.asarray(column)))
+        cols[f"{side}_fallback"] = ordered(_flags(table.column(f"{side}_parse_failure")))
+    # games in the order of "condition\x1freplicate" as text
+    ranked = sorted(range(len(games)), key=lambda g: f"{games[g][0]}\x1f{games[g][1]}")
+    out: list[GameOutcome] = []
+    for g in ranked:
+        condition, replicate = games[g]
+        if repeated[g]:
+            raise RunDirError(
+                f"condition {condition!r} replicate {replicate}: duplicated round indexes"
+            )
+        at = slice(bounds[g], bounds[g + 1])
+        a_fallback, b_fallback = cols["agent_a_fallback"][at], cols["agent_b_fallback"][at]
+        out.append(
+            GameOutcome(
+                condition=condition,
+                replicate=replicate,
+                agent_a_name=str(names["agent_a"][g]),
+                agent_b_name=str(names["agent_b"][g]),
+                a_coop=cols["agent_a_coop"][at],
+                b_coop=cols["agent_b_coop"][at],
+                a_payoffs=cols["agent_a_payoff"][at],
+                b_payoffs=cols["agent_b_payoff"][at],
+                a_parse_failures=int(np.count_nonzero(a_fallback)),
+                b_parse_failures=int(np.count_nonzero(b_fallback)),
+                a_fallback=a_fallback,
+                b_fallback=b_fallback,
+                a_p_cooperate=cols["agent_a_p_cooperate"][at],
+                b_p_cooperate=cols["agent_b_p_cooperate"][at],
+            )
+        )
+    return out
+
+
+def pc_max(column: Any) -> Any:
+    """The largest value of a pyarrow column (None when every value is null)."""
+    import pyarrow.compute as pc
+
+    return pc.max(column).as_py()
