@@ -261,7 +261,7 @@ def test_7_a_damaged_cache_is_one_line_and_clear_repairs_it(
 def test_8_completion_is_written_after_the_artifacts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pdbench.runners.science import experiment as module
+    from pdbench.storage import aggregate as module
 
     cfg = write_config(experiment([("c", "TFT", "ALLD")]), tmp_path / "cfg")
 

@@ -42,6 +42,7 @@ from pdbench.storage.rounds_log import (
     jsonl_stamp,
     keep_finished,
     keeps_columns,
+    keeps_jsonl,
     open_writer,
 )
 from pdbench.storage.run_dir import (
@@ -54,7 +55,7 @@ from pdbench.storage.run_dir import (
     spending,
     write_manifest,
 )
-from pdbench.storage.schema import CALLS_FILE, ROUNDS_FILE, SCHEMA_VERSION
+from pdbench.storage.schema import CALLS_FILE, ROUNDS_COLUMNS_DIR, ROUNDS_FILE, SCHEMA_VERSION
 
 # Keys of the config snapshot that may change between a run and its resume.
 RESUMABLE_CHANGES = ("budget", "rounds_log")
@@ -175,7 +176,8 @@ class RunSession:
             if closing and status == "completed":
                 status, error = "failed", f"cannot write to {self.run_dir} ({closing})"
             self._close_manifest(manifest, status, error)
-        kept_in = self.run_dir / ROUNDS_FILE if any(p.logged for p in self.plans) else None
+        log = ROUNDS_FILE if keeps_jsonl(self._rounds_log) else ROUNDS_COLUMNS_DIR
+        kept_in = self.run_dir / log if any(p.logged for p in self.plans) else None
         where = f"finished games are kept in {kept_in}; " if kept_in else ""
         if status == "interrupted":
             raise RunInterrupted(
