@@ -14,7 +14,7 @@ from tests.ui.sample import CONFIGS, load_config, make_evolution, make_tournamen
 from pdbench.agents.policy import POLICY_REGISTRY, Look, PolicyAgent
 from pdbench.core.payoff import PayoffMatrix
 from pdbench.storage.schema import SCHEMA_VERSION
-from pdbench.ui import data, launcher, presets, style, tables
+from pdbench.ui import data, launcher, presets, saved_runs, style, tables
 
 
 def _records(run_dir: Path) -> list[dict]:
@@ -176,12 +176,12 @@ def test_error_types(tmp_path: Path, run_copy: Path) -> None:
 def test_list_saved_puts_the_given_run_first(sample_run: Path, tmp_path: Path) -> None:
     runs_root = sample_run.parent
     (runs_root.parent / "stray").mkdir(exist_ok=True)
-    listed = data.list_saved("experiment", [runs_root])
+    listed = saved_runs.list_saved("experiment", [runs_root])
     assert [r.run_id for r in listed] == ["ui_sample"]
     assert listed[0].status == "completed"
     assert listed[0].label().endswith("3 conditions · 180 rounds")
     assert "completed" not in listed[0].label()  # only an unusual status is shown
-    extra = data.list_saved("experiment", [runs_root], [tmp_path / "missing"])
+    extra = saved_runs.list_saved("experiment", [runs_root], [tmp_path / "missing"])
     assert [e.status for e in extra] == ["missing", "completed"]
     assert "missing" in extra[0].label()
 
@@ -192,14 +192,14 @@ def test_one_listing_for_every_kind_newest_first(tmp_path: Path) -> None:
     make_tournament(root / "new", ["GRIM", "WSLS", "ALLC"], run_id="new", noise=0.1)
     make_evolution(root / "evo", run_id="evo")
     (root / "junk").mkdir()
-    tournaments = data.list_saved("tournament", [root])
+    tournaments = saved_runs.list_saved("tournament", [root])
     assert [t.run_id for t in tournaments] == ["new", "old"]  # newest first
     assert tournaments[0].summary == "3 players · 6 matches · noise 0.1"
-    (evolution,) = data.list_saved("evolution", [root])
+    (evolution,) = saved_runs.list_saved("evolution", [root])
     assert evolution.kind == "evolution" and "eliminate-clone" in evolution.summary
     assert data.run_kind(root / "evo") == "evolution" and data.run_kind(root / "junk") is None
     # A directory of another kind given explicitly is listed, as not readable.
-    (wrong,) = data.list_saved("experiment", [], [root / "evo"])
+    (wrong,) = saved_runs.list_saved("experiment", [], [root / "evo"])
     assert wrong.status == "not a readable run"
 
 
@@ -216,7 +216,7 @@ def test_a_newer_schema_version_is_one_line(run_copy: Path, tmp_path: Path) -> N
         data.check_run(run_copy)
     assert "\n" not in str(info.value)
     # The run list still shows it (as not readable) instead of failing.
-    assert data.saved_run(run_copy, "experiment").status == "not a readable run"
+    assert saved_runs.saved_run(run_copy, "experiment").status == "not a readable run"
     # A rounds record from a newer pdbench (the first round of the first game).
     fresh = tmp_path / "fresh"
     fresh.mkdir()
@@ -437,7 +437,7 @@ def test_runs_sharing_a_run_id_are_told_apart_by_their_directory(tmp_path: Path)
     make_tournament(root / "first", ["TFT", "ALLD"], run_id="same")
     make_tournament(root / "second", ["TFT", "ALLD"], run_id="same")
     make_tournament(root / "other", ["TFT", "ALLD"], run_id="other")
-    listed = {Path(r.path).name: r.label() for r in data.list_saved("tournament", [root])}
+    listed = {Path(r.path).name: r.label() for r in saved_runs.list_saved("tournament", [root])}
     assert len(set(listed.values())) == 3
     assert listed["first"].endswith(str(Path("saved", "first")))
     assert listed["second"].endswith(str(Path("saved", "second")))

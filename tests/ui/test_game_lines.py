@@ -63,6 +63,17 @@ def test_probes_find_every_game_of_a_file_as_pdbench_writes_it(tmp_path: Path) -
     assert game_lines.scan_lines(path).keys() == truth.keys()
 
 
+def test_probes_around_one_game_find_its_block(tmp_path: Path) -> None:
+    """Given the order the games are written in, the probes looking for one game find the same
+    block as the probes of the whole file."""
+    path = tmp_path / "rounds.jsonl"
+    _write_games(path, [random.Random(g).choice([1, 2, 50, 300]) for g in range(40)], seed=3)
+    every = game_lines.probe_spans(path)
+    order = {key: i for i, key in enumerate(_true_lines(path))}  # file order
+    for key in order:
+        assert game_lines.probe_spans(path, key, order) == {key: every[key]}
+
+
 def test_probes_on_the_sample_run(sample_run: Path) -> None:
     path = sample_run / "rounds.jsonl"
     truth = _true_lines(path)
@@ -121,6 +132,28 @@ def test_a_game_split_in_two_blocks_is_read_whole(run_copy: Path) -> None:
     assert list(game["round_index"]) == list(range(30))
     want = [json.loads(line)["agent_b_cum_payoff"] for line in lines if _key(line) == key]
     assert list(game["agent_b_cum_payoff"]) == want
+
+
+def test_a_file_not_in_the_plans_order_is_still_read_right(run_copy: Path) -> None:
+    """The manifest lists the conditions in another order than the file has them: the probes
+    around the game miss it, the probes of the whole file find it."""
+    manifest_path = run_copy / "run_manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["conditions"] = manifest["conditions"][::-1]
+    manifest_path.write_text(json.dumps(manifest))
+    truth = _true_lines(run_copy / "rounds.jsonl")
+    for condition, replicate in truth:
+        game = data.load_game_rounds(run_copy, condition, replicate)
+        want = [
+            json.loads(b)["agent_a_cum_payoff"]
+            for b in _lines_of(run_copy, truth, (condition, replicate))
+        ]
+        assert list(game["agent_a_cum_payoff"]) == want
+
+
+def _lines_of(run_dir: Path, truth: dict, key: tuple[str, int]) -> list[bytes]:
+    data_ = (run_dir / "rounds.jsonl").read_bytes()
+    return [data_[start:end] for _, start, end in truth[key]]
 
 
 def _key(line: str) -> tuple[str, int]:

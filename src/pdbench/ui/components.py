@@ -14,7 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from pdbench.errors import PdbenchError
-from pdbench.ui import data, launcher, replies, tables
+from pdbench.ui import data, launcher, replies, saved_runs, tables
 from pdbench.ui.style import CSS, GAMES_CSS, Profile, agent_profile, card_html
 
 # Session-state keys of the shared selection (plain keys, not widget keys).
@@ -111,7 +111,7 @@ def pick_game(prefix: str, ctx: AppContext) -> Game | None:
     """Run, condition and replicate select boxes; loads the game or shows why it cannot."""
     given = ctx.run_dir is not None and data.run_kind(ctx.run_dir) in (None, "experiment")
     extra = [ctx.run_dir] if given else []
-    runs = data.list_saved("experiment", [ctx.runs_root], extra)
+    runs = saved_runs.list_saved("experiment", [ctx.runs_root], extra)
     if not runs:
         st.info(
             f"No runs yet under `{ctx.runs_root}/`. Start one in the 🧪 Run Experiment tab, or "
@@ -263,7 +263,7 @@ def saved_results(
             args=(prefix,),
         )
     typed = list(st.session_state.get(f"{prefix}_extra", []))
-    entries = data.list_saved(kind, roots, [*typed, *extra])
+    entries = saved_runs.list_saved(kind, roots, [*typed, *extra])
     if not entries:
         left.info(empty_hint, icon="🗂️")
         return None

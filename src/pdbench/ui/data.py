@@ -1,5 +1,5 @@
 """Everything the app reads from disk, for every kind of run (experiment, tournament, evolution):
-lists of saved runs, manifests, aggregates, one game's rounds, one round's prompts, tournament
+manifests (the lists of saved runs are `ui.saved_runs`), aggregates, one game's rounds, one round's prompts, tournament
 and evolution tables. Nothing here writes.
 
 Loaders are cached with `st.cache_data`, keyed by each file's path, mtime and size, so re-running
@@ -17,9 +17,7 @@ artifact written by a newer pdbench (its schema_version).
 from __future__ import annotations
 
 import json
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -166,7 +164,7 @@ def _table(directory: str | Path, name: str, columns: Sequence[str]) -> pd.DataF
 
 
 # --------------------------------------------------------------------------------------------
-# Manifests and the lists of saved runs
+# Manifests
 
 
 def load_manifest(directory: str | Path, kind: str = "experiment") -> dict[str, Any]:
@@ -206,56 +204,6 @@ def run_kind(directory: str | Path) -> str | None:
     """experiment, tournament or evolution: which manifest the directory holds (None: none)."""
     found = [k for k, name in MANIFEST_FILES.items() if (Path(directory) / name).is_file()]
     return found[0] if found else None
-
-
-def saved_run(directory: str | Path, kind: str) -> tables.SavedRun:
-    """The list entry of a directory (status 'missing' or 'not readable' when broken)."""
-    path, name = str(Path(directory).resolve()), Path(directory).name
-    try:
-        m = load_manifest(directory, kind)
-    except RunDirMissing:
-        return tables.SavedRun(path, kind, name, "missing", "", "")
-    except RunLoadError:
-        return tables.SavedRun(path, kind, name, f"not a readable {KIND_NAMES[kind]}", "", "")
-    return tables.SavedRun(
-        path,
-        kind,
-        str(m.get("run_id") or name),
-        str(m.get("status") or "unknown"),
-        str(m.get("started_at_utc") or ""),
-        tables.run_summary(kind, m),
-    )
-
-
-def list_saved(
-    kind: str, roots: Iterable[str | Path], extra: Iterable[str | Path] = ()
-) -> list[tables.SavedRun]:
-    """Runs of this kind (directories holding its manifest) under `roots`, newest first, with
-    the `extra` directories on top."""
-    found: dict[str, tables.SavedRun] = {}
-    for root in map(Path, roots):
-        if root.is_dir():
-            for child in root.iterdir():
-                if child.is_dir() and (child / MANIFEST_FILES[kind]).is_file():
-                    entry = saved_run(child, kind)
-                    found[entry.path] = entry
-    listed = sorted(found.values(), key=lambda r: (r.started, r.run_id), reverse=True)
-    extras = list({e.path: e for e in (saved_run(p, kind) for p in extra)}.values())
-    return _told_apart(extras + [r for r in listed if r.path not in {e.path for e in extras}])
-
-
-def _told_apart(runs: list[tables.SavedRun]) -> list[tables.SavedRun]:
-    """The runs, those sharing a run_id with another one labelled with their directory too
-    (relative to the working directory when inside it)."""
-    seen = Counter(r.run_id for r in runs)
-    cwd = Path.cwd().resolve()
-    out = []
-    for r in runs:
-        if seen[r.run_id] > 1:
-            path = Path(r.path)
-            r = replace(r, where=str(path.relative_to(cwd) if path.is_relative_to(cwd) else path))
-        out.append(r)
-    return out
 
 
 def condition_configs(manifest: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -322,6 +270,17 @@ def load_aggregates(run_dir: str | Path, manifest: Mapping[str, Any]) -> tuple[p
 # One game's rounds, read when the game is shown; one round's prompts and raw replies
 
 
+def _plan(run_dir: Path) -> dict[tuple[str, int], int]:
+    """(condition, replicate) -> the game's planned length, in the order the run plays and
+    writes its games (the manifest's plan; empty when it has none)."""
+    from pdbench.storage.aggregate import RunDirError, planned_lengths
+
+    try:
+        return planned_lengths(_read_json(*_stat_key(run_dir / MANIFEST_FILES["experiment"]))) or {}
+    except (OSError, ValueError, RunDirError):
+        return {}
+
+
 def _planned_rounds(run_dir: Path, condition: str, replicate: int) -> int | None:
     """How many rounds the game has: n_rounds of its aggregates.parquet row, else the length the
     manifest planned; None when neither says (the game's lines are then found by a full scan)."""
@@ -333,13 +292,7 @@ def _planned_rounds(run_dir: Path, condition: str, replicate: int) -> int | None
             row = None
         if row is not None and pd.notna(row.get("n_rounds")):
             return int(row["n_rounds"])
-    from pdbench.storage.aggregate import RunDirError, planned_lengths
-
-    try:
-        planned = planned_lengths(_read_json(*_stat_key(run_dir / MANIFEST_FILES["experiment"])))
-    except (OSError, ValueError, RunDirError):
-        return None
-    return None if planned is None else planned.get((condition, replicate))
+    return _plan(run_dir).get((condition, replicate))
 
 
 @st.cache_data(show_spinner="Finding the game…", max_entries=8)
@@ -350,6 +303,18 @@ def _probed_spans(
     try:
         return game_lines.probe_spans(Path(path))
     except game_lines.Unreadable:  # a broken line where a probe fell: the full scan decides
+        return {}
+
+
+def _probed_game(
+    path: str, key: game_lines.GameKey, order: dict[game_lines.GameKey, int]
+) -> dict[game_lines.GameKey, list[tuple[int, int]]]:
+    """The spans of one game found by probes that assume the file follows the plan `order`."""
+    if key not in order:
+        return {}
+    try:
+        return game_lines.probe_spans(Path(path), key, order)
+    except game_lines.Unreadable:
         return {}
 
 
@@ -364,13 +329,16 @@ def _game_lines(
     path: str, mtime_ns: int, size: int, condition: str, replicate: int, expected: int | None
 ) -> np.ndarray:
     """(round_index, start, end) of the game's lines in rounds.jsonl, sorted by round: the block
-    the probes found when it holds exactly the `expected` rounds of the game, else a full scan's."""
+    the probes found when it holds exactly the `expected` rounds of the game (probes around the
+    game's place in the plan first, then probes of the whole file), else a full scan's."""
     key = (condition, replicate)
-    spans = _probed_spans(path, mtime_ns, size).get(key) if expected is not None else None
-    if spans:
-        lines = game_lines.read_span_lines(Path(path), spans, key)
-        if lines is not None and len(np.unique(lines[:, 0])) == len(lines) == expected:
-            return lines
+    if expected is not None:
+        order = {k: i for i, k in enumerate(_plan(Path(path).parent))}
+        for spans in (_probed_game(path, key, order), _probed_spans(path, mtime_ns, size)):
+            if key in spans:
+                lines = game_lines.read_span_lines(Path(path), spans[key], key)
+                if lines is not None and len(np.unique(lines[:, 0])) == len(lines) == expected:
+                    return lines
     lines = _scanned_lines(path, mtime_ns, size).get(key)
     if lines is None:
         raise RoundsFileError(f"{path}: no rounds of {condition} replicate {replicate}")

@@ -17,7 +17,7 @@ their replies. Pure file reading: no Streamlit, no caching (see ui.data).
 from __future__ import annotations
 
 from array import array
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -127,10 +127,16 @@ class _Prober:
         return None
 
 
-def probe_spans(path: Path) -> dict[GameKey, list[tuple[int, int]]]:
+def probe_spans(
+    path: Path, want: GameKey | None = None, order: Mapping[GameKey, int] | None = None
+) -> dict[GameKey, list[tuple[int, int]]]:
     """Each game's byte spans [start, end) in rounds.jsonl, found by bisection on the game key
     and assuming a game's lines are contiguous (check with `read_span_lines`); Unreadable when a
-    probed line is not a record."""
+    probed line is not a record.
+
+    With `want` and `order` (each game's place in the file, e.g. the plan's order, which
+    pdbench writes games in), only the places where that game can start or end are looked at
+    (some forty lines read), and only its spans are returned."""
     limit = complete_end(path)
     with open(path, "rb", buffering=0) as fh:
         prober = _Prober(fh, limit)
@@ -143,6 +149,8 @@ def probe_spans(path: Path) -> dict[GameKey, list[tuple[int, int]]]:
             a, b = stack.pop()
             if a.key == b.key:
                 continue  # one game from a to b (if the file is as pdbench writes it)
+            if want is not None and order and not _may_hold(order, a.key, want, b.key):
+                continue
             middle = prober.line_from((a.stop + 1 + b.start) // 2)
             if middle is None or middle.start >= b.start:
                 middle = prober.line_from(a.stop + 1)  # the line after a
@@ -155,7 +163,15 @@ def probe_spans(path: Path) -> dict[GameKey, list[tuple[int, int]]]:
     for i, (start, key) in enumerate(changes):
         end = changes[i + 1][0] if i + 1 < len(changes) else limit
         spans.setdefault(key, []).append((start, end))
-    return spans
+    return spans if want is None else {k: v for k, v in spans.items() if k == want}
+
+
+def _may_hold(order: Mapping[GameKey, int], first: GameKey, want: GameKey, last: GameKey) -> bool:
+    """Whether the lines from a line of game `first` to one of game `last` may hold a boundary
+    of game `want`, if the file follows `order` (unknown games: they may)."""
+    if not all(k in order for k in (first, want, last)):
+        return True
+    return order[first] <= order[want] <= order[last]
 
 
 def _sorted_lines(found: Sequence[int]) -> np.ndarray:
