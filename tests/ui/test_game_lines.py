@@ -101,13 +101,17 @@ def test_a_span_holding_another_games_lines_is_refused(tmp_path: Path) -> None:
         assert scanned[key].tolist() == [list(r) for r in rows]
 
 
-def test_game_rounds_come_from_the_probes_without_a_full_scan(
+def test_game_rounds_come_from_probes_around_the_game(
     run_copy: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def no_scan(path: Path) -> dict:
         raise AssertionError("the whole file was scanned")
 
+    def no_probes_of_every_game(path: str, mtime_ns: int, size: int) -> dict:
+        raise AssertionError("the whole file was probed")
+
     monkeypatch.setattr(game_lines, "scan_lines", no_scan)
+    monkeypatch.setattr(data, "_probed_spans", no_probes_of_every_game)
     game = data.load_game_rounds(run_copy, "GTFT_vs_WSLS_noisy", 1)
     assert list(game["round_index"]) == list(range(30))
     assert data.load_round_record(run_copy, "GTFT_vs_WSLS_noisy", 1, 29)["round_index"] == 29

@@ -334,7 +334,12 @@ def _game_lines(
     key = (condition, replicate)
     if expected is not None:
         order = {k: i for i, k in enumerate(_plan(Path(path).parent))}
-        for spans in (_probed_game(path, key, order), _probed_spans(path, mtime_ns, size)):
+        probes = (
+            lambda: _probed_game(path, key, order),
+            lambda: _probed_spans(path, mtime_ns, size),
+        )
+        for probe in probes:  # the second only when the first did not find the game
+            spans = probe()
             if key in spans:
                 lines = game_lines.read_span_lines(Path(path), spans[key], key)
                 if lines is not None and len(np.unique(lines[:, 0])) == len(lines) == expected:
