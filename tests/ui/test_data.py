@@ -4,7 +4,6 @@ side (pdbench.ui.launcher) and the HTML helpers (pdbench.ui.style), without a br
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import orjson
@@ -15,32 +14,67 @@ from tests.ui.sample import CONFIGS, load_config, make_evolution, make_tournamen
 from pdbench.agents.policy import POLICY_REGISTRY, Look, PolicyAgent
 from pdbench.core.payoff import PayoffMatrix
 from pdbench.storage.schema import SCHEMA_VERSION
-from pdbench.ui import data, launcher, presets, style, tables
+from pdbench.ui import data, launcher, presets, saved_runs, style, tables
 
 
-def test_load_rounds_reads_scalar_columns_in_file_order(sample_run: Path) -> None:
-    rounds = data.load_rounds(sample_run)
-    assert len(rounds) == 3 * 2 * 30
-    assert "prompts" not in rounds.columns and "raw_responses" not in rounds.columns
-    assert list(rounds[data.LINE_COLUMN]) == list(range(len(rounds)))
-    noisy = rounds[rounds["condition"] == "GTFT_vs_WSLS_noisy"]
+def _records(run_dir: Path) -> list[dict]:
+    """Every record of rounds.jsonl, read with json (the independent way)."""
+    text = (run_dir / "rounds.jsonl").read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def test_load_game_rounds_reads_that_game_in_round_order(sample_run: Path) -> None:
+    want = [
+        r
+        for r in _records(sample_run)
+        if (r["condition"], r["replicate"]) == ("LLMcoop_vs_LLMexploit", 1)
+    ]
+    game = data.load_game_rounds(sample_run, "LLMcoop_vs_LLMexploit", 1)
+    assert len(game) == len(want) == 30
+    assert set(game["condition"]) == {"LLMcoop_vs_LLMexploit"} and set(game["replicate"]) == {1}
+    assert list(game["round_index"]) == list(range(30))
+    assert "prompts" not in game.columns and "raw_responses" not in game.columns
+    for column in ("agent_a_action", "agent_b_action", "agent_a_cum_payoff", "run_id"):
+        assert list(game[column]) == [r[column] for r in want], column
+    assert list(game["agent_a_parse_failure"]) == [r["agent_a_parse_failure"] for r in want]
+    assert game["agent_a_parse_failure"].any()  # the mock LLM gave up on some rounds
+    noisy = data.load_game_rounds(sample_run, "GTFT_vs_WSLS_noisy", 0)
     assert (noisy["agent_a_action"] != noisy["agent_a_intended_action"]).any()
-    llm = rounds[rounds["condition"] == "LLMcoop_vs_LLMexploit"]
-    assert llm["agent_a_parse_failure"].any()
+
+
+def test_load_game_rounds_has_the_types_of_the_whole_file_reader(sample_run: Path) -> None:
+    """Same columns and types as storage.record.table.read_rounds_table gives for those fields."""
+    from pdbench.storage.record.table import read_rounds_table
+
+    whole = read_rounds_table(sample_run / "rounds.jsonl", data.ROUND_COLUMNS, ()).to_pandas()
+    mine = whole[(whole["condition"] == "TFT_vs_ALLD") & (whole["replicate"] == 0)]
+    game = data.load_game_rounds(sample_run, "TFT_vs_ALLD", 0)
+    assert list(game.columns) == list(data.ROUND_COLUMNS)
+    pd.testing.assert_frame_equal(game, mine.reset_index(drop=True), check_dtype=True)
+
+
+def test_a_game_that_is_not_there_is_a_clear_error(sample_run: Path, tmp_path: Path) -> None:
+    with pytest.raises(data.RoundsFileError, match="no rounds of TFT_vs_ALLD replicate 7"):
+        data.load_game_rounds(sample_run, "TFT_vs_ALLD", 7)
+    with pytest.raises(data.RoundsFileError, match="no rounds of Nobody replicate 0"):
+        data.load_game_rounds(sample_run, "Nobody", 0)
+    with pytest.raises(data.RoundsFileError, match="rounds file not found"):
+        data.load_game_rounds(tmp_path, "TFT_vs_ALLD", 0)
 
 
 def test_games_and_game_rounds(sample_run: Path) -> None:
     manifest = data.check_run(sample_run)
-    rounds = data.load_rounds(sample_run)
-    index = tables.games(rounds, data.condition_order(manifest))
+    aggregates, _ = data.load_aggregates(sample_run, manifest)
+    index = tables.games(aggregates, data.condition_order(manifest))
     assert index == {
         "TFT_vs_ALLD": [0, 1],
         "GTFT_vs_WSLS_noisy": [0, 1],
         "LLMcoop_vs_LLMexploit": [0, 1],
     }
-    game = tables.game_rounds(rounds, "TFT_vs_ALLD", 1)
+    assert tables.agent_names(aggregates, "TFT_vs_ALLD") == ("TFT", "ALLD")
+    game = tables.game_rounds(data.load_game_rounds(sample_run, "TFT_vs_ALLD", 1), "TFT_vs_ALLD", 1)
     assert tables.flips_and_fallbacks(game) == (0, 0)
-    noisy = tables.game_rounds(rounds, "GTFT_vs_WSLS_noisy", 0)
+    noisy = data.load_game_rounds(sample_run, "GTFT_vs_WSLS_noisy", 0)
     flips = (noisy["agent_a_action"] != noisy["agent_a_intended_action"]).sum() + (
         noisy["agent_b_action"] != noisy["agent_b_intended_action"]
     ).sum()
@@ -74,8 +108,7 @@ def index_order(manifest: dict) -> list[str]:
 
 
 def test_round_record_is_read_lazily_and_matches(sample_run: Path) -> None:
-    rounds = data.load_rounds(sample_run)
-    record = data.load_round_record(sample_run, rounds, "LLMcoop_vs_LLMexploit", 1, 7)
+    record = data.load_round_record(sample_run, "LLMcoop_vs_LLMexploit", 1, 7)
     assert (record["condition"], record["replicate"], record["round_index"]) == (
         "LLMcoop_vs_LLMexploit",
         1,
@@ -83,30 +116,46 @@ def test_round_record_is_read_lazily_and_matches(sample_run: Path) -> None:
     )
     assert record["prompts"]["agent_a"]["round"].startswith("Round 8 of 30")
     assert record["raw_responses"]["agent_b"][0]["attempt"] == 0
+    with pytest.raises(data.RoundsFileError, match="no round 31"):
+        data.load_round_record(sample_run, "LLMcoop_vs_LLMexploit", 1, 30)
 
 
 def test_round_record_survives_blank_lines(run_copy: Path) -> None:
     path = run_copy / "rounds.jsonl"
     lines = path.read_bytes().splitlines()
     path.write_bytes(b"\n\n".join(lines) + b"\n")  # blank lines shift the line numbers
-    rounds = data.load_rounds(run_copy)
-    assert len(rounds) == len(lines)
-    record = data.load_round_record(run_copy, rounds, "LLMcoop_vs_LLMexploit", 0, 29)
+    assert len(data.load_game_rounds(run_copy, "LLMcoop_vs_LLMexploit", 0)) == 30
+    record = data.load_round_record(run_copy, "LLMcoop_vs_LLMexploit", 0, 29)
     assert record["round_index"] == 29
 
 
 def test_loaders_refresh_when_the_file_changes(run_copy: Path) -> None:
-    assert len(data.load_rounds(run_copy)) == 180
+    """Write, read, rewrite, read again: the new content is shown (the caches key on each
+    file's path, mtime and size)."""
     path = run_copy / "rounds.jsonl"
-    lines = path.read_bytes().splitlines()[:30]
-    path.write_bytes(b"\n".join(lines) + b"\n")
-    assert len(data.load_rounds(run_copy)) == 30
+    before = data.load_game_rounds(run_copy, "TFT_vs_ALLD", 0)
+    assert set(before["agent_a_action"][1:]) == {"D"}  # TFT copies ALLD from round 2
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    for r in records:  # the same game, now with A cooperating throughout
+        if (r["condition"], r["replicate"]) == ("TFT_vs_ALLD", 0):
+            r["agent_a_action"] = r["agent_a_intended_action"] = "C"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    after = data.load_game_rounds(run_copy, "TFT_vs_ALLD", 0)
+    assert set(after["agent_a_action"]) == {"C"}
+    assert data.load_round_record(run_copy, "TFT_vs_ALLD", 0, 5)["agent_a_action"] == "C"
+    # The same for aggregates.parquet: rewritten with other numbers, they are the ones shown.
+    manifest = data.check_run(run_copy)
+    aggregates, _ = data.load_aggregates(run_copy, manifest)
+    changed = aggregates.assign(agent_a_total_payoff=aggregates["agent_a_total_payoff"] + 1000)
+    changed.to_parquet(run_copy / "aggregates.parquet")
+    again, _ = data.load_aggregates(run_copy, manifest)
+    assert list(again["agent_a_total_payoff"]) == list(changed["agent_a_total_payoff"])
 
 
 def test_trailing_partial_line_is_ignored(run_copy: Path) -> None:
     path = run_copy / "rounds.jsonl"
     path.write_bytes(path.read_bytes() + b'{"run_id": "x", "condi')
-    assert len(data.load_rounds(run_copy)) == 180
+    assert len(data.load_game_rounds(run_copy, "LLMcoop_vs_LLMexploit", 1)) == 30
 
 
 def test_error_types(tmp_path: Path, run_copy: Path) -> None:
@@ -121,18 +170,18 @@ def test_error_types(tmp_path: Path, run_copy: Path) -> None:
     assert info.value.level == "warning"
     (run_copy / "rounds.jsonl").write_text("nonsense\n")
     with pytest.raises(data.RoundsFileError):
-        data.load_rounds(run_copy)
+        data.load_game_rounds(run_copy, "TFT_vs_ALLD", 0)
 
 
 def test_list_saved_puts_the_given_run_first(sample_run: Path, tmp_path: Path) -> None:
     runs_root = sample_run.parent
     (runs_root.parent / "stray").mkdir(exist_ok=True)
-    listed = data.list_saved("experiment", [runs_root])
+    listed = saved_runs.list_saved("experiment", [runs_root])
     assert [r.run_id for r in listed] == ["ui_sample"]
     assert listed[0].status == "completed"
     assert listed[0].label().endswith("3 conditions · 180 rounds")
     assert "completed" not in listed[0].label()  # only an unusual status is shown
-    extra = data.list_saved("experiment", [runs_root], [tmp_path / "missing"])
+    extra = saved_runs.list_saved("experiment", [runs_root], [tmp_path / "missing"])
     assert [e.status for e in extra] == ["missing", "completed"]
     assert "missing" in extra[0].label()
 
@@ -143,14 +192,14 @@ def test_one_listing_for_every_kind_newest_first(tmp_path: Path) -> None:
     make_tournament(root / "new", ["GRIM", "WSLS", "ALLC"], run_id="new", noise=0.1)
     make_evolution(root / "evo", run_id="evo")
     (root / "junk").mkdir()
-    tournaments = data.list_saved("tournament", [root])
+    tournaments = saved_runs.list_saved("tournament", [root])
     assert [t.run_id for t in tournaments] == ["new", "old"]  # newest first
     assert tournaments[0].summary == "3 players · 6 matches · noise 0.1"
-    (evolution,) = data.list_saved("evolution", [root])
+    (evolution,) = saved_runs.list_saved("evolution", [root])
     assert evolution.kind == "evolution" and "eliminate-clone" in evolution.summary
     assert data.run_kind(root / "evo") == "evolution" and data.run_kind(root / "junk") is None
     # A directory of another kind given explicitly is listed, as not readable.
-    (wrong,) = data.list_saved("experiment", [], [root / "evo"])
+    (wrong,) = saved_runs.list_saved("experiment", [], [root / "evo"])
     assert wrong.status == "not a readable run"
 
 
@@ -167,8 +216,8 @@ def test_a_newer_schema_version_is_one_line(run_copy: Path, tmp_path: Path) -> N
         data.check_run(run_copy)
     assert "\n" not in str(info.value)
     # The run list still shows it (as not readable) instead of failing.
-    assert data.saved_run(run_copy, "experiment").status == "not a readable run"
-    # A rounds record from a newer pdbench.
+    assert saved_runs.saved_run(run_copy, "experiment").status == "not a readable run"
+    # A rounds record from a newer pdbench (the first round of the first game).
     fresh = tmp_path / "fresh"
     fresh.mkdir()
     lines = (run_copy / "rounds.jsonl").read_bytes().splitlines()
@@ -177,7 +226,7 @@ def test_a_newer_schema_version_is_one_line(run_copy: Path, tmp_path: Path) -> N
     record["schema_version"] = SCHEMA_VERSION + 1
     (fresh / "rounds.jsonl").write_bytes(b"\n".join([orjson.dumps(record), *lines[1:]]) + b"\n")
     with pytest.raises(data.NewerSchema, match=newer):
-        data.load_rounds(fresh)
+        data.load_game_rounds(fresh, record["condition"], record["replicate"])
     # A Parquet artifact whose metadata says it is newer.
     import pyarrow.parquet as pq
 
@@ -188,8 +237,10 @@ def test_a_newer_schema_version_is_one_line(run_copy: Path, tmp_path: Path) -> N
         data.load_aggregates(run_copy, {})
 
 
-def test_hundred_thousand_rounds_open_fast(tmp_path: Path) -> None:
-    """100,000 records with ~1.5 kB of prompts each: loading skips the prompts."""
+def test_a_hundred_thousand_round_game_and_its_last_prompt(tmp_path: Path) -> None:
+    """100,000 records with ~1.5 kB of prompts each, no aggregates and no plan in the manifest
+    (the game's lines are found by a scan): the game is read without its prompts, and the last
+    round's prompt is found."""
     run_dir = tmp_path / "big"
     run_dir.mkdir()
     (run_dir / "run_manifest.json").write_text(json.dumps({"run_id": "big", "status": "completed"}))
@@ -221,13 +272,11 @@ def test_hundred_thousand_rounds_open_fast(tmp_path: Path) -> None:
                 "raw_responses": {"agent_a": [{"attempt": 0, "raw": action, "valid": True}]},
             }
             fh.write(orjson.dumps(record) + b"\n")
-    start = time.perf_counter()
-    rounds = data.load_rounds(run_dir)
-    record = data.load_round_record(run_dir, rounds, "LLM_vs_TFT", 0, 99_999)
-    elapsed = time.perf_counter() - start
-    assert len(rounds) == 100_000
+    rounds = data.load_game_rounds(run_dir, "LLM_vs_TFT", 0)
+    record = data.load_round_record(run_dir, "LLM_vs_TFT", 0, 99_999)
+    assert len(rounds) == 100_000 and "prompts" not in rounds.columns
+    assert rounds["agent_a_action"].eq("D").sum() == len(range(0, 100_000, 7))
     assert record["prompts"]["agent_a"]["round"] == "Round 100000"
-    assert elapsed < 10, f"took {elapsed:.1f}s"
 
 
 # ---------------------------------------------------------------------------------- launcher
@@ -388,8 +437,30 @@ def test_runs_sharing_a_run_id_are_told_apart_by_their_directory(tmp_path: Path)
     make_tournament(root / "first", ["TFT", "ALLD"], run_id="same")
     make_tournament(root / "second", ["TFT", "ALLD"], run_id="same")
     make_tournament(root / "other", ["TFT", "ALLD"], run_id="other")
-    listed = {Path(r.path).name: r.label() for r in data.list_saved("tournament", [root])}
+    listed = {Path(r.path).name: r.label() for r in saved_runs.list_saved("tournament", [root])}
     assert len(set(listed.values())) == 3
     assert listed["first"].endswith(str(Path("saved", "first")))
     assert listed["second"].endswith(str(Path("saved", "second")))
     assert " in " not in listed["other"]  # a unique run_id needs no directory
+
+
+def test_load_game_rounds_reads_the_columns_as_it_reads_rounds_jsonl(
+    run_copy: Path, tmp_path: Path
+) -> None:
+    """The same game from rounds/ (rounds.jsonl gone) and from rounds.jsonl (rounds/ gone)."""
+    import shutil
+
+    columns_only = tmp_path / "columns_only"
+    shutil.copytree(run_copy, columns_only)
+    (columns_only / "rounds.jsonl").unlink()
+    shutil.rmtree(run_copy / "rounds")
+    for condition, replicate in (("LLMcoop_vs_LLMexploit", 1), ("GTFT_vs_WSLS_noisy", 0)):
+        from_jsonl = data.load_game_rounds(run_copy, condition, replicate)
+        from_columns = data.load_game_rounds(columns_only, condition, replicate)
+        pd.testing.assert_frame_equal(from_columns, from_jsonl, check_dtype=True)
+    with pytest.raises(data.RoundsFileError, match="no rounds of TFT_vs_ALLD replicate 7"):
+        data.load_game_rounds(columns_only, "TFT_vs_ALLD", 7)
+    (part,) = sorted((columns_only / "rounds").glob("part-*.parquet"))
+    part.write_bytes(b"not parquet")
+    with pytest.raises(data.RoundsFileError, match="part-000000.parquet"):
+        data.load_game_rounds(columns_only, "TFT_vs_ALLD", 0)

@@ -49,8 +49,9 @@ def _page_data(page: str) -> dict[str, Any]:
 
 def _page(run_dir: Path, condition: str, replicate: int, llm: tuple[bool, bool]) -> dict[str, Any]:
     """The replay page's data of one game, made as the Animated Replay tab makes it."""
-    rounds = data.load_rounds(run_dir)
-    game = tables.game_rounds(rounds, condition, replicate)
+    game = tables.game_rounds(
+        data.load_game_rounds(run_dir, condition, replicate), condition, replicate
+    )
     encoded = replies.encode(data.load_game_replies(run_dir, game, condition, replicate), llm)
     return _page_data(animation.replay_page(game, ["A", "B"], 200, encoded))
 
@@ -113,17 +114,23 @@ def test_a_policy_has_no_replies(llm_vs_policy: Path) -> None:
     assert _shown(page, "a", k)[-1][1] and not _shown(page, "a", k)[0][1]
 
 
-def test_replies_are_found_when_the_file_changed_order(llm_vs_policy: Path, tmp_path: Path) -> None:
-    """The rounds table's line numbers no longer point at the game: every line is searched."""
+def test_replies_are_found_when_the_games_lines_are_mixed(
+    llm_vs_policy: Path, tmp_path: Path
+) -> None:
+    """The two games' lines alternate (not as pdbench writes them, so the probes' blocks do not
+    hold the games): the replies are still found, by a scan of every line."""
     run = tmp_path / "run"
     run.mkdir()
-    for name in ("rounds.jsonl", "run_manifest.json"):
+    for name in ("rounds.jsonl", "run_manifest.json", "aggregates.parquet"):
         (run / name).write_bytes((llm_vs_policy / name).read_bytes())
-    game = tables.game_rounds(data.load_rounds(run), "LLM_vs_TFT", 0)
+    game = tables.game_rounds(data.load_game_rounds(run, "LLM_vs_TFT", 0), "LLM_vs_TFT", 0)
     lines = (run / "rounds.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
-    (run / "rounds.jsonl").write_text("".join(reversed(lines)), encoding="utf-8")
+    mixed = sorted(lines, key=lambda line: (json.loads(line)["round_index"], line))
+    assert mixed != lines
+    (run / "rounds.jsonl").write_text("".join(mixed), encoding="utf-8")
     found = data.load_game_replies(run, game, "LLM_vs_TFT", 0)
     records = _records(llm_vs_policy, "LLM_vs_TFT", 0)
+    assert len(found) == len(records) == 30
     for k, got in enumerate(found):
         want = records[k]["raw_responses"]["agent_a"]
         assert got is not None and [a[0] for a in got["agent_a"]] == [a["raw"] for a in want]
@@ -156,7 +163,9 @@ def test_long_replies_are_cut_and_missing_ones_stay_null() -> None:
 
 def test_html_in_a_reply_is_never_markup(llm_vs_policy: Path) -> None:
     evil = '</script><img src=x onerror="alert(1)"><!-- & "C"'
-    game = tables.game_rounds(data.load_rounds(llm_vs_policy), "LLM_vs_TFT", 0)
+    game = tables.game_rounds(
+        data.load_game_rounds(llm_vs_policy, "LLM_vs_TFT", 0), "LLM_vs_TFT", 0
+    )
     rounds: list[Any] = [
         replies.slim({"agent_a": [{"attempt": 0, "raw": evil, "valid": False}]})
     ] + [None] * (len(game) - 1)

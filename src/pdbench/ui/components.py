@@ -14,7 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from pdbench.errors import PdbenchError
-from pdbench.ui import data, launcher, replies, tables
+from pdbench.ui import data, launcher, replies, saved_runs, tables
 from pdbench.ui.style import CSS, GAMES_CSS, Profile, agent_profile, card_html
 
 # Session-state keys of the shared selection (plain keys, not widget keys).
@@ -36,12 +36,11 @@ class Game:
 
     run: tables.SavedRun
     manifest: dict[str, Any]
-    rounds: pd.DataFrame
     aggregates: pd.DataFrame
     aggregates_source: str
     condition: str
     replicate: int
-    table: pd.DataFrame  # this game's rounds, see tables.game_rounds
+    table: pd.DataFrame  # this game's rounds (data.load_game_rounds, then tables.game_rounds)
     configs: tuple[dict[str, Any] | None, dict[str, Any] | None]
     profiles: tuple[Profile, Profile]
 
@@ -97,15 +96,12 @@ def synced_select[T](
 
 
 def condition_profiles(
-    manifest: dict[str, Any], rounds: pd.DataFrame, condition: str
+    manifest: dict[str, Any], aggregates: pd.DataFrame, condition: str
 ) -> tuple[tuple[dict[str, Any] | None, dict[str, Any] | None], tuple[Profile, Profile]]:
-    """The two agents' configs (from the manifest) and profiles of a condition."""
+    """The two agents' configs (from the manifest) and profiles of a condition (the agents'
+    names from its aggregate rows)."""
     cfg = data.condition_configs(manifest).get(condition) or {}
-    first = rounds.loc[rounds["condition"] == condition].head(1)
-    names = (
-        str(first["agent_a_name"].iloc[0]) if len(first) else "A",
-        str(first["agent_b_name"].iloc[0]) if len(first) else "B",
-    )
+    names = tables.agent_names(aggregates, condition)
     configs = (cfg.get("agent_a"), cfg.get("agent_b"))
     profiles = (agent_profile(configs[0], names[0]), agent_profile(configs[1], names[1]))
     return configs, profiles
@@ -115,7 +111,7 @@ def pick_game(prefix: str, ctx: AppContext) -> Game | None:
     """Run, condition and replicate select boxes; loads the game or shows why it cannot."""
     given = ctx.run_dir is not None and data.run_kind(ctx.run_dir) in (None, "experiment")
     extra = [ctx.run_dir] if given else []
-    runs = data.list_saved("experiment", [ctx.runs_root], extra)
+    runs = saved_runs.list_saved("experiment", [ctx.runs_root], extra)
     if not runs:
         st.info(
             f"No runs yet under `{ctx.runs_root}/`. Start one in the 🧪 Run Experiment tab, or "
@@ -131,7 +127,6 @@ def pick_game(prefix: str, ctx: AppContext) -> Game | None:
         )
     try:
         manifest = data.check_run(path)
-        rounds = data.load_rounds(path)
         aggregates, source = data.load_aggregates(path, manifest)
     except data.RunLoadError as exc:
         show_error(exc)
@@ -143,8 +138,11 @@ def pick_game(prefix: str, ctx: AppContext) -> Game | None:
             "Showing the games that were written.",
             icon="⚠️",
         )
-    index = tables.games(rounds, data.condition_order(manifest))
-    profiles = {c: condition_profiles(manifest, rounds, c)[1] for c in index}
+    index = tables.games(aggregates, data.condition_order(manifest))
+    if not index:
+        st.error(f"{source} lists no games", icon="🚫")
+        return None
+    profiles = {c: condition_profiles(manifest, aggregates, c)[1] for c in index}
 
     def cond_label(c: str) -> str:
         a, b = profiles[c]
@@ -158,11 +156,15 @@ def pick_game(prefix: str, ctx: AppContext) -> Game | None:
         replicate = synced_select(
             "Replicate", index[condition], f"{prefix}_replicate", SEL_REPLICATE
         )
-    configs, profs = condition_profiles(manifest, rounds, condition)
+    configs, profs = condition_profiles(manifest, aggregates, condition)
+    try:  # the rounds of this game only, read now that it is shown
+        rounds = data.load_game_rounds(path, condition, int(replicate))
+    except data.RunLoadError as exc:
+        show_error(exc)
+        return None
     return Game(
         run=by_path[path],
         manifest=manifest,
-        rounds=rounds,
         aggregates=aggregates,
         aggregates_source=source,
         condition=condition,
@@ -261,7 +263,7 @@ def saved_results(
             args=(prefix,),
         )
     typed = list(st.session_state.get(f"{prefix}_extra", []))
-    entries = data.list_saved(kind, roots, [*typed, *extra])
+    entries = saved_runs.list_saved(kind, roots, [*typed, *extra])
     if not entries:
         left.info(empty_hint, icon="🗂️")
         return None

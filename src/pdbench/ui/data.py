@@ -1,14 +1,14 @@
 """Everything the app reads from disk, for every kind of run (experiment, tournament, evolution):
-lists of saved runs, manifests, rounds, aggregates, one round's prompts, tournament and evolution
-tables. Nothing here writes.
+manifests (the lists of saved runs are `ui.saved_runs`), aggregates, one game's rounds, one round's prompts, tournament
+and evolution tables. Nothing here writes.
 
 Loaders are cached with `st.cache_data`, keyed by each file's path, mtime and size, so re-running
 into a directory refreshes what is shown. File names and the rounds record's fields and types
 come from `pdbench.storage.schema`. Numbers are the library's artifacts (or, for a run that
-failed before writing aggregates.parquet, `pdbench.core.metrics` applied to its rounds).
-rounds.jsonl is read by pyarrow with an explicit schema of the scalar fields (100,000 rounds
-open in seconds); one round's prompts and replies, and one game's replies for the replay, are
-read lazily through an index of lines.
+failed before writing aggregates.parquet, `pdbench.core.metrics` applied to its rounds: the
+only place that reads every round). A game's rounds are read when the game is shown, and only
+its lines (`load_game_rounds`, found by `ui.game_lines`); so are one round's prompts and replies
+and one game's replies for the replay.
 
 Problems raise `RunLoadError` subclasses with a one-line message for the user, including an
 artifact written by a newer pdbench (its schema_version).
@@ -17,9 +17,7 @@ artifact written by a newer pdbench (its schema_version).
 from __future__ import annotations
 
 import json
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +28,7 @@ import streamlit as st
 
 from pdbench.core.metrics import CollapseParams, aggregate_rows
 from pdbench.core.tournament_metrics import LEADERBOARD_COLUMNS, PAIRWISE_COLUMNS
+from pdbench.errors import PdbenchError
 from pdbench.storage.parquet import read_frame
 from pdbench.storage.schema import (
     AGGREGATES_FILE,
@@ -40,11 +39,12 @@ from pdbench.storage.schema import (
     MATCHES_FILE,
     PAYOFF_MATRIX_FILE,
     ROUND_FIELDS,
+    ROUNDS_COLUMNS_DIR,
     ROUNDS_FILE,
     SchemaVersionError,
     check_version,
 )
-from pdbench.ui import replies, tables
+from pdbench.ui import game_lines, replies, tables
 from pdbench.ui.style import make_players
 from pdbench.ui.tables import Evolution, Tournament
 
@@ -61,8 +61,6 @@ REQUIRED_ROUND_COLUMNS = ("condition", "replicate", "round_index") + tuple(
 GENERATION_COLUMNS = ("generation", "strategy", "count", "share", "mean_fitness")
 FIXATION_COLUMNS = ("strategy", "fixations", "seeds", "probability", "ci_low", "ci_high")
 MATCH_COLUMNS = ("player_a", "player_b", "rounds", "score_a", "score_b")
-LINE_COLUMN = "_line"
-_RECORD_KEY = ("condition", "replicate", "round_index")
 
 
 class RunLoadError(Exception):
@@ -168,7 +166,7 @@ def _table(directory: str | Path, name: str, columns: Sequence[str]) -> pd.DataF
 
 
 # --------------------------------------------------------------------------------------------
-# Manifests and the lists of saved runs
+# Manifests
 
 
 def load_manifest(directory: str | Path, kind: str = "experiment") -> dict[str, Any]:
@@ -210,56 +208,6 @@ def run_kind(directory: str | Path) -> str | None:
     return found[0] if found else None
 
 
-def saved_run(directory: str | Path, kind: str) -> tables.SavedRun:
-    """The list entry of a directory (status 'missing' or 'not readable' when broken)."""
-    path, name = str(Path(directory).resolve()), Path(directory).name
-    try:
-        m = load_manifest(directory, kind)
-    except RunDirMissing:
-        return tables.SavedRun(path, kind, name, "missing", "", "")
-    except RunLoadError:
-        return tables.SavedRun(path, kind, name, f"not a readable {KIND_NAMES[kind]}", "", "")
-    return tables.SavedRun(
-        path,
-        kind,
-        str(m.get("run_id") or name),
-        str(m.get("status") or "unknown"),
-        str(m.get("started_at_utc") or ""),
-        tables.run_summary(kind, m),
-    )
-
-
-def list_saved(
-    kind: str, roots: Iterable[str | Path], extra: Iterable[str | Path] = ()
-) -> list[tables.SavedRun]:
-    """Runs of this kind (directories holding its manifest) under `roots`, newest first, with
-    the `extra` directories on top."""
-    found: dict[str, tables.SavedRun] = {}
-    for root in map(Path, roots):
-        if root.is_dir():
-            for child in root.iterdir():
-                if child.is_dir() and (child / MANIFEST_FILES[kind]).is_file():
-                    entry = saved_run(child, kind)
-                    found[entry.path] = entry
-    listed = sorted(found.values(), key=lambda r: (r.started, r.run_id), reverse=True)
-    extras = list({e.path: e for e in (saved_run(p, kind) for p in extra)}.values())
-    return _told_apart(extras + [r for r in listed if r.path not in {e.path for e in extras}])
-
-
-def _told_apart(runs: list[tables.SavedRun]) -> list[tables.SavedRun]:
-    """The runs, those sharing a run_id with another one labelled with their directory too
-    (relative to the working directory when inside it)."""
-    seen = Counter(r.run_id for r in runs)
-    cwd = Path.cwd().resolve()
-    out = []
-    for r in runs:
-        if seen[r.run_id] > 1:
-            path = Path(r.path)
-            r = replace(r, where=str(path.relative_to(cwd) if path.is_relative_to(cwd) else path))
-        out.append(r)
-    return out
-
-
 def condition_configs(manifest: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """Each condition's resolved config (agents, horizon, noise) from the manifest snapshot."""
     conditions = ((manifest.get("config") or {}).get("experiment") or {}).get("conditions") or []
@@ -278,39 +226,7 @@ def collapse_params(manifest: Mapping[str, Any]) -> CollapseParams:
 
 
 # --------------------------------------------------------------------------------------------
-# rounds.jsonl and aggregates.parquet
-
-
-@st.cache_data(show_spinner="Reading rounds…", max_entries=8)
-def _read_rounds(path: str, mtime_ns: int, size: int) -> pd.DataFrame:
-    del mtime_ns, size  # cache key only
-    from pdbench.storage.record.table import RunDirError, read_rounds_table
-
-    try:
-        table = read_rounds_table(Path(path), ROUND_COLUMNS, REQUIRED_ROUND_COLUMNS)
-    except RunDirError as exc:
-        raise RoundsFileError(str(exc)) from None
-    except SchemaVersionError as exc:
-        raise NewerSchema(str(exc)) from None
-    df = table.to_pandas()
-    df[LINE_COLUMN] = np.arange(len(df), dtype=np.int64)
-    for side in ("a", "b"):
-        intended = f"agent_{side}_intended_action"
-        df[intended] = df[intended].fillna(df[f"agent_{side}_action"])
-        failure = f"agent_{side}_parse_failure"
-        df[failure] = df[failure].fillna(False).astype(bool)
-        name = f"agent_{side}_name"
-        df[name] = df[name].fillna(side.upper())
-    df["condition"] = df["condition"].astype("category")
-    return df
-
-
-def load_rounds(run_dir: str | Path) -> pd.DataFrame:
-    """All rounds of a run (scalar fields only), in file order, with a `_line` column."""
-    path = Path(run_dir) / ROUNDS_FILE
-    if not path.is_file():
-        raise RoundsFileError(f"{path}: rounds file not found")
-    return _read_rounds(*_stat_key(path))
+# aggregates.parquet (for a failed run without it: metrics computed from rounds.jsonl)
 
 
 @st.cache_data(show_spinner="Computing metrics…", max_entries=8)
@@ -353,89 +269,196 @@ def load_aggregates(run_dir: str | Path, manifest: Mapping[str, Any]) -> tuple[p
 
 
 # --------------------------------------------------------------------------------------------
-# One round's prompts and raw replies
+# One game's rounds, read when the game is shown; one round's prompts and raw replies
 
 
-@st.cache_data(show_spinner="Indexing rounds…", max_entries=8)
-def _line_offsets(path: str, mtime_ns: int, size: int) -> np.ndarray:
-    """(start, end) byte offsets of every non-empty complete line, in file order."""
-    del mtime_ns, size  # cache key only
-    newlines: list[np.ndarray] = []
-    with open(path, "rb") as fh:
-        offset = 0
-        while block := fh.read(1 << 24):
-            found = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10)
-            newlines.append(found.astype(np.int64) + offset)
-            offset += len(block)
-    ends = np.concatenate(newlines) if newlines else np.empty(0, dtype=np.int64)
-    starts = np.concatenate(([0], ends[:-1] + 1)) if ends.size else ends
-    keep = ends > starts
-    return np.stack([starts[keep], ends[keep]], axis=1)
+def _plan(run_dir: Path) -> dict[tuple[str, int], int]:
+    """(condition, replicate) -> the game's planned length, in the order the run plays and
+    writes its games (the manifest's plan; empty when it has none)."""
+    from pdbench.storage.record.table import RunDirError, planned_lengths
+
+    try:
+        return planned_lengths(_read_json(*_stat_key(run_dir / MANIFEST_FILES["experiment"]))) or {}
+    except (OSError, ValueError, RunDirError):
+        return {}
 
 
-def _read_line(path: Path, start: int, end: int) -> dict[str, Any] | None:
-    with open(path, "rb") as fh:
-        fh.seek(start)
+def _planned_rounds(run_dir: Path, condition: str, replicate: int) -> int | None:
+    """How many rounds the game has: n_rounds of its aggregates.parquet row, else the length the
+    manifest planned; None when neither says (the game's lines are then found by a full scan)."""
+    aggregates = run_dir / AGGREGATES_FILE
+    if aggregates.is_file():
         try:
-            return orjson.loads(fh.read(end - start))
-        except orjson.JSONDecodeError:
-            return None
+            row = tables.replicate_row(_read_parquet(*_stat_key(aggregates)), condition, replicate)
+        except Exception:  # an unreadable file: the manifest may still say
+            row = None
+        if row is not None and pd.notna(row.get("n_rounds")):
+            return int(row["n_rounds"])
+    return _plan(run_dir).get((condition, replicate))
+
+
+@st.cache_data(show_spinner="Finding the game…", max_entries=8)
+def _probed_spans(
+    path: str, mtime_ns: int, size: int
+) -> dict[game_lines.GameKey, list[tuple[int, int]]]:
+    del mtime_ns, size  # cache key only
+    try:
+        return game_lines.probe_spans(Path(path))
+    except game_lines.Unreadable:  # a broken line where a probe fell: the full scan decides
+        return {}
+
+
+def _probed_game(
+    path: str, key: game_lines.GameKey, order: dict[game_lines.GameKey, int]
+) -> dict[game_lines.GameKey, list[tuple[int, int]]]:
+    """The spans of one game found by probes that assume the file follows the plan `order`."""
+    if key not in order:
+        return {}
+    try:
+        return game_lines.probe_spans(Path(path), key, order)
+    except game_lines.Unreadable:
+        return {}
+
+
+@st.cache_data(show_spinner="Indexing rounds…", max_entries=4)
+def _scanned_lines(path: str, mtime_ns: int, size: int) -> dict[game_lines.GameKey, np.ndarray]:
+    del mtime_ns, size  # cache key only
+    return game_lines.scan_lines(Path(path))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _game_lines(
+    path: str, mtime_ns: int, size: int, condition: str, replicate: int, expected: int | None
+) -> np.ndarray:
+    """(round_index, start, end) of the game's lines in rounds.jsonl, sorted by round: the block
+    the probes found when it holds exactly the `expected` rounds of the game (probes around the
+    game's place in the plan first, then probes of the whole file), else a full scan's."""
+    key = (condition, replicate)
+    if expected is not None:
+        order = {k: i for i, k in enumerate(_plan(Path(path).parent))}
+        probes = (
+            lambda: _probed_game(path, key, order),
+            lambda: _probed_spans(path, mtime_ns, size),
+        )
+        for probe in probes:  # the second only when the first did not find the game
+            spans = probe()
+            if key in spans:
+                lines = game_lines.read_span_lines(Path(path), spans[key], key)
+                if lines is not None and len(np.unique(lines[:, 0])) == len(lines) == expected:
+                    return lines
+    lines = _scanned_lines(path, mtime_ns, size).get(key)
+    if lines is None:
+        raise RoundsFileError(f"{path}: no rounds of {condition} replicate {replicate}")
+    return lines
+
+
+GameId = tuple[str, int, int, str, int, int | None]  # rounds file identity, game, its length
+
+
+def _game_id(run_dir: str | Path, condition: str, replicate: int) -> GameId:
+    """The cache key of one game: rounds.jsonl's path, mtime and size, the condition and
+    replicate, and the game's length (`_planned_rounds`)."""
+    path = Path(run_dir) / ROUNDS_FILE
+    if not path.is_file():
+        raise RoundsFileError(f"{path}: rounds file not found")
+    expected = _planned_rounds(Path(run_dir), condition, int(replicate))
+    return (*_stat_key(path), condition, int(replicate), expected)
+
+
+@st.cache_data(show_spinner="Reading the game…", max_entries=32)
+def _game_rounds(
+    path: str, mtime_ns: int, size: int, condition: str, replicate: int, expected: int | None
+) -> pd.DataFrame:
+    # rounds.jsonl (a run without columnar parts): the game's lines, found by probes
+    lines = _game_lines(path, mtime_ns, size, condition, replicate, expected)
+    try:
+        table = game_lines.rounds_table(
+            Path(path),
+            game_lines.read_lines(Path(path), lines),
+            ROUND_COLUMNS,
+            REQUIRED_ROUND_COLUMNS,
+        )
+    except game_lines.BadRounds as exc:
+        raise RoundsFileError(str(exc)) from None
+    except SchemaVersionError as exc:
+        raise NewerSchema(first_line(exc)) from None
+    return game_lines.round_frame(table)
+
+
+@st.cache_data(show_spinner="Reading the game…", max_entries=32)
+def _game_rounds_from_columns(
+    run_dir: str, parts: tuple[tuple[str, int, int], ...], condition: str, replicate: int
+) -> pd.DataFrame:
+    del parts  # cache key only
+    from pdbench.storage.record.reader import read_game_rounds
+
+    try:
+        table = read_game_rounds(Path(run_dir), condition, replicate, ROUND_COLUMNS)
+    except SchemaVersionError as exc:
+        raise NewerSchema(first_line(exc)) from None
+    except PdbenchError as exc:  # a damaged part
+        raise RoundsFileError(first_line(exc)) from None
+    if table is None:
+        raise RoundsFileError(
+            f"{Path(run_dir) / ROUNDS_COLUMNS_DIR}: no rounds of {condition} replicate {replicate}"
+        )
+    return game_lines.round_frame(table)
+
+
+def load_game_rounds(run_dir: str | Path, condition: str, replicate: int) -> pd.DataFrame:
+    """The rounds of one game (the scalar fields ROUND_COLUMNS), sorted by round_index; only
+    that game is read: from the columnar parts under rounds/ when the run's readers use them
+    (`record.reader.uses_columns`), else from rounds.jsonl. Cached by the files' paths, mtimes
+    and sizes (a re-run is seen). RoundsFileError when the file or the game is not there,
+    NewerSchema for a record of a newer pdbench."""
+    from pdbench.storage.record.parts import part_paths
+    from pdbench.storage.record.reader import uses_columns
+
+    run_dir = Path(run_dir)
+    manifest_path = run_dir / MANIFEST_FILES["experiment"]
+    try:
+        manifest = _read_json(*_stat_key(manifest_path))
+    except (OSError, ValueError):
+        manifest = None
+    if uses_columns(run_dir, manifest if isinstance(manifest, dict) else None):
+        parts = tuple((str(p), *_stat_key(p)[1:]) for p in part_paths(run_dir))
+        return _game_rounds_from_columns(str(run_dir), parts, condition, int(replicate))
+    return _game_rounds(*_game_id(run_dir, condition, replicate))
 
 
 def load_round_record(
-    run_dir: str | Path, rounds: pd.DataFrame, condition: str, replicate: int, round_index: int
+    run_dir: str | Path, condition: str, replicate: int, round_index: int
 ) -> dict[str, Any]:
     """The full rounds.jsonl record (with prompts and raw replies) of one round, parsing one line."""
-    path = Path(run_dir) / ROUNDS_FILE
-    hit = rounds[
-        (rounds["condition"] == condition)
-        & (rounds["replicate"] == replicate)
-        & (rounds["round_index"] == round_index)
-    ]
-    if hit.empty:
+    game = _game_id(run_dir, condition, replicate)
+    path, lines = Path(game[0]), _game_lines(*game)
+    hit = lines[lines[:, 0] == round_index]
+    if not len(hit):
         raise RoundsFileError(f"{condition} replicate {replicate}: no round {round_index + 1}")
-    line = int(hit[LINE_COLUMN].iloc[0])
-    offsets = _line_offsets(*_stat_key(path))
-    want = (condition, replicate, round_index)
-    # The line the rounds table points at; if the file changed shape (blank or broken lines),
-    # a scan of every line.
-    for i in [line] * (line < len(offsets)) + list(range(len(offsets))):
-        record = _read_line(path, int(offsets[i][0]), int(offsets[i][1]))
-        if record is not None and tuple(record.get(k) for k in _RECORD_KEY) == want:
-            return record
-    raise RoundsFileError(f"{path}: round {round_index + 1} of {condition} not found")
+    try:
+        record = orjson.loads(game_lines.read_lines(path, hit[:1])[0])
+    except orjson.JSONDecodeError:
+        record = None
+    if not isinstance(record, dict) or record.get("round_index") != round_index:
+        raise RoundsFileError(f"{path}: round {round_index + 1} of {condition} not readable")
+    return record
 
 
 @st.cache_data(show_spinner="Reading replies…", max_entries=8)
 def _game_replies(
-    path: str, mtime_ns: int, size: int, key: tuple[str, int], lines: tuple[int, ...]
+    path: str, mtime_ns: int, size: int, condition: str, replicate: int, expected: int | None
 ) -> dict[int, dict[str, list[replies.ReplyAttempt]]]:
-    """round_index -> `replies.slim` of its raw_responses, for the game `key` (condition,
-    replicate): its `lines` are parsed, or every line when those do not all hold its rounds."""
-    offsets = _line_offsets(path, mtime_ns, size)
-    for scan in (lines, range(len(offsets))):
-        found: dict[int, dict[str, list[replies.ReplyAttempt]]] = {}
-        for i in scan:
-            record = _read_line(Path(path), *map(int, offsets[i])) if i < len(offsets) else None
-            if record is not None and (record.get("condition"), record.get("replicate")) == key:
-                found[int(record["round_index"])] = replies.slim(record.get("raw_responses"))
-            elif scan is lines:
-                break
-        else:
-            return found
-    return {}
+    """round_index -> `replies.slim` of its raw_responses, for one game."""
+    lines = _game_lines(path, mtime_ns, size, condition, replicate, expected)
+    return game_lines.replies_by_round(Path(path), lines)
 
 
 def load_game_replies(
     run_dir: str | Path, game: pd.DataFrame, condition: str, replicate: int
 ) -> list[dict[str, list[replies.ReplyAttempt]] | None]:
-    """Each round's replies (`replies.slim`) of one game (`tables.game_rounds`, in its order),
-    None for a round whose record is not found."""
-    path = Path(run_dir) / ROUNDS_FILE
-    if not path.is_file():
-        raise RoundsFileError(f"{path}: rounds file not found")
-    lines = tuple(int(x) for x in game[LINE_COLUMN])
-    found = _game_replies(*_stat_key(path), (condition, int(replicate)), lines)
+    """Each round's replies (`replies.slim`) of one game (`game`: its rounds, in the order
+    wanted), None for a round whose record is not found."""
+    found = _game_replies(*_game_id(run_dir, condition, replicate))
     return [found.get(int(r)) for r in game["round_index"]]
 
 

@@ -74,16 +74,30 @@ def run_summary(kind: str, m: Mapping[str, Any]) -> str:
 # Experiments: games and aggregate rows
 
 
-def games(rounds: pd.DataFrame, order: list[str] | None = None) -> dict[str, list[int]]:
-    """The replicates present for each condition, conditions in config order."""
-    pairs = rounds[["condition", "replicate"]].drop_duplicates()
+def games(aggregates: pd.DataFrame, order: list[str] | None = None) -> dict[str, list[int]]:
+    """The replicates of each condition (its replicate rows of the aggregates), conditions in
+    config order."""
+    rows = aggregates.loc[aggregates["scope"] == "replicate", ["condition", "replicate"]]
+    pairs = rows.dropna().drop_duplicates()
     out: dict[str, list[int]] = {}
-    present = [str(c) for c in pairs["condition"].unique()]
+    present = list(dict.fromkeys(str(c) for c in pairs["condition"]))
     ordered = [c for c in (order or []) if c in present] + sorted(set(present) - set(order or []))
     for condition in ordered:
         reps = pairs.loc[pairs["condition"] == condition, "replicate"]
         out[condition] = sorted(int(r) for r in reps)
     return out
+
+
+def agent_names(aggregates: pd.DataFrame, condition: str) -> tuple[str, str]:
+    """The two agents' names in a condition (its first aggregate row; 'A', 'B' when unknown)."""
+    rows = aggregates.loc[aggregates["condition"] == condition].head(1)
+
+    def name(side: str) -> str:
+        column = f"agent_{side}_name"
+        known = len(rows) and column in rows.columns and pd.notna(rows[column].iloc[0])
+        return str(rows[column].iloc[0]) if known else side.upper()
+
+    return name("a"), name("b")
 
 
 def game_rounds(rounds: pd.DataFrame, condition: str, replicate: int) -> pd.DataFrame:

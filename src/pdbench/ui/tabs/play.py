@@ -298,7 +298,8 @@ def _finish(ctx: AppContext, game: dict[str, Any], config_dir: Path) -> None:
             game["save_failed"] = True
             return
         game["saved"] = str(finished.run_dir.resolve())
-        saved = tables.game_rounds(data.load_rounds(finished.run_dir), request.condition_name, 0)
+        name = request.condition_name
+        saved = tables.game_rounds(data.load_game_rounds(finished.run_dir, name, 0), name, 0)
         game["same"] = all(
             saved[f"agent_{s}_action"].tolist() == [r[f"agent_{s}_action"] for r in records]
             for s in "ab"

@@ -364,9 +364,7 @@ def _llm_inspector(game: Game) -> None:
         )
     )
     try:
-        record = data.load_round_record(
-            game.run.path, game.rounds, game.condition, game.replicate, round_no - 1
-        )
+        record = data.load_round_record(game.run.path, game.condition, game.replicate, round_no - 1)
     except data.RunLoadError as exc:
         show_error(exc)
         return
