@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from pdbench.storage.record.fields import side_field
 from pdbench.ui.style import COOP_COLOR, DEFECT_COLOR, FLIP_COLOR
 
 ASSETS = Path(__file__).resolve().parent / "assets"
@@ -49,11 +50,11 @@ def game_data(
     if replies is not None:
         data["replies"] = dict(replies)
     for side in ("a", "b"):
-        data[side] = "".join(table[f"agent_{side}_action"].astype(str))
-        data[f"f{side}"] = "".join(table[f"agent_{side}_intended_action"].astype(str))
-        fails = table[f"agent_{side}_parse_failure"].fillna(False).astype(bool)
+        data[side] = "".join(table[side_field(side, "action")].astype(str))
+        data[f"f{side}"] = "".join(table[side_field(side, "intended_action")].astype(str))
+        fails = table[side_field(side, "parse_failure")].fillna(False).astype(bool)
         data[f"x{side}"] = "".join("1" if f else "0" for f in fails)
-        data[f"p{side}"] = [_number(p) for p in table[f"agent_{side}_payoff"].astype(float)]
+        data[f"p{side}"] = [_number(p) for p in table[side_field(side, "payoff")].astype(float)]
     return data
 
 

@@ -17,6 +17,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from pdbench.storage.record.fields import side_field
 from pdbench.ui.style import AGENT_COLORS, Player, medal
 
 MAX_POINTS = 2000  # points per line series
@@ -58,7 +59,7 @@ def cooperation_chart(
         frame = pd.DataFrame({"round": np.arange(1, len(joint) + 1), "rate": joint})
         series.append(("both agents, per round", "#b8c2cc", None, frame))
     for side, label, color in zip(("a", "b"), labels, AGENT_COLORS.values(), strict=True):
-        coop = game[f"agent_{side}_action"].eq("C").astype(float)
+        coop = game[side_field(side, "action")].eq("C").astype(float)
         frame = pd.DataFrame(
             {"round": game["round"], "rate": coop.rolling(window, min_periods=1).mean()}
         )
@@ -110,7 +111,7 @@ def payoff_chart(game: pd.DataFrame, labels: Sequence[str]) -> alt.Chart:
         pd.DataFrame(
             {
                 "round": game["round"],
-                "payoff": game[f"agent_{side}_cum_payoff"],
+                "payoff": game[side_field(side, "cum_payoff")],
                 "agent": label,
             }
         )

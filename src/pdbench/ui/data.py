@@ -30,6 +30,7 @@ from pdbench.core.metrics import CollapseParams, aggregate_rows
 from pdbench.core.tournament_metrics import LEADERBOARD_COLUMNS, PAIRWISE_COLUMNS
 from pdbench.errors import PdbenchError
 from pdbench.storage.parquet import read_frame
+from pdbench.storage.record.fields import FIXED_N, HORIZON_TYPE, ROUND_INDEX, TIMESTAMP
 from pdbench.storage.schema import (
     AGGREGATES_FILE,
     FIXATION_FILE,
@@ -53,9 +54,9 @@ TOURNAMENTS_ROOT = Path("data/tournaments")
 EVOLUTIONS_ROOT = Path("data/evolutions")
 KIND_NAMES = {"experiment": "run", "tournament": "tournament", "evolution": "evolution"}
 # rounds.jsonl fields the viewer reads (prompts, raw replies and these are skipped).
-UNUSED_ROUND_FIELDS = ("seed", "horizon_type", "fixed_n", "stop_prob", "timestamp_utc")
+UNUSED_ROUND_FIELDS = ("seed", HORIZON_TYPE, FIXED_N, "stop_prob", TIMESTAMP)
 ROUND_COLUMNS = tuple(f for f in ROUND_FIELDS if f not in UNUSED_ROUND_FIELDS)
-REQUIRED_ROUND_COLUMNS = ("condition", "replicate", "round_index") + tuple(
+REQUIRED_ROUND_COLUMNS = ("condition", "replicate", ROUND_INDEX) + tuple(
     f"agent_{side}_{field}" for field in ("action", "payoff", "cum_payoff") for side in "ab"
 )
 GENERATION_COLUMNS = ("generation", "strategy", "count", "share", "mean_fitness")
@@ -439,7 +440,7 @@ def load_round_record(
         record = orjson.loads(game_lines.read_lines(path, hit[:1])[0])
     except orjson.JSONDecodeError:
         record = None
-    if not isinstance(record, dict) or record.get("round_index") != round_index:
+    if not isinstance(record, dict) or record.get(ROUND_INDEX) != round_index:
         raise RoundsFileError(f"{path}: round {round_index + 1} of {condition} not readable")
     return record
 
@@ -459,7 +460,7 @@ def load_game_replies(
     """Each round's replies (`replies.slim`) of one game (`game`: its rounds, in the order
     wanted), None for a round whose record is not found."""
     found = _game_replies(*_game_id(run_dir, condition, replicate))
-    return [found.get(int(r)) for r in game["round_index"]]
+    return [found.get(int(r)) for r in game[ROUND_INDEX]]
 
 
 # --------------------------------------------------------------------------------------------

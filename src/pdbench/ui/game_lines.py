@@ -25,6 +25,7 @@ import numpy as np
 import orjson
 import pandas as pd
 
+from pdbench.storage.record.fields import RAW_RESPONSES, ROUND_INDEX, side_field
 from pdbench.ui.replies import ReplyAttempt, slim
 
 GameKey = tuple[str, int]  # (condition, replicate)
@@ -53,7 +54,7 @@ def _record_key(line: bytes) -> tuple[GameKey, int]:
         condition, replicate, round_index = (
             record["condition"],
             record["replicate"],
-            record["round_index"],
+            record[ROUND_INDEX],
         )
     except (orjson.JSONDecodeError, KeyError, TypeError):
         raise Unreadable(line[:80]) from None
@@ -281,9 +282,9 @@ def round_frame(table: Any) -> pd.DataFrame:
     intended action = the action, no parse failure, agent names A and B."""
     df = table.to_pandas()
     for side in ("a", "b"):
-        intended = f"agent_{side}_intended_action"
-        df[intended] = df[intended].fillna(df[f"agent_{side}_action"])
-        failure = f"agent_{side}_parse_failure"
+        intended = side_field(side, "intended_action")
+        df[intended] = df[intended].fillna(df[side_field(side, "action")])
+        failure = side_field(side, "parse_failure")
         df[failure] = df[failure].fillna(False).astype(bool)
         name = f"agent_{side}_name"
         df[name] = df[name].fillna(side.upper())
@@ -298,6 +299,6 @@ def replies_by_round(path: Path, lines: np.ndarray) -> dict[int, dict[str, list[
             record = orjson.loads(raw)
         except orjson.JSONDecodeError:
             continue
-        if isinstance(record, dict) and type(record.get("round_index")) is int:
-            found[record["round_index"]] = slim(record.get("raw_responses"))
+        if isinstance(record, dict) and type(record.get(ROUND_INDEX)) is int:
+            found[record[ROUND_INDEX]] = slim(record.get(RAW_RESPONSES))
     return found

@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from pdbench.agents.policy import POLICY_REGISTRY
+from pdbench.storage.record.fields import side_field
 
 COOP_COLOR = "#2e9e4f"
 DEFECT_COLOR = "#d64545"
@@ -256,10 +257,10 @@ def timeline_html(
     n = len(game)
     cols = {
         side: (
-            game[f"agent_{side}_action"].tolist(),
-            game[f"agent_{side}_intended_action"].tolist(),
-            game[f"agent_{side}_parse_failure"].tolist(),
-            game[f"agent_{side}_payoff"].tolist(),
+            game[side_field(side, "action")].tolist(),
+            game[side_field(side, "intended_action")].tolist(),
+            game[side_field(side, "parse_failure")].tolist(),
+            game[side_field(side, "payoff")].tolist(),
         )
         for side in ("a", "b")
     }
@@ -297,9 +298,9 @@ def trail_html(table: pd.DataFrame, labels: Sequence[str], current: int) -> str:
         cells = []
         for rnd, played, intended, failed in zip(
             table["round"],
-            table[f"agent_{side}_action"],
-            table[f"agent_{side}_intended_action"],
-            table[f"agent_{side}_parse_failure"],
+            table[side_field(side, "action")],
+            table[side_field(side, "intended_action")],
+            table[side_field(side, "parse_failure")],
             strict=True,
         ):
             cells.append(

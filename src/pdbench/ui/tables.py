@@ -17,6 +17,7 @@ import pandas as pd
 from pdbench.core.payoff import PayoffMatrix
 from pdbench.core.strategy_gof import card_verdict
 from pdbench.storage.aggregate import series_cell
+from pdbench.storage.record.fields import ROUND_INDEX, side_field
 from pdbench.ui.style import Player, medal
 
 # --------------------------------------------------------------------------------------------
@@ -103,17 +104,18 @@ def agent_names(aggregates: pd.DataFrame, condition: str) -> tuple[str, str]:
 def game_rounds(rounds: pd.DataFrame, condition: str, replicate: int) -> pd.DataFrame:
     """The rounds of one game, sorted by round, with a 1-based `round` column."""
     mask = (rounds["condition"] == condition) & (rounds["replicate"] == replicate)
-    game = rounds.loc[mask].sort_values("round_index").reset_index(drop=True)
-    game["round"] = game["round_index"] + 1
+    game = rounds.loc[mask].sort_values(ROUND_INDEX).reset_index(drop=True)
+    game["round"] = game[ROUND_INDEX] + 1
     return game
 
 
 def flips_and_fallbacks(game: pd.DataFrame) -> tuple[int, int]:
     """(moves flipped by noise, fallback moves after invalid replies) of one game, both agents."""
     flips = sum(
-        int((game[f"agent_{s}_action"] != game[f"agent_{s}_intended_action"]).sum()) for s in "ab"
+        int((game[side_field(s, "action")] != game[side_field(s, "intended_action")]).sum())
+        for s in "ab"
     )
-    return flips, sum(int(game[f"agent_{s}_parse_failure"].sum()) for s in "ab")
+    return flips, sum(int(game[side_field(s, "parse_failure")].sum()) for s in "ab")
 
 
 def replicate_row(aggregates: pd.DataFrame, condition: str, replicate: int) -> pd.Series | None:

@@ -79,6 +79,8 @@ AGGREGATE_INPUT_FIELDS: tuple[str, ...] = (
 # a record field (tests/unit/test_record_fields.py reads src/ for it).
 ROUND_INDEX = "round_index"
 TIMESTAMP = "timestamp_utc"
+HORIZON_TYPE = "horizon_type"
+FIXED_N = "fixed_n"
 PROMPTS, RAW_RESPONSES = LLM_FIELDS
 SIDE_FIELDS = (
     "name",

@@ -20,6 +20,7 @@ import pandas as pd
 import streamlit as st
 
 from pdbench.errors import PdbenchError
+from pdbench.storage.record.fields import ROUND_INDEX, side_field, side_fields
 from pdbench.ui import data, launcher, play_launcher, tables
 from pdbench.ui.components import (
     SEL_CONDITION,
@@ -193,7 +194,7 @@ def _quit() -> None:
 def _history(records: list[dict[str, Any]]) -> pd.DataFrame:
     """The rounds played as the trail wants them (a 1-based `round` column)."""
     frame = pd.DataFrame(records)
-    frame["round"] = frame["round_index"] + 1
+    frame["round"] = frame[ROUND_INDEX] + 1
     return frame
 
 
@@ -214,8 +215,8 @@ def _board(ctx: AppContext, game: dict[str, Any], config_dir: Path) -> None:
     last = records[-1] if records else None
     score_you, status, score_them = st.columns([5, 2, 5], vertical_alignment="center")
     for col, side, label in ((score_you, "a", f"{you.emoji} You"), (score_them, "b", them.short)):
-        total = float(last[f"agent_{side}_cum_payoff"]) if last else 0.0
-        gained = float(last[f"agent_{side}_payoff"]) if last else 0.0
+        total = float(last[side_field(side, "cum_payoff")]) if last else 0.0
+        gained = float(last[side_field(side, "payoff")]) if last else 0.0
         col.metric(
             f"{label} · score",
             f"{total:g}",
@@ -224,7 +225,8 @@ def _board(ctx: AppContext, game: dict[str, Any], config_dir: Path) -> None:
             border=True,
         )
     heading = "Game over" if live.finished else f"Round {played + 1} of {n}"
-    outcome = OUTCOMES.get(f"{last['agent_a_action']}{last['agent_b_action']}", "") if last else ""
+    moves = "".join(last[name] for name in side_fields("action")) if last else ""
+    outcome = OUTCOMES.get(moves, "")
     status.html(
         f'<div class="pdb-round">{heading}<div style="font-size:13px;font-weight:400">'
         f"{outcome}</div></div>"
@@ -248,10 +250,10 @@ def _board(ctx: AppContext, game: dict[str, Any], config_dir: Path) -> None:
         for col, side in ((a, "a"), (b, "b")):
             col.html(
                 move_html(
-                    str(last[f"agent_{side}_action"]),
-                    str(last[f"agent_{side}_intended_action"]),
-                    float(last[f"agent_{side}_payoff"]),
-                    bool(last[f"agent_{side}_parse_failure"]),
+                    str(last[side_field(side, "action")]),
+                    str(last[side_field(side, "intended_action")]),
+                    float(last[side_field(side, "payoff")]),
+                    bool(last[side_field(side, "parse_failure")]),
                 )
             )
     if records:
@@ -301,14 +303,17 @@ def _finish(ctx: AppContext, game: dict[str, Any], config_dir: Path) -> None:
         name = request.condition_name
         saved = tables.game_rounds(data.load_game_rounds(finished.run_dir, name, 0), name, 0)
         game["same"] = all(
-            saved[f"agent_{s}_action"].tolist() == [r[f"agent_{s}_action"] for r in records]
+            saved[side_field(s, "action")].tolist() == [r[side_field(s, "action")] for r in records]
             for s in "ab"
         )
         play_launcher.discard_live(Path(game["config"]))
     if not game["saved"]:
         return
-    mine = sum(r["agent_a_action"] == "C" for r in records)
-    you, them = records[-1]["agent_a_cum_payoff"], records[-1]["agent_b_cum_payoff"]
+    mine = sum(r[side_field("a", "action")] == "C" for r in records)
+    you, them = (
+        records[-1][side_field("a", "cum_payoff")],
+        records[-1][side_field("b", "cum_payoff")],
+    )
     st.success(
         f"You scored **{you:g}**, {request.opponent.profile.short} **{them:g}**; you cooperated "
         f"in {mine} of {len(records)} rounds. Saved as run `{Path(game['saved']).name}` "

@@ -13,6 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from pdbench.core.metrics import comparable_metric, horizons_differ
+from pdbench.storage.record.fields import RAW_RESPONSES, side_field
 from pdbench.ui import animation, charts, data, files, science, tables
 from pdbench.ui.components import (
     FLASH,
@@ -353,7 +354,8 @@ def _llm_inspector(game: Game) -> None:
     col_round, col_note = st.columns([1, 3])
     round_no = int(col_round.number_input(f"Round (1–{n})", min_value=1, max_value=n, key=key))
     failed = game.table.loc[
-        game.table["agent_a_parse_failure"] | game.table["agent_b_parse_failure"], "round"
+        game.table[side_field("a", "parse_failure")] | game.table[side_field("b", "parse_failure")],
+        "round",
     ].tolist()
     col_note.caption(
         "Rounds with a fallback move after invalid replies: "
@@ -379,8 +381,8 @@ def _llm_inspector(game: Game) -> None:
 def _agent_exchange(
     record: dict[str, Any], side: str, title: str, cfg: dict[str, Any] | None
 ) -> None:
-    played = record.get(f"agent_{side}_action")
-    intended = record.get(f"agent_{side}_intended_action", played)
+    played = record.get(side_field(side, "action"))
+    intended = record.get(side_field(side, "intended_action"), played)
     st.markdown(
         f"**{side.upper()} · {title}** — played **{played}**"
         + (f" (meant {intended})" if intended != played else "")
@@ -396,7 +398,7 @@ def _agent_exchange(
         st.code(prompts.get("round") or "", language="text", wrap_lines=True)
     else:
         st.caption("Prompts were not stored for this run (store_prompts: false).")
-    attempts = (record.get("raw_responses") or {}).get(f"agent_{side}") or []
+    attempts = (record.get(RAW_RESPONSES) or {}).get(f"agent_{side}") or []
     if not attempts:
         st.caption("No replies recorded.")
     for attempt in attempts:
@@ -411,5 +413,5 @@ def _agent_exchange(
         )
         if attempt.get("error"):
             st.caption(f"error: {attempt['error']}")
-    if record.get(f"agent_{side}_parse_failure"):
+    if record.get(side_field(side, "parse_failure")):
         st.warning("All replies were invalid: the agent's fallback move was played.", icon="⚠️")
