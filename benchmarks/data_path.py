@@ -307,6 +307,12 @@ def main() -> None:
         default=",".join([*COMMANDS, "app"]),
         help="comma-separated subset of run,aggregate,profile,report,app (run is always first)",
     )
+    parser.add_argument(
+        "--rounds-log",
+        default=None,
+        choices=("jsonl", "columns", "both"),
+        help="run.rounds_log of this checkout's run (default: the config's default, both)",
+    )
     parser.add_argument("--workdir", type=Path, default=None, help="where the runs go (/tmp)")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = parser.parse_args()
@@ -341,8 +347,12 @@ def main() -> None:
             for label, src in sources:
                 root = Path(tmp) / size / label
                 root.mkdir(parents=True)
+                # run.rounds_log for this checkout only (a baseline may not know the setting)
+                extra = (
+                    {"rounds_log": args.rounds_log} if args.rounds_log and label == "this" else None
+                )
                 sides.append(
-                    Side(label, src, write_experiment(root, per_game, games), root / "out")
+                    Side(label, src, write_experiment(root, per_game, games, extra), root / "out")
                 )
             results[size] = {c: {s.label: [] for s in sides} for c in commands}
             for repeat in range(args.repeat):

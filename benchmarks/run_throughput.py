@@ -49,7 +49,9 @@ PAIRS = (
 )
 
 
-def write_experiment(root: Path, rounds_per_game: int, replicates: int) -> Path:
+def write_experiment(
+    root: Path, rounds_per_game: int, replicates: int, run_extra: dict | None = None
+) -> Path:
     """The benchmark experiment under root (agents written inline, so that earlier pdbench
     versions read it too); returns its path."""
     cfg_dir = root / "cfg"
@@ -63,7 +65,12 @@ def write_experiment(root: Path, rounds_per_game: int, replicates: int) -> Path:
         for a, b in PAIRS
     ]
     experiment = {
-        "run": {"run_id": "throughput", "seed": 7, "output_dir": str(root / "out")},
+        "run": {
+            "run_id": "throughput",
+            "seed": 7,
+            "output_dir": str(root / "out"),
+            **(run_extra or {}),
+        },
         "game": {"noise": 0.05},
         "horizon": {"type": "fixed", "n_rounds": rounds_per_game},
         "experiment": {"replicates": replicates, "conditions": conditions},
