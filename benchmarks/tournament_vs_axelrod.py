@@ -38,13 +38,16 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-import yaml
+# One BLAS thread, as the pdbench command sets it (`pdbench.cli.main`), before NumPy loads.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from pdbench.agents.axelrod_adapter import import_axelrod
-from pdbench.errors import RunError
-from pdbench.runners.evolve import simulate_evolution
-from pdbench.runners.loader import LoadedConfig, load_config
-from pdbench.runners.tournament import play_tournament
+import yaml  # noqa: E402
+
+from pdbench.agents.axelrod_adapter import import_axelrod  # noqa: E402
+from pdbench.errors import RunError  # noqa: E402
+from pdbench.runners.evolve import simulate_evolution  # noqa: E402
+from pdbench.runners.loader import LoadedConfig, load_config  # noqa: E402
+from pdbench.runners.tournament import play_tournament  # noqa: E402
 
 POLICIES = ["ALLC", "ALLD", "TFT", "GRIM", "GTFT", "WSLS"]
 AXELROD = ["Cooperator", "Defector", "TitForTat", "Grudger", "GTFT", "WinStayLoseShift"]
