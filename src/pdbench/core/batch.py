@@ -164,14 +164,16 @@ def _side_tables(
 
 def _levels(bits: np.ndarray, coins: list[np.ndarray], pids: np.ndarray) -> np.ndarray:
     """Per (round, game): #{j: u < q_j} with u from `bits` and q the game's policy's coins."""
+    # u = (bits >> 11) / 2^53 < q exactly when (bits >> 11) < ceil(q * 2^53) (q * 2^53 is exact),
+    # that is when bits < ceil(q * 2^53) * 2^11 (below 2^64 for q < 1): compared as integers.
+    # Padding 0: a policy with fewer coins is never below it.
     width = max(c.size for c in coins)
-    table = np.full((len(coins), width), -1.0)
+    table = np.zeros((len(coins), width), dtype=np.uint64)
     for i, c in enumerate(coins):
-        table[i, : c.size] = c
-    u = (bits >> np.uint64(11)).astype(np.float64) / TWO_POW_53
-    level = np.zeros(u.shape, dtype=np.uint8)
+        table[i, : c.size] = np.ceil(c * TWO_POW_53).astype(np.uint64) << np.uint64(11)
+    level = np.zeros(bits.shape, dtype=np.uint8)
     for j in range(width):
-        level += u < table[pids, j][None, :]
+        level += bits < table[pids, j][None, :]
     return level
 
 
