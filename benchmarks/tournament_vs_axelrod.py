@@ -13,14 +13,24 @@ Run: `uv run python benchmarks/tournament_vs_axelrod.py` (needs `uv sync --extra
    work). Both timed for a few generations and compared per generation. pdbench's default
    `expected` fitness (pairwise matrix estimated once) is shown too, for information.
 
+3. Whole process, the same tournament as a user starts it: `pdbench tournament CONFIG` (the
+   installed command, writing its Parquet files and manifest) against a Python script that
+   imports axelrod and plays the tournament. Wall and CPU (user + system) seconds of the
+   process, medians; the load average is printed beside them (2-core machines shared with
+   other work inflate wall times several-fold).
+
 Times are medians over repeats; rounds per second count both players' moves of a turn as one.
+`--whole-only` runs part 3 alone; `--no-whole` leaves it out.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import os
+import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -28,13 +38,16 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-import yaml
+# One BLAS thread, as the pdbench command sets it (`pdbench.cli.main`), before NumPy loads.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from pdbench.agents.axelrod_adapter import import_axelrod
-from pdbench.errors import RunError
-from pdbench.runners.config.loader import LoadedConfig, load_config
-from pdbench.runners.science.evolve import simulate_evolution
-from pdbench.runners.science.tournament import play_tournament
+import yaml  # noqa: E402
+
+from pdbench.agents.axelrod_adapter import import_axelrod  # noqa: E402
+from pdbench.errors import RunError  # noqa: E402
+from pdbench.runners.config.loader import LoadedConfig, load_config  # noqa: E402
+from pdbench.runners.science.evolve import simulate_evolution  # noqa: E402
+from pdbench.runners.science.tournament import play_tournament  # noqa: E402
 
 POLICIES = ["ALLC", "ALLD", "TFT", "GRIM", "GTFT", "WSLS"]
 AXELROD = ["Cooperator", "Defector", "TitForTat", "Grudger", "GTFT", "WinStayLoseShift"]
@@ -81,16 +94,63 @@ def interleaved(
     return statistics.median(our_times), statistics.median(their_times), our_result, their_result
 
 
+def tournament_config(run: dict[str, Any] = RUN) -> dict[str, Any]:
+    """The benchmark's tournament as a pdbench config."""
+    return {
+        "run": run,
+        "game": {"noise": NOISE},
+        "horizon": {"type": "fixed", "n_rounds": TURNS},
+        "tournament": {"players": POLICIES, "repetitions": REPETITIONS, "self_play": True},
+    }
+
+
 def pdbench_tournament() -> Any:
-    loaded = loaded_config(
-        {
-            "run": RUN,
-            "game": {"noise": NOISE},
-            "horizon": {"type": "fixed", "n_rounds": TURNS},
-            "tournament": {"players": POLICIES, "repetitions": REPETITIONS, "self_play": True},
-        }
-    )
+    loaded = loaded_config(tournament_config())
     return lambda: play_tournament(loaded)
+
+
+AXELROD_SCRIPT = """
+import axelrod as axl
+players = [getattr(axl, name)() for name in {names!r}]
+axl.Tournament(players, turns={turns}, repetitions={reps}, noise={noise}, seed=1).play(
+    processes=1, progress_bar=False
+)
+"""
+
+
+def whole_process(command: list[str], repeats: int) -> tuple[float, float]:
+    """Median wall seconds and median CPU seconds (user + system) of `command` run `repeats`
+    times, each in a fresh process."""
+    walls, cpus = [], []
+    for _ in range(repeats):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        walls.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def whole_processes(repeats: int, axelrod_repeats: int) -> None:
+    """Part 3: `pdbench tournament CONFIG` and the Axelrod script, whole processes."""
+    pdbench = Path(sys.executable).parent / "pdbench"
+    with tempfile.TemporaryDirectory(prefix="pdbench-bench-") as tmp:
+        config = Path(tmp) / "tournament.yaml"
+        run = {**RUN, "output_dir": str(Path(tmp) / "out")}
+        config.write_text(yaml.safe_dump(tournament_config(run)), encoding="utf-8")
+        command = [str(pdbench), "tournament", str(config), "--overwrite"]
+        subprocess.run(command, check=True, capture_output=True)  # warm-up (file caches)
+        ours_wall, ours_cpu = whole_process(command, repeats)
+    script = AXELROD_SCRIPT.format(names=AXELROD, turns=TURNS, reps=REPETITIONS, noise=NOISE)
+    theirs_wall, theirs_cpu = whole_process([sys.executable, "-c", script], axelrod_repeats)
+    print(
+        f"\nWhole process, the same tournament (medians of {repeats} and {axelrod_repeats}; "
+        f"{load_average()}):"
+    )
+    print(f"  pdbench tournament CONFIG: {ours_wall:6.2f} s wall, {ours_cpu:6.2f} s CPU")
+    print(f"  axelrod script           : {theirs_wall:6.2f} s wall, {theirs_cpu:6.2f} s CPU")
+    print(f"  whole-process speed-up: {theirs_wall / ours_wall:,.1f}x wall")
 
 
 def pdbench_moran(generations: int, fitness: str) -> Any:
@@ -115,6 +175,15 @@ def axelrod_players(axl: Any, copies: int = 1) -> list[Any]:
     return [getattr(axl, name)() for name in AXELROD for _ in range(copies)]
 
 
+def load_average() -> str:
+    """The machine's load average (1, 5, 15 minutes) and CPU count, to read times by."""
+    return (
+        "load average "
+        + ", ".join(f"{x:.1f}" for x in os.getloadavg())
+        + (f" on {os.cpu_count()} CPUs")
+    )
+
+
 def report(label: str, ours: float, theirs: float, work: float, unit: str) -> None:
     print(f"  pdbench : {ours * 1000:10.2f} ms  ({work / ours:,.0f} {unit}/s)")
     print(f"  axelrod : {theirs * 1000:10.2f} ms  ({work / theirs:,.0f} {unit}/s)")
@@ -126,7 +195,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="pdbench runs per Axelrod run")
     parser.add_argument("--axelrod-repeats", type=int, default=3, help="Axelrod runs (median)")
     parser.add_argument("--moran-generations", type=int, default=2, help="generations timed")
+    parser.add_argument("--whole-only", action="store_true", help="only the whole processes")
+    parser.add_argument("--no-whole", action="store_true", help="leave the whole processes out")
     args = parser.parse_args()
+    if args.whole_only:
+        whole_processes(args.repeats, args.axelrod_repeats)
+        return
     try:
         axl = import_axelrod()  # the adapter's import: same module, a faster import on 3.12
     except RunError as exc:
@@ -150,6 +224,7 @@ def main() -> None:
     )
     assert result.manifest["totals"]["rounds"] == turns
     report("tournament", ours, theirs, turns, "turns")
+    print(f"  ({load_average()})")
     print(f"  rankings: pdbench {[r['player'] for r in result.leaderboard]}")
     print(f"            axelrod {results.ranked_names}")
 
@@ -185,6 +260,8 @@ def main() -> None:
         f"  (pdbench `expected` fitness: payoff matrix from 10 matches per pair of types, then "
         f"1000 birth-death events: {expected_total * 1000:.1f} ms in total)"
     )
+    if not args.no_whole:
+        whole_processes(args.repeats, args.axelrod_repeats)
 
 
 if __name__ == "__main__":

@@ -289,3 +289,17 @@ def test_import_probe_detects_heavy_libraries(smoke: dict[str, Any]) -> None:
     result = probe_imports(["aggregate", str(smoke["run_dir"])], smoke["work"])
     assert result["code"] in (0, None)
     assert "pyarrow" in result["heavy"]
+
+
+def test_tournament_imports_pyarrow_only(tmp_path: Path) -> None:
+    """`tournament` writes its Parquet files with pyarrow and loads no pandas (pyarrow's
+    `array` would import it), app or provider library."""
+    config = yaml.safe_load((CONFIGS / "tournament.yaml").read_text())
+    config["tournament"]["repetitions"] = 2
+    path = tmp_path / "tournament.yaml"
+    path.write_text(yaml.safe_dump(config))
+    result = probe_imports(["tournament", str(path), "-o", str(tmp_path / "out")], tmp_path)
+    assert result["code"] in (0, None)
+    assert result["heavy"] == ["pyarrow"]
+    leaderboard = pd.read_parquet(tmp_path / "out" / "leaderboard.parquet")
+    assert len(leaderboard) == len(config["tournament"]["players"])

@@ -110,6 +110,7 @@ def test_artifacts_and_self_play(tmp_path: Path) -> None:
             "leaderboard.parquet",
             "matches.parquet",
             "payoff_matrix.parquet",
+            "rounds",
             "rounds.jsonl",
             "tournament_manifest.json",
         ]

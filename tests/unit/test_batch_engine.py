@@ -138,6 +138,30 @@ def test_noise_per_game_and_empty_batch() -> None:
     assert empty.n_games == 0 and empty.played_a.shape == (0, 0)
 
 
+def test_certain_noise_flips_every_move_and_short_games_end_in_zeros() -> None:
+    # Noise 1 flips every move (the one threshold, 2^53, compared without the shortcut that
+    # lower noise takes); games of unequal length: nothing is played after a game ends.
+    table = machines("ALLC", "ALLD")
+    lengths = np.array([3, 5, 0, 5])
+    batch = play_batch(
+        table,
+        np.zeros(4, int),
+        np.ones(4, int),
+        np.arange(4, dtype=np.uint64),
+        lengths,
+        PayoffMatrix(),
+        np.array([1.0, 1.0, 0.0, 0.0]),
+    )
+    # Flipped: ALLC plays D and ALLD plays C, so A earns T = 5 and B the sucker's 0.
+    assert batch.played_a[0].tolist() == [False] * 5 and batch.played_b[0, :3].all()
+    assert batch.payoffs_a[0].tolist() == [5.0, 5.0, 5.0, 0.0, 0.0]
+    assert batch.payoffs_b[1].tolist() == [0.0] * 5 and batch.payoffs_a[1].sum() == 25.0
+    assert batch.intended_a[1].all() and not batch.intended_b[1].any()
+    assert batch.payoffs_a[2].tolist() == [0.0] * 5 and not batch.played_a[2].any()
+    # Without noise: ALLC cooperates, ALLD defects: S = 0 to A, T = 5 to B, every round.
+    assert batch.played_a[3].all() and batch.payoffs_b[3].tolist() == [5.0] * 5
+
+
 def test_is_batchable() -> None:
     def policy(name: str, window: int | None = None) -> PolicyAgentConfig:
         return PolicyAgentConfig(type="policy", policy=name, history_window=window)

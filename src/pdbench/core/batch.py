@@ -164,14 +164,16 @@ def _side_tables(
 
 def _levels(bits: np.ndarray, coins: list[np.ndarray], pids: np.ndarray) -> np.ndarray:
     """Per (round, game): #{j: u < q_j} with u from `bits` and q the game's policy's coins."""
+    # u = (bits >> 11) / 2^53 < q exactly when (bits >> 11) < ceil(q * 2^53) (q * 2^53 is exact),
+    # that is when bits < ceil(q * 2^53) * 2^11 (below 2^64 for q < 1): compared as integers.
+    # Padding 0: a policy with fewer coins is never below it.
     width = max(c.size for c in coins)
-    table = np.full((len(coins), width), -1.0)
+    table = np.zeros((len(coins), width), dtype=np.uint64)
     for i, c in enumerate(coins):
-        table[i, : c.size] = c
-    u = (bits >> np.uint64(11)).astype(np.float64) / TWO_POW_53
-    level = np.zeros(u.shape, dtype=np.uint8)
+        table[i, : c.size] = np.ceil(c * TWO_POW_53).astype(np.uint64) << np.uint64(11)
+    level = np.zeros(bits.shape, dtype=np.uint8)
     for j in range(width):
-        level += u < table[pids, j][None, :]
+        level += bits < table[pids, j][None, :]
     return level
 
 
@@ -213,6 +215,10 @@ def play_batch(
     # A flip happens when the NOISE draw u < noise, i.e. when (bits >> 11) < ceil(noise * 2^53).
     threshold = np.ceil(noise_arr[order] * TWO_POW_53).astype(np.uint64)
     any_noise = bool(threshold.any())
+    # (bits >> 11) < threshold exactly when bits < threshold * 2^11 (one pass fewer), unless a
+    # threshold is 2^53 (noise 1), whose product does not fit in 64 bits.
+    below = bool(n) and int(threshold.max()) < (1 << 53)
+    flip_below = threshold << np.uint64(11) if below else None
     random_policy = np.array([c.size > 0 for c in coins], dtype=bool)
     random_rows = [np.flatnonzero(random_policy[pids[side]]) for side in (0, 1)]
     key = np.stack([(side * len(machines) + pids[side]) * N_STATES * _KEY for side in (0, 1)], 1)
@@ -233,39 +239,57 @@ def play_batch(
                 levels[: stop - start, rows, side] = _levels(bits, coins, pids[side][rows])
             if any_noise:
                 bits = counter_bits_block(mixed[side][:k0], start, stop, Purpose.NOISE, buffers)
-                bits >>= np.uint64(11)
-                np.less(bits, threshold[None, :k0], out=flips[: stop - start, :k0, side])
+                if flip_below is None:
+                    bits >>= np.uint64(11)
+                    np.less(bits, threshold[None, :k0], out=flips[: stop - start, :k0, side])
+                else:
+                    np.less(bits, flip_below[None, :k0], out=flips[: stop - start, :k0, side])
         for t in range(start, stop):
             k = int(alive_at[t])
             current = key[:k]
-            move_c = levels[t - start, :k] >= need[current]
-            intended[t, :k] = move_c
+            move_c = intended[t, :k]
+            np.greater_equal(levels[t - start, :k], need[current], out=move_c)
             if any_noise:
-                move_c ^= flips[t - start, :k]
-                played[t, :k] = move_c
-            current += move_c.view("<u2")  # (k, 1): a_c + 256 * b_c, added to both sides
+                move_c = played[t, :k]
+                np.bitwise_xor(intended[t, :k], flips[t - start, :k], out=move_c)
+            outcome = move_c.view("<u2")[:, 0]  # a_c + 256 * b_c, added to both sides' keys
+            current[:, 0] += outcome
+            current[:, 1] += outcome
             np.take(nxt, current, out=current)
 
+    # Played moves as the outcome code of the two sides (a_c + 256 * b_c) read the payoffs from
+    # a table, games back in input order; entries at or after a game's length are zeroed.
+    code = played.view("<u2")[:, :, 0].T  # (games, rounds), sorted order
+    cells = np.zeros((257 + 1, 2), dtype=np.float64)
+    for c_a, c_b, cell in (
+        (1, 1, matrix.cc),
+        (1, 0, matrix.cd),
+        (0, 1, matrix.dc),
+        (0, 0, matrix.dd),
+    ):
+        cells[c_a + 256 * c_b] = cell
+    same_order = bool(n == 0 or sorted_len[-1] == max_len)  # equal lengths: order is the identity
+    beyond = None if same_order else np.arange(max_len)[None, :] >= lengths[:, None]
+
     def unsort(arr: np.ndarray) -> np.ndarray:
+        if same_order:
+            return np.ascontiguousarray(arr)
         out = np.empty((n, max_len), dtype=arr.dtype)
-        out[order] = arr.T
+        out[order] = arr
         return out
 
-    p_a, p_b = unsort(played[:, :, 0]), unsort(played[:, :, 1])
-    outcome = (~p_a).view(np.int8) * 2 + (~p_b).view(np.int8)  # 0: CC, 1: CD, 2: DC, 3: DD
-    beyond = np.arange(max_len)[None, :] >= lengths[:, None]
-    cells = np.array([matrix.cc, matrix.cd, matrix.dc, matrix.dd], dtype=np.float64)
     payoffs = []
     for side in (0, 1):
-        pay = cells[:, side][outcome]
-        pay[beyond] = 0.0
+        pay = unsort(cells[:, side][code])
+        if beyond is not None:
+            pay[beyond] = 0.0
         payoffs.append(pay)
     return BatchResult(
         lengths=lengths.copy(),
-        intended_a=unsort(intended[:, :, 0]),
-        intended_b=unsort(intended[:, :, 1]),
-        played_a=p_a,
-        played_b=p_b,
+        intended_a=unsort(intended[:, :, 0].T),
+        intended_b=unsort(intended[:, :, 1].T),
+        played_a=unsort(played[:, :, 0].T),
+        played_b=unsort(played[:, :, 1].T),
         payoffs_a=payoffs[0],
         payoffs_b=payoffs[1],
     )

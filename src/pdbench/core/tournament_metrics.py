@@ -133,13 +133,21 @@ def repetition_uncertainty(
         return out
     with np.errstate(all="ignore"):
         out["se"] = np.nanstd(scores, axis=1, ddof=1) / np.sqrt(np.sum(~np.isnan(scores), axis=1))
-    weights = rng.multinomial(reps, np.full(reps, 1.0 / reps), size=resamples).astype(np.float64)
-    filled = np.where(np.isnan(scores), 0.0, scores)
-    defined = (~np.isnan(scores)).astype(np.float64)
+    counts = rng.multinomial(reps, np.full(reps, 1.0 / reps), size=resamples)
+    missing = np.isnan(scores)
+    filled = np.where(missing, 0.0, scores)
+    # The resampled repetitions a player has a score in: whole numbers, so counted exactly in
+    # integers (all of them, `reps`, when the player played in every repetition).
+    defined = np.full((resamples, players), float(reps))
+    if missing.any():
+        defined = (counts @ (~missing).T.astype(np.int64)).astype(np.float64)
     with np.errstate(all="ignore"):
-        means = (weights @ filled.T) / (weights @ defined.T)  # (resamples, players)
+        means = (counts.astype(np.float64) @ filled.T) / defined  # (resamples, players)
     tail = expanded_tail(reps)
-    out["low"], out["high"] = np.nanpercentile(means, [100 * tail, 100 * (1 - tail)], axis=0)
+    where = [100 * tail, 100 * (1 - tail)]
+    # Without a missing mean, nanpercentile's per-column loop gives exactly percentile's values.
+    percentile = np.nanpercentile if np.isnan(means).any() else np.percentile
+    out["low"], out["high"] = percentile(means, where, axis=0)
     ranks = _ranks(np.where(np.isnan(means), -np.inf, means).T)  # (players, resamples)
     out["rank_low"], out["rank_high"] = np.percentile(ranks, [2.5, 97.5], axis=1, method="nearest")
     return out

@@ -19,8 +19,63 @@ def write_columns(path: Path, columns: dict[str, Any]) -> None:
     """Write named columns (arrays or lists of equal length)."""
     import pyarrow as pa
 
-    table = pa.table({k: (v if isinstance(v, list) else np.asarray(v)) for k, v in columns.items()})
-    _write(path, table)
+    arrays = [arrow_array(v if isinstance(v, list) else np.asarray(v)) for v in columns.values()]
+    _write(path, pa.Table.from_arrays(arrays, names=list(columns)))
+
+
+_NUMBER_KINDS = "biuf"  # NumPy kinds whose memory is an Arrow array's as it is (bool: packed)
+
+
+def arrow_array(values: list[Any] | np.ndarray) -> Any:
+    """`pyarrow.array(values)` (same type, values and nulls), built from buffers for a NumPy
+    number array and for a list of str, of int, of float (ints mixed in) or of bool with None
+    for missing: `pyarrow.array` imports pandas (a second of start-up) to check whether the
+    values are pandas objects, and a command that only writes Parquet needs none of it.
+    Anything else (nested lists, numpy scalars in a list, ints beyond 64 bits) goes to
+    `pyarrow.array` itself."""
+    import pyarrow as pa
+
+    if isinstance(values, np.ndarray):
+        if values.ndim == 1 and values.dtype.kind in _NUMBER_KINDS and values.dtype.isnative:
+            return _from_numpy(pa, values, None)
+        return pa.array(values)
+    kinds = {type(v) for v in values}
+    nulls = type(None) in kinds
+    kinds.discard(type(None))
+    valid = np.array([v is not None for v in values], dtype=bool) if nulls else None
+    if kinds == {str} and not nulls:
+        data = [v.encode() for v in values]
+        offsets = np.zeros(len(data) + 1, dtype=np.int64)
+        np.cumsum([len(b) for b in data], out=offsets[1:])
+        if offsets[-1] < 2**31:
+            buffers = [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(b"".join(data))]
+            return pa.Array.from_buffers(pa.string(), len(data), buffers)
+    elif kinds in ({int}, {float}, {float, int}, {bool}):
+        dtype = {bool: np.bool_, int: np.int64}.get(next(iter(kinds)), np.float64)
+        if len(kinds) == 2:
+            dtype = np.float64
+        filled = [v if v is not None else 0 for v in values] if nulls else values
+        try:
+            array = np.array(filled, dtype=dtype)
+        except OverflowError:  # ints beyond 64 bits: pyarrow's own error
+            return pa.array(values)
+        return _from_numpy(pa, array, valid)
+    return pa.array(values)
+
+
+def _from_numpy(pa: Any, values: np.ndarray, valid: np.ndarray | None) -> Any:
+    """An Arrow array over a 1-D NumPy array of numbers or bools (valid: False for a null)."""
+    n = len(values)
+    if values.dtype.kind == "b":
+        data = pa.py_buffer(np.packbits(values, bitorder="little"))
+        arrow_type = pa.bool_()
+    else:
+        data = pa.py_buffer(np.ascontiguousarray(values))
+        arrow_type = pa.from_numpy_dtype(values.dtype)
+    mask = None
+    if valid is not None and not valid.all():
+        mask = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.Array.from_buffers(arrow_type, n, [mask, data])
 
 
 def write_rows(path: Path, rows: list[dict[str, Any]], schema: Any) -> None:

@@ -196,9 +196,13 @@ class Engine:
         self._done = done_before
         self._total = total or done_before + sum(p.n_rounds for p in plans)
         self._tick(0)
-        self._play_batched([p for p in plans if p.batchable])
-        self._play_direct([p for p in plans if not p.batchable and not p.has_llm])
-        rest = [p for p in plans if p.has_llm]
+        batched: list[GamePlan] = []
+        direct: list[GamePlan] = []
+        rest: list[GamePlan] = []
+        for plan in plans:
+            (rest if plan.has_llm else batched if plan.batchable else direct).append(plan)
+        self._play_batched(batched)
+        self._play_direct(direct)
         if rest:
             asyncio.run(self._play_round_by_round(rest))
 
@@ -223,26 +227,30 @@ class Engine:
             np.array([p.noise for p in plans], dtype=np.float64),
         )
         timestamp = utc_now()
-        totals = np.stack(result.totals(), axis=1).tolist()
-        coops = np.stack(result.cooperations(), axis=1).tolist()
-        for i, plan in enumerate(plans):
+        totals = list(zip(*(t.tolist() for t in result.totals()), strict=True))
+        coops = list(zip(*(c.tolist() for c in result.cooperations()), strict=True))
+        # Rows as views, cut only when a game is shorter than the batch's longest.
+        longest = result.played_a.shape[1]
+        arrays = (result.played_a, result.played_b, result.payoffs_a, result.payoffs_b)
+        rows = zip(*arrays, strict=True)
+        writer, on_result, tick = self.writer, self.on_result, self._tick
+        for i, (plan, row, total, coop) in enumerate(zip(plans, rows, totals, coops, strict=True)):
             n = plan.n_rounds
-            if plan.logged and self.writer is not None:
+            if plan.logged and writer is not None:
                 self._write_game(plan, result.game(i), timestamp)
+            if n < longest:
+                row = tuple(r[:n] for r in row)
             outcome = GameOutcome(
                 plan.condition,
                 plan.replicate,
                 plan.agents[0].name,
                 plan.agents[1].name,
-                result.played_a[i, :n],
-                result.played_b[i, :n],
-                result.payoffs_a[i, :n],
-                result.payoffs_b[i, :n],
-                totals=(totals[i][0], totals[i][1]),
-                cooperations=(coops[i][0], coops[i][1]),
+                *row,
+                totals=total,
+                cooperations=coop,
             )
-            self.on_result(GameResult(plan, outcome))
-            self._tick(n)
+            on_result(GameResult(plan, outcome))
+            tick(n)
 
     def _write_game(self, plan: GamePlan, arrays: dict[str, Any], timestamp: str) -> None:
         """A whole game's rounds, to the sink (which writes them in plan order)."""

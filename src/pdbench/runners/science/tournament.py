@@ -95,19 +95,22 @@ def plan_matches(loaded: LoadedConfig) -> list[GamePlan]:
         for j in range(i if section.self_play else i + 1, len(players))
     ]
     seeds = [
-        (i, j, rep, seed)
+        match_seeds(cfg.run.seed, players[i].name, players[j].name, section.repetitions)
         for i, j in pairs
-        for rep, seed in enumerate(
-            match_seeds(cfg.run.seed, players[i].name, players[j].name, section.repetitions)
-        )
     ]
-    lengths = horizon.lengths(np.array([s[3] for s in seeds], dtype=np.uint64)).tolist()
+    flat = [seed for pair in seeds for seed in pair]
+    lengths = horizon.lengths(np.array(flat, dtype=np.uint64)).tolist()
     plans = []
-    for index, ((i, j, rep, seed), n) in enumerate(zip(seeds, lengths, strict=True)):
+    noise = cfg.game.noise
+    for (i, j), pair in zip(pairs, seeds, strict=True):
         agents = (players[i], players[j])
         logged = section.log_rounds or agents[0].is_llm or agents[1].is_llm
         label = f"{players[i].name}{SEPARATOR}{players[j].name}"
-        plans.append(GamePlan(index, label, rep, agents, seed, horizon, cfg.game.noise, n, logged))
+        first = len(plans)
+        plans += [
+            GamePlan(first + rep, label, rep, agents, seed, horizon, noise, n, logged)
+            for rep, (seed, n) in enumerate(zip(pair, lengths[first:], strict=False))
+        ]
     return plans
 
 
@@ -118,17 +121,22 @@ def tournament_tables(
     names = loaded.names
     cfg: TournamentConfig = loaded.config
     index = {name: i for i, name in enumerate(names)}
-    player_a = np.array([index[p.agents[0].name] for p in plans], dtype=np.int64)
-    player_b = np.array([index[p.agents[1].name] for p in plans], dtype=np.int64)
+    names_a = [p.agents[0].name for p in plans]
+    names_b = [p.agents[1].name for p in plans]
+    player_a = np.array([index[name] for name in names_a], dtype=np.int64)
+    player_b = np.array([index[name] for name in names_b], dtype=np.int64)
     games = [outcomes[p.index] for p in plans]
     lengths = np.array([p.n_rounds for p in plans], dtype=np.int64)
-    score_a, score_b = np.array([g.totals for g in games], dtype=np.float64).reshape(-1, 2).T
-    coop_a, coop_b = np.array([g.cooperations for g in games], dtype=np.int64).reshape(-1, 2).T
+    totals = [x for g in games for x in g.totals]  # type: ignore[union-attr]
+    score_a, score_b = np.array(totals, dtype=np.float64).reshape(-1, 2).T
+    coops = [x for g in games for x in g.cooperations]  # type: ignore[union-attr]
+    coop_a, coop_b = np.array(coops, dtype=np.int64).reshape(-1, 2).T
+    repetition = np.array([p.replicate for p in plans], dtype=np.int64)
     matches = {
         "match": np.arange(len(plans)),
-        "player_a": [p.agents[0].name for p in plans],
-        "player_b": [p.agents[1].name for p in plans],
-        "repetition": np.array([p.replicate for p in plans], dtype=np.int64),
+        "player_a": names_a,
+        "player_b": names_b,
+        "repetition": repetition,
         "seed": np.array([p.seed for p in plans], dtype=np.int64),
         "rounds": lengths,
         "score_a": score_a,
@@ -144,7 +152,7 @@ def tournament_tables(
         score_b=score_b,
         coop_a=coop_a,
         coop_b=coop_b,
-        repetition=np.array([p.replicate for p in plans], dtype=np.int64),
+        repetition=repetition,
     )
     rng = np.random.default_rng(derive_seed(cfg.run.seed, "leaderboard"))
     board = leaderboard(names, table, rng)

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pdbench.errors import RunError
+from pdbench.storage.parquet import arrow_array
 from pdbench.storage.record.fields import (
     CUM_FIELDS,
     LLM_FIELDS,
@@ -53,7 +54,7 @@ _DICT_FIELDS = frozenset(name for name, alias in ROUND_FIELD_TYPES.items() if al
     "agent_a_intended_action",
     "agent_b_intended_action",
 }
-_MOVES = pa.array(["D", "C"])
+_MOVES = arrow_array(["D", "C"])
 
 
 def _stored_type(name: str) -> pa.DataType:
@@ -77,7 +78,7 @@ class RoundsColumnsError(RunError):
 
 def _moves(cooperated: np.ndarray) -> pa.Array:
     return pa.DictionaryArray.from_arrays(
-        pa.array(np.asarray(cooperated, dtype=bool).astype(np.int32)), _MOVES
+        arrow_array(np.asarray(cooperated, dtype=bool).astype(np.int32)), _MOVES
     )
 
 
@@ -173,15 +174,15 @@ def games_batch(
 
     starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
     values.update(
-        round_index=pa.array(np.arange(n, dtype=np.int64) - np.repeat(starts, lengths)),
+        round_index=arrow_array(np.arange(n, dtype=np.int64) - np.repeat(starts, lengths)),
         agent_a_action=_moves(joined("played_a", bool)),
         agent_b_action=_moves(joined("played_b", bool)),
         agent_a_intended_action=_moves(joined("intended_a", bool)),
         agent_b_intended_action=_moves(joined("intended_b", bool)),
-        agent_a_payoff=pa.array(joined("payoffs_a", np.float64)),
-        agent_b_payoff=pa.array(joined("payoffs_b", np.float64)),
-        agent_a_parse_failure=pa.array(np.zeros(n, dtype=bool)),
-        agent_b_parse_failure=pa.array(np.zeros(n, dtype=bool)),
+        agent_a_payoff=arrow_array(joined("payoffs_a", np.float64)),
+        agent_b_payoff=arrow_array(joined("payoffs_b", np.float64)),
+        agent_a_parse_failure=arrow_array(np.zeros(n, dtype=bool)),
+        agent_b_parse_failure=arrow_array(np.zeros(n, dtype=bool)),
         agent_a_p_cooperate=pa.nulls(n, pa.float64()),
         agent_b_p_cooperate=pa.nulls(n, pa.float64()),
     )
@@ -199,12 +200,12 @@ def _per_game(
         uniq = list(dict.fromkeys(per_game))
         code = {v: i for i, v in enumerate(uniq)}
         indices = np.array([code[v] for v in per_game], dtype=np.int32)[game_of_row]
-        return pa.DictionaryArray.from_arrays(pa.array(indices), pa.array(uniq, pa.string()))
+        return pa.DictionaryArray.from_arrays(arrow_array(indices), arrow_array(uniq))
     if all(v is None for v in per_game):
         return pa.nulls(len(game_of_row), kind)
     if any(v is None for v in per_game):
         return pa.array([v for v, k in zip(per_game, lengths, strict=True) for _ in range(k)], kind)
-    return pa.array(np.repeat(np.array(per_game), lengths), kind)
+    return arrow_array(np.repeat(np.array(per_game), lengths)).cast(kind)
 
 
 def rewrite_columns(run_dir: Path, batches: Iterable[pa.RecordBatch]) -> None:
