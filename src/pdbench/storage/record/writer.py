@@ -45,11 +45,11 @@ class ColumnarRoundsWriter:
         self._grew(batch.num_rows)
 
     def add_lines(self, blob: bytes) -> None:
-        """One or more whole games as rounds.jsonl lines."""
+        """One or more whole games as rounds.jsonl lines (parsed when the part is written, so
+        a game ends without waiting for pyarrow)."""
         if blob.strip():
-            from pdbench.storage.record.columns import lines_batch
-
-            self.add_batch(lines_batch(blob))
+            self._held.append(_Lines(blob))
+            self._grew(blob.count(b"\n"))
 
     def _grew(self, rows: int) -> None:
         self._rows += rows
@@ -60,10 +60,14 @@ class ColumnarRoundsWriter:
         """Write the games held as one part (nothing when none is held)."""
         if not self._held:
             return
-        from pdbench.storage.record.columns import games_batch, games_of, write_part
+        from pdbench.storage.record.columns import games_batch, games_of, lines_batch, write_part
 
         batches = [
-            games_batch(h.keys, h.arrays, h.timestamps) if isinstance(h, _ArrayGames) else h
+            games_batch(h.keys, h.arrays, h.timestamps)
+            if isinstance(h, _ArrayGames)
+            else lines_batch(h.blob)
+            if isinstance(h, _Lines)
+            else h
             for h in self._held
         ]
         games: list[tuple[str, int, int, int]] = []
@@ -100,3 +104,10 @@ class _ArrayGames:
         self.keys.append(key)
         self.arrays.append(arrays)
         self.timestamps.append(timestamp)
+
+
+class _Lines:
+    """Whole games as rounds.jsonl lines, parsed when their part is written."""
+
+    def __init__(self, blob: bytes) -> None:
+        self.blob = blob
