@@ -391,11 +391,20 @@ def test_v10_sigterm_of_merge_exits_130_with_nothing_completed(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(
+    ("rename", "left"),
+    # merge's renames: manifest, rounds.jsonl, the rounds/ part, llm_calls.jsonl, aggregates
+    [(3, "rounds/.part-000000.parquet.*.tmp"), (5, ".aggregates.parquet.*.tmp")],
+)
 def test_s17_kill_9_of_merge_then_a_rerun_finishes(
-    study: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    study: dict[str, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    rename: int,
+    left: str,
 ) -> None:
     out = tmp_path / "m"
-    env = {**cli_env(), "N": "4", "SIG": str(int(signal.SIGKILL)), "PYTHONPATH": str(REPO)}
+    env = {**cli_env(), "N": str(rename), "SIG": str(int(signal.SIGKILL)), "PYTHONPATH": str(REPO)}
     args = [sys.executable, str(_killer(tmp_path)), "merge", str(out)]
     done = subprocess.run(
         args + [str(study["s1"]), str(study["s2"])],
@@ -407,11 +416,11 @@ def test_s17_kill_9_of_merge_then_a_rerun_finishes(
     assert done.returncode == -signal.SIGKILL, done.stderr
     manifest = json.loads((out / "run_manifest.json").read_text())
     assert manifest["status"] == "merging"
-    assert list(out.glob(".aggregates.parquet.*.tmp"))  # killed with its temporary file
+    assert list(out.glob(left))  # killed with its temporary file
     code, err = merge(out, [study["s1"], study["s2"]], capsys)
     assert code == 0, err
     _assert_equal_to_reference(out, study)
-    assert not list(out.glob(".*.tmp"))
+    assert not list(out.glob(".*.tmp")) and not list(out.glob("rounds/.*.tmp"))
 
 
 # ------------------------------------------------------------------------------------------
