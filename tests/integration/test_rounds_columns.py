@@ -268,3 +268,23 @@ def test_merged_shards_hold_the_rounds_of_one_run(
     assert pq.read_table(merged / "aggregates.parquet").equals(
         pq.read_table(whole / "aggregates.parquet")
     )
+
+
+def test_aggregate_and_profile_in_small_batches_equal_the_whole_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A condition read in many batches (a few games each) gives the aggregates and strategy
+    fits that rounds.jsonl read whole gives."""
+    from pdbench.storage.record import reader
+
+    out = _run(tmp_path, "both", MIXED_CONDITIONS, capsys)
+    batched = tmp_path / "batched"
+    shutil.copytree(out, batched)
+    shutil.rmtree(out / "rounds")  # out is read from rounds.jsonl, whole
+    monkeypatch.setattr(reader, "BATCH_ROUNDS", 30)  # games of up to 40 rounds: 1-2 a batch
+    for run_dir in (out, batched):
+        for command in ("aggregate", "profile"):
+            code, _, err = run_in_process([command, str(run_dir)], capsys)
+            assert code == 0, err
+    for name in ("aggregates.parquet", "strategy_fit.parquet"):
+        assert pq.read_table(batched / name).equals(pq.read_table(out / name)), name

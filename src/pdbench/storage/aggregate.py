@@ -117,11 +117,7 @@ def _aggregate_locked(run_dir: Path) -> list[dict[str, Any]]:
         manifest = read_manifest(run_dir, "experiment")
     except RunError as exc:
         raise RunDirError(str(exc)) from None
-    games = (
-        (condition, outcomes_from_table(table))
-        for condition, table in checked_condition_tables(run_dir, manifest)
-    )
-    return aggregate_games(run_dir, manifest, games)
+    return aggregate_games(run_dir, manifest, condition_outcomes(run_dir, manifest))
 
 
 def aggregate_games(
@@ -161,6 +157,25 @@ def aggregate_games(
     rows = add_sweep_columns(rows, coordinates)
     write_aggregates(rows, run_dir / AGGREGATES_FILE)
     return rows
+
+
+def condition_outcomes(
+    run_dir: Path, manifest: dict[str, Any]
+) -> Iterator[tuple[str | None, list[GameOutcome]]]:
+    """(condition, its games' outcomes) one condition at a time, read in checked batches
+    (`checked_condition_tables`): only one batch of rounds and one condition's outcomes are
+    held at once."""
+    current: str | None = None
+    outcomes: list[GameOutcome] = []
+    started = False
+    for condition, table in checked_condition_tables(run_dir, manifest):
+        if started and condition != current:
+            yield current, outcomes
+            outcomes = []
+        current, started = condition, True
+        outcomes += outcomes_from_table(table)
+    if started:
+        yield current, outcomes
 
 
 def checked_condition_tables(

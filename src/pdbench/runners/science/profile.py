@@ -39,8 +39,8 @@ from pdbench.core.strategy_gof import (
     round_design,
 )
 from pdbench.errors import RunError
-from pdbench.storage.aggregate import checked_condition_tables
-from pdbench.storage.record.table import RunDirError, outcomes_from_table
+from pdbench.storage.aggregate import condition_outcomes
+from pdbench.storage.record.table import RunDirError
 from pdbench.storage.run_dir import RunLock, read_manifest
 from pdbench.storage.strategy_fit import STRATEGY_FIT_FILE, write_strategy_fit
 
@@ -191,8 +191,8 @@ def profile_run(
     manifest = read_manifest(run_dir, "experiment")
     with RunLock(run_dir):
         rows = []
-        for _, table in checked_condition_tables(run_dir, manifest):
-            rows += profile_rows(manifest, outcomes_from_table(table), library, resamples)
+        for _, outcomes in condition_outcomes(run_dir, manifest):
+            rows += profile_rows(manifest, outcomes, library, resamples)
         path = run_dir / STRATEGY_FIT_FILE
         write_strategy_fit(rows, path, profile_settings(library, resamples))
     return ProfileResult(rows, path)

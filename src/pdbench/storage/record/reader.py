@@ -16,6 +16,8 @@ from typing import Any
 from pdbench.storage.record.fields import AGGREGATE_INPUT_FIELDS
 from pdbench.storage.schema import ROUNDS_FILE
 
+BATCH_ROUNDS = 1 << 18  # rounds read at a time by `condition_tables`
+
 
 def uses_columns(run_dir: Path, manifest: dict[str, Any] | None) -> bool:
     """Whether the run's rounds are read from its columnar parts."""
@@ -56,14 +58,14 @@ def condition_tables(
     manifest: dict[str, Any],
     fields: tuple[str, ...] = AGGREGATE_INPUT_FIELDS,
 ) -> Iterator[tuple[str | None, Any]]:
-    """(condition, its rounds) one condition at a time, in the manifest's order, so a caller
-    holds one condition in memory; conditions stored but not planned come last. Without
-    columnar parts, the whole of rounds.jsonl comes as one table, with condition None."""
+    """(condition, rounds of some of its games) in batches of whole games of about
+    `BATCH_ROUNDS` rounds, the conditions in the manifest's order (a condition's batches one
+    after the other; one empty table for a condition without games; conditions stored but not
+    planned come last), so a caller holds one batch of rounds at a time. Without columnar
+    parts, the whole of rounds.jsonl comes as one table, with condition None."""
     if not uses_columns(run_dir, manifest):
         yield None, read_rounds(run_dir, manifest, fields)
         return
-    import pyarrow as pa
-
     from pdbench.storage.record.columns import ColumnsReader, empty_table
 
     reader = ColumnsReader(Path(run_dir))
@@ -73,8 +75,12 @@ def condition_tables(
     names = _condition_names(manifest)
     names += [c for c in by_condition if c not in names]
     for name in names:
-        tables = list(reader.games(fields, by_condition.get(name, [])))
-        yield name, pa.concat_tables(tables) if tables else empty_table(fields)
+        found = False
+        for table in reader.games(fields, by_condition.get(name, []), BATCH_ROUNDS):
+            found = True
+            yield name, table
+        if not found:
+            yield name, empty_table(fields)
 
 
 def read_game_rounds(
