@@ -288,3 +288,31 @@ def test_aggregate_and_profile_in_small_batches_equal_the_whole_file(
             assert code == 0, err
     for name in ("aggregates.parquet", "strategy_fit.parquet"):
         assert pq.read_table(batched / name).equals(pq.read_table(out / name)), name
+
+
+def test_a_stopped_session_leaves_rounds_jsonl_as_the_log_and_resume_rebuilds_the_columns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A budget stops the run: rounds/ is not written from its games (nothing slow on the way
+    out) and the manifest has no stamp, so readers take rounds.jsonl; the resumed run's rounds/
+    holds exactly rounds.jsonl's rounds."""
+    out = tmp_path / "run"
+    data = experiment(
+        MIXED_CONDITIONS,
+        replicates=3,
+        horizon={"type": "fixed", "n_rounds": 12},
+        run={"output_dir": str(out), "budget": {"max_calls": 20}},
+    )
+    cfg = write_config(data, tmp_path / "cfg")
+    code, _, err = run_in_process(["run", str(cfg), "--no-cache"], capsys)
+    assert code != 0 and "budget" in err
+    manifest = orjson.loads((out / "run_manifest.json").read_bytes())
+    assert manifest["status"] == "stopped" and "rounds_jsonl_stamp" not in manifest
+    assert not columns.part_paths(out)
+    data["run"]["budget"] = {"max_calls": None}
+    cfg = write_config(data, tmp_path / "cfg")
+    code, _, err = run_in_process(["resume", str(out), "--no-cache"], capsys)
+    assert code == 0, err
+    expected = read_rounds_table(out / "rounds.jsonl", ROUND_FIELDS, required=())
+    assert expected.num_rows == 3 * 3 * 12
+    assert columns.read_table(out, ROUND_FIELDS).equals(expected)

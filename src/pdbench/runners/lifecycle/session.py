@@ -172,6 +172,10 @@ class RunSession:
             status, error = "failed", f"{type(exc).__name__}: {exc}"
             raise
         finally:
+            if status != "completed" and keeps_jsonl(self._rounds_log):
+                # A stopped session's log is rounds.jsonl: its games are not parsed into
+                # rounds/ now (nothing slow on the way out of Ctrl-C); resume rebuilds rounds/.
+                writer.columns = None
             closing = close_all(writer, calls_log, cache)
             if closing and status == "completed":
                 status, error = "failed", f"cannot write to {self.run_dir} ({closing})"
@@ -383,8 +387,12 @@ class RunSession:
         usage["spent_all_sessions"] = spending(self.run_dir)
         error = redact(error) if error else None
         manifest.update(status=status, error=error, finished_at_utc=utc_now(), usage=usage)
-        if keeps_columns(self._rounds_log):
+        if keeps_columns(self._rounds_log) and (
+            status == "completed" or not keeps_jsonl(self._rounds_log)
+        ):
             manifest[JSONL_STAMP_KEY] = jsonl_stamp(self.run_dir)
+        else:  # rounds/ may lack this session's games: readers take rounds.jsonl
+            manifest.pop(JSONL_STAMP_KEY, None)
         broker = getattr(self, "_models", None)
         if broker is not None and (broker.listed_models or broker.answered_models):
             models = dict(manifest.get("models") or {})  # earlier sessions' names stay
