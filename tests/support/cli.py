@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -33,6 +34,7 @@ def cli_env() -> dict[str, str]:
     """This process's environment, with unbuffered output for a child that may be killed."""
     env = dict(os.environ)
     env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONFAULTHANDLER"] = "1"  # a hung child shows its threads on SIGABRT
     return env
 
 
@@ -74,4 +76,12 @@ def signal_when_lines(
         time.sleep(0.01)
     assert proc.poll() is None, "the run ended before it could be interrupted"
     proc.send_signal(sig)
-    proc.wait(timeout=timeout)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:  # say where it hangs: faulthandler dumps every thread
+        proc.send_signal(signal.SIGABRT)
+        _, err = proc.communicate(timeout=30)
+        raise AssertionError(
+            f"pdbench did not end within {timeout:g} s of signal {sig}; its stderr ends:\n"
+            f"{(err or '')[-8000:]}"
+        ) from None
