@@ -21,7 +21,13 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from tests.support.cli import cli_env, run_process, signal_when_lines, start_process
+from tests.support.cli import (
+    cli_env,
+    default_sigint,
+    run_process,
+    signal_when_lines,
+    start_process,
+)
 from tests.support.configs import execute
 
 from pdbench.errors import RunError
@@ -159,6 +165,7 @@ def start_gated_and_stop(cfg: Path, out: Path, cache: Path, sig: int) -> subproc
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_sigint,
     )
     signal_when_lines(proc, rounds, N_ROUNDS, sig)
     return proc

@@ -60,8 +60,16 @@ def start_process(args: list[str], cwd: Path) -> subprocess.Popen[str]:
         env=cli_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        preexec_fn=default_sigint,
         text=True,
     )
+
+
+def default_sigint() -> None:
+    """For a child that a test stops with SIGINT (Ctrl-C): the default disposition, whatever
+    the test runner inherited (a shell's background job ignores SIGINT, and so would the child,
+    which would then never stop)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def signal_when_lines(
