@@ -125,6 +125,29 @@ def test_a_game_spanning_row_groups_is_read_from_them_only(
         assert read[-1] == list(range(first // 7, (first + len(want) - 1) // 7 + 1))
 
 
+def _killed_copy(whole: Path, broken: Path) -> None:
+    """A copy of a finished run whose manifest says `running`, as a kill -9 leaves it."""
+    shutil.copytree(whole, broken)
+    manifest = orjson.loads((broken / "run_manifest.json").read_bytes())
+    manifest["status"] = "running"
+    (broken / "run_manifest.json").write_bytes(orjson.dumps(manifest))
+
+
+def _resume_equals(
+    tmp_path: Path, whole: Path, broken: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[str, ...]:
+    """Resume `broken` with the whole run's config; its columns equal the whole run's. Returns
+    the fields compared (timestamps aside)."""
+    cfg = tmp_path / "cfg_whole" / "config.yaml"
+    code, _, err = run_in_process(
+        ["run", str(cfg), "--resume", "--output-dir", str(broken)], capsys
+    )
+    assert code == 0, err
+    fields = tuple(f for f in ROUND_FIELDS if f != "timestamp_utc")
+    assert columns.read_table(broken, fields).equals(columns.read_table(whole, fields))
+    return fields
+
+
 def test_columns_only_resume_after_lost_parts_gives_the_same_rounds(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -135,20 +158,11 @@ def test_columns_only_resume_after_lost_parts_gives_the_same_rounds(
     parts = columns.part_paths(whole)
     assert len(parts) >= 3
     broken = tmp_path / "broken"
-    shutil.copytree(whole, broken)
-    manifest = orjson.loads((broken / "run_manifest.json").read_bytes())
-    manifest["status"] = "running"  # as a kill -9 leaves it
-    (broken / "run_manifest.json").write_bytes(orjson.dumps(manifest))
+    _killed_copy(whole, broken)
     (broken / "aggregates.parquet").unlink()
     for path in columns.part_paths(broken)[1:]:  # parts not written before the kill
         path.unlink()
-    cfg = tmp_path / "cfg_whole" / "config.yaml"
-    code, _, err = run_in_process(
-        ["run", str(cfg), "--resume", "--output-dir", str(broken)], capsys
-    )
-    assert code == 0, err
-    fields = tuple(f for f in ROUND_FIELDS if f != "timestamp_utc")
-    assert columns.read_table(broken, fields).equals(columns.read_table(whole, fields))
+    _resume_equals(tmp_path, whole, broken, capsys)
     assert pq.read_table(broken / "aggregates.parquet").equals(
         pq.read_table(whole / "aggregates.parquet")
     )
@@ -159,20 +173,11 @@ def test_both_resume_rebuilds_the_columns_from_rounds_jsonl(
 ) -> None:
     whole = _run(tmp_path, "whole", POLICY_CONDITIONS, capsys)
     broken = tmp_path / "broken"
-    shutil.copytree(whole, broken)
+    _killed_copy(whole, broken)
     shutil.rmtree(broken / "rounds")  # the parts lag rounds.jsonl after a kill
     data = (broken / "rounds.jsonl").read_bytes()
     (broken / "rounds.jsonl").write_bytes(data[: len(data) // 2 + 17])  # a torn line
-    manifest = orjson.loads((broken / "run_manifest.json").read_bytes())
-    manifest["status"] = "running"
-    (broken / "run_manifest.json").write_bytes(orjson.dumps(manifest))
-    cfg = tmp_path / "cfg_whole" / "config.yaml"
-    code, _, err = run_in_process(
-        ["run", str(cfg), "--resume", "--output-dir", str(broken)], capsys
-    )
-    assert code == 0, err
-    fields = tuple(f for f in ROUND_FIELDS if f != "timestamp_utc")
-    assert columns.read_table(broken, fields).equals(columns.read_table(whole, fields))
+    fields = _resume_equals(tmp_path, whole, broken, capsys)
     assert read_rounds_table(broken / "rounds.jsonl", fields, required=()).equals(
         read_rounds_table(whole / "rounds.jsonl", fields, required=())
     )
