@@ -456,4 +456,20 @@ def test_replay_shows_the_llm_reply_and_its_retries(
     meant = {"C": "Cooperate", "D": "Defect"}[record["agent_a_intended_action"]]
     assert shown["fallback"] == f"▲ fallback move {meant} after {n} invalid replies"
     page.locator("iframe").first.screenshot(path=str(tmp_path / "replay_llm_fallback.png"))
+    # The controls and the jumps stay put while the rounds change under them: a reply with retries or a
+    # fallback is taller than one without, and a Pause button that moved would miss the click.
+    tops = frame.evaluate(
+        """n => {
+            const scrub = document.getElementById("pdb-scrub"), tops = [];
+            for (let r = 1; r <= n; r++) {
+                scrub.value = r;
+                scrub.dispatchEvent(new Event("input"));
+                tops.push(["#pdb-play", '[data-jump="next-fallback"]'].map(
+                    s => document.querySelector(s).getBoundingClientRect().top));
+            }
+            return tops;
+        }""",
+        len(records),
+    )
+    assert len({tuple(t) for t in tops}) == 1, tops
     _no_errors(page, errors)

@@ -143,6 +143,10 @@ PDB.replay = function (root, g, colors, speed) {
   var ca = cumsum(g.pa), cb = cumsum(g.pb);
   var label = el("div", "pdb-label", root);
   label.id = "pdb-label";
+  // The controls and the jumps sit above the stage: a move card grows with its reply's retries
+  // and notes, and buttons below it would move under the pointer from one round to the next.
+  var panel = el("div", "pdb-panel", root);
+  var jumps = el("div", "pdb-jumps", root);
   var stage = el("div", "pdb-stage", root);
   var cards = [], mid;
   for (var s = 0; s < 2; s++) {
@@ -160,7 +164,7 @@ PDB.replay = function (root, g, colors, speed) {
     if (s === 0) mid = el("div", "pdb-lead", stage);
   }
   var tl = null;
-  var pb = new PDB.Playback(el("div", "pdb-panel", root), 1, g.n, 1, speed, "ms per round",
+  var pb = new PDB.Playback(panel, 1, g.n, 1, speed, "ms per round",
     function (r) {
       var mv = [g.a[r - 1], g.b[r - 1]], meant = [g.fa[r - 1], g.fb[r - 1]];
       var fb = [g.xa[r - 1] === "1", g.xb[r - 1] === "1"], pay = [g.pa[r - 1], g.pb[r - 1]];
@@ -186,7 +190,6 @@ PDB.replay = function (root, g, colors, speed) {
         (lead > 0 ? "A" : "B") + " leads by " + num(Math.abs(lead));
       if (tl) tl.setCursor(r);
     });
-  var jumps = el("div", "pdb-jumps", root);
   var kinds = [["defection", g.defect], ["noise flip", g.flipAny], ["fallback", g.fallAny]];
   kinds.forEach(function (k) {
     var grp = el("span", "pdb-jump", jumps);
