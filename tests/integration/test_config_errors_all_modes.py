@@ -76,7 +76,8 @@ def errors(tmp_path: Path, data: dict[str, Any], loader: Any) -> list[str]:
         (tournament_data(["TFT", 5]), "tournament.players[1]: an agent is a policy name"),
         (
             tournament_data(["TFT", {"type": "policy", "policy": "TFT", "colour": 1}]),
-            "tournament.players[1].colour: unknown key (valid: type, policy, name, history_window, params)",
+            "tournament.players[1].colour: unknown key (valid: type, policy, name, history_window, params, "
+            "talk, talk_text)",
         ),
         (
             tournament_data(

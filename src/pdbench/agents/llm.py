@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pdbench.agents.base import AgentBase
+from pdbench.agents.llm_talk import messages_block
 from pdbench.agents.providers.base import CallTag, CompletionRequest, Provider
 from pdbench.core.config import LLMAgentConfig
 from pdbench.core.parse import (
@@ -55,11 +56,12 @@ ROUND_FIELDS = (
     "my_defections",
     "opp_cooperations",
     "opp_defections",
+    "messages",  # the messages the agent can see (games with a message channel)
 )
 # The history and first-round blocks take every round field but the block itself.
 BLOCK_FIELDS = tuple(name for name in ROUND_FIELDS if name != "history_block")
 HISTORY_LINE_FIELDS = ("round", "my_move", "opp_move", "my_payoff", "opp_payoff", "C", "D")
-OPTIONAL_PROMPTS = ("history_line", "history", "first_round")
+OPTIONAL_PROMPTS = ("history_line", "history", "first_round", "message")
 DEFAULT_HISTORY_LINE = (
     "Round {round}: you played {my_move}, the opponent played {opp_move}; "
     "you got {my_payoff}, they got {opp_payoff}."
@@ -82,6 +84,7 @@ class PromptTemplates:
     history_line: str = DEFAULT_HISTORY_LINE
     history: str | None = None
     first_round: str | None = None
+    message: str | None = None  # the message prompt (games with talk; see agents/llm_talk.py)
     # True: sent byte for byte (each file's one final newline dropped); False: stripped.
     verbatim: bool = False
 
@@ -178,10 +181,13 @@ def render_round(
     payoff_scale: float = 1.0,
     templates: PromptTemplates | None = None,
     swap_options: bool = False,
+    extra: Mapping[str, object] | None = None,
 ) -> str:
     """The round prompt for this observation (moves in the agent's labels, payoffs times
     `payoff_scale`). `templates` gives the history line and blocks and whether the text is sent
-    verbatim; `swap_options` lists the options D first ({first_option}, {second_option})."""
+    verbatim; `swap_options` lists the options D first ({first_option}, {second_option});
+    `extra` adds values (the message prompt's). Messages the agent can see are `{messages}`; a
+    template without it shows them after the history section (or at the end)."""
     k = payoff_scale
     verbatim = templates is not None and templates.verbatim
     word = {Action.C: labels[0], Action.D: labels[1]}
@@ -263,6 +269,15 @@ def render_round(
         "opp_cooperations": "" if theirs is None else theirs,
         "opp_defections": "" if theirs is None else obs.round_index - theirs,
     }
+    talk = messages_block(obs.messages) if obs.messages else ""
+    values["messages"] = talk
+    if extra:
+        values.update(extra)
+    if talk and "{messages}" not in template:
+        if "{history_section}" in template:
+            values["history_section"] = f"{section}\n\n{talk}"
+        else:
+            template = f"{template.rstrip()}\n\n{talk}\n"
     block = None
     if templates is not None:
         block = templates.first_round if obs.round_index == 0 else templates.history
@@ -298,12 +313,18 @@ class LLMAgent(AgentBase):
         """The seed passed with one provider call (a pure function of agent seed, round, attempt)."""
         return counter_bits(self.seed, round_index, Purpose.PROVIDER, attempt) >> 1
 
-    def round_prompt(self, obs: Observation) -> str:
-        """The round prompt this agent is shown for `obs`."""
+    def round_prompt(
+        self,
+        obs: Observation,
+        template: str | None = None,
+        extra: Mapping[str, object] | None = None,
+    ) -> str:
+        """The round prompt this agent is shown for `obs` (another `template`, with `extra`
+        values: the message prompt)."""
         cfg = self.config
         swap = counter_bits(self.seed, obs.round_index, Purpose.PROMPT, 0) & 1
         return render_round(
-            self.templates.round,
+            template or self.templates.round,
             obs,
             cfg.history_window,
             cfg.output_format,
@@ -311,6 +332,7 @@ class LLMAgent(AgentBase):
             cfg.payoff_scale,
             self.templates,
             bool(swap),
+            extra,
         )
 
     async def decide(self, obs: Observation) -> Decision:

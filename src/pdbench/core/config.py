@@ -16,11 +16,18 @@ import re
 from typing import Annotated, Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from pdbench.core.horizon import FixedHorizon, GeometricHorizon, Horizon
 from pdbench.core.metrics import CollapseParams
 from pdbench.core.payoff import DEFAULT_MATRIX, PayoffMatrix
+from pdbench.core.strict import Strict
+from pdbench.core.talk import (
+    MESSAGE_RULES,
+    CommunicationConfig,
+    CommunicationOverride,
+    rule_names,
+)
 from pdbench.redact import redact_url
 
 Loc = tuple[str | int, ...]
@@ -34,22 +41,9 @@ MIN_STOP_PROB = 1e-6  # a geometric horizon's expected length is at most a milli
 MAX_REPEATS = 100_000  # replicates, repetitions
 MAX_GENERATIONS = 10_000_000
 MAX_POPULATION = 10_000  # individuals of an evolving population
-MAX_TEXT = 10_000  # characters of a name, model, path or URL
 MAX_GAMES = 1_000_000  # games a run plans (conditions x replicates, matches, pool matches)
 MAX_TOTAL_ROUNDS = 10**10  # rounds a run plans (expected, for geometric horizons)
 MAX_DRAWN_ROUNDS = 10**8  # expected rounds of geometric games, whose lengths planning draws
-
-
-class Strict(BaseModel):
-    """Base model: unknown keys are errors and types are exact (`true` is not 1, `"3"` is not 3);
-    `removed_keys` explains keys that no longer exist."""
-
-    # defer_build: a model's validator is built when it first validates, so a command builds
-    # its own kind of config only (building them all took a fifth of a second at start-up).
-    model_config = ConfigDict(
-        extra="forbid", strict=True, str_max_length=MAX_TEXT, defer_build=True
-    )
-    removed_keys: ClassVar[dict[str, str]] = {}
 
 
 class BudgetConfig(Strict):
@@ -191,6 +185,19 @@ class PolicyAgentConfig(Strict):
     name: str | None = None
     history_window: int | None = Field(default=None, ge=0)
     params: PolicyParams = Field(default_factory=PolicyParams)
+    # What it says when the game has a message channel (pdbench.core.talk's message rules).
+    talk: str = "silent"
+    talk_text: str | None = Field(default=None, min_length=1, max_length=10_000)
+
+    @model_validator(mode="after")
+    def _known_talk(self) -> PolicyAgentConfig:
+        if self.talk not in MESSAGE_RULES:
+            raise ValueError(
+                f"talk: unknown message rule (got {self.talk!r}; valid: {', '.join(rule_names())})"
+            )
+        if (self.talk == "fixed") != (self.talk_text is not None):
+            raise ValueError("talk_text is the message of talk: fixed, and only of it")
+        return self
 
     def display_name(self) -> str:
         """Name used in artifacts."""
@@ -209,6 +216,9 @@ class PromptFiles(Strict):
     history_line: str | None = None
     history: str | None = None
     first_round: str | None = None
+    # The prompt that asks for a message, in games with a message channel (null: the built-in
+    # one of pdbench.agents.llm_talk).
+    message: str | None = None
 
 
 class MockSettings(Strict):
@@ -421,6 +431,8 @@ class HumanAgentConfig(Strict):
     moves: Annotated[list[str], BeforeValidator(_moves_shorthand)] = Field(
         min_length=1, max_length=MAX_ROUNDS
     )
+    # What the person typed before each move, in a game with a message channel ("": nothing).
+    messages: list[str] = Field(default_factory=list, max_length=MAX_ROUNDS)
 
     @field_validator("moves")
     @classmethod
@@ -468,6 +480,7 @@ class ConditionConfig(Strict):
     agent_b: AgentConfig
     horizon: HorizonConfig | None = None
     noise: float | None = Field(default=None, ge=0.0, le=0.5)
+    communication: CommunicationOverride | None = None
 
 
 class ExperimentSection(Strict):
@@ -561,6 +574,14 @@ class ExperimentConfig(ModeConfig):
     kind: ClassVar[str] = "experiment"
     experiment: ExperimentSection
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
+    # The message channel of every condition (a condition may change it; see core/talk.py).
+    communication: CommunicationConfig = Field(default_factory=CommunicationConfig)
+
+    def communication_of(self, cond: ConditionConfig) -> CommunicationConfig:
+        """The message channel of one condition."""
+        if cond.communication is None:
+            return self.communication
+        return cond.communication.over(self.communication)
 
     def games_planned(self) -> list[tuple[int, HorizonConfig]]:
         """Replicates of every condition, with the condition's horizon."""

@@ -51,6 +51,13 @@ from pdbench.core.stats import (
     resample_weights,
     share_interval,
 )
+from pdbench.core.talk_metrics import (
+    TALK_COLUMNS,
+    TALK_COUNT_COLUMNS,
+    TALK_POOLED_COLUMNS,
+    TalkTrack,
+    talk_columns,
+)
 
 DEFAULT_COLLAPSE_K = 10
 DEFAULT_COLLAPSE_THRESHOLD = 0.2
@@ -83,13 +90,18 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "collapsed_fraction",
     *behaviour_column_names("a"),
     *behaviour_column_names("b"),
+    *TALK_COLUMNS,
 )
 
 # Visit counts of the memory-one states: summed over games on the condition row, no interval.
-COUNT_COLUMNS: tuple[str, ...] = tuple(f"agent_{side}_n_{s}" for side in "ab" for s in STATES)
+COUNT_COLUMNS: tuple[str, ...] = (
+    *(f"agent_{side}_n_{s}" for side in "ab" for s in STATES),
+    *TALK_COUNT_COLUMNS,
+)
 # Pooled ratios: condition value = summed cooperations / summed visits.
 POOLED_COLUMNS: dict[str, str] = {
-    f"agent_{side}_p_coop_after_{s}": f"agent_{side}_n_{s}" for side in "ab" for s in STATES
+    **{f"agent_{side}_p_coop_after_{s}": f"agent_{side}_n_{s}" for side in "ab" for s in STATES},
+    **TALK_POOLED_COLUMNS,  # say-do rates (core/talk_metrics.py)
 }
 # Shares of games: a yes/no value per game (kind `share`, a Wilson interval).
 SHARE_COLUMNS: frozenset[str] = frozenset(
@@ -273,6 +285,7 @@ def games_metrics(
                 ),
                 **behaviour_a[i],
                 **behaviour_b[i],
+                **talk_columns(game.talk),
             }
         )
     return out
@@ -673,6 +686,7 @@ class GameOutcome:
     b_p_cooperate: np.ndarray | None = None
     totals: tuple[float, float] | None = None
     cooperations: tuple[int, int] | None = None
+    talk: tuple[TalkTrack, TalkTrack] | None = None  # games with a message channel
 
     def __post_init__(self) -> None:
         if self.totals is None:

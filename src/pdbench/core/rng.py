@@ -28,6 +28,7 @@ class Purpose(IntEnum):
     NOISE = 3
     PROVIDER = 4
     PROMPT = 5  # the order a prompt lists the two options in
+    MESSAGE = 6  # the seed of a message call (games with a message channel)
 
 
 def mix64(x: int) -> int:

@@ -67,6 +67,9 @@ def target_parts(path: str) -> list[str]:
     return parts
 
 
+SWEEP_ROOTS = ("agent_a", "agent_b", "horizon", "game", "noise", "communication")
+
+
 def _target(condition: dict[str, Any], path: str, horizon: Any) -> tuple[dict[str, Any], str]:
     """The mapping and key a sweep path sets inside a condition (created when missing)."""
     parts = target_parts(path)
@@ -166,9 +169,12 @@ def expand_sweep(
     for path, values in sweep.items():
         if not isinstance(values, list) or not values:
             problems.append((path, f"must be a non-empty list of values (got {values!r})"))
-        elif path.split(".")[0] not in ("agent_a", "agent_b", "horizon", "game", "noise"):
+        elif path.split(".")[0] not in SWEEP_ROOTS:
             problems.append(
-                (path, "must start with agent_a, agent_b, horizon, game.noise or noise")
+                (
+                    path,
+                    "must start with agent_a, agent_b, horizon, game.noise, noise or communication",
+                )
             )
     names = [c.get("name") for c in conditions if isinstance(c, dict)]
     for name in only or []:

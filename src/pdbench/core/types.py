@@ -31,6 +31,16 @@ class HistoryEntry(NamedTuple):
     opp_payoff: float
 
 
+class SeenMessage(NamedTuple):
+    """A message as one agent is shown it: the round whose move it preceded (0-based), its turn
+    in that exchange, whether this agent wrote it, and its text."""
+
+    round_index: int
+    turn: int
+    mine: bool
+    text: str
+
+
 @dataclass(frozen=True, slots=True)
 class Observation:
     """Everything one agent is shown before it moves in one round.
@@ -52,6 +62,8 @@ class Observation:
     # Cooperations over the whole game so far (None, like the totals, when not told).
     my_cooperations: int | None = None
     opponent_cooperations: int | None = None
+    # Messages this agent can see now (games with a message channel; see pdbench.core.talk).
+    messages: tuple[SeenMessage, ...] = ()
 
     @property
     def round_number(self) -> int:
@@ -96,3 +108,31 @@ class Decision:
     system_prompt: str | None = None
     round_prompt: str | None = None
     p_cooperate: float | None = None  # the model's P(C) for the move it made, when known
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message of a game: the round whose move it precedes (0-based), its turn in the
+    exchange, its writer's seat (0: A, 1: B), its text, and its intention (the move it says its
+    writer will make next) with where that came from (`declared`, `phrases` or `none`)."""
+
+    round_index: int
+    turn: int
+    side: int
+    text: str
+    intent: Action | None = None
+    source: str = "none"
+
+
+@dataclass(slots=True)
+class Utterance:
+    """What an agent wrote in one turn and how: its text, the intention it declared (or None:
+    read from the text by the caller), the provider attempts (LLM agents) and the message prompt,
+    and `fallback` when no reply was usable (the agent then said nothing)."""
+
+    text: str
+    intent: Action | None = None
+    source: str = "none"
+    attempts: list[Attempt] = field(default_factory=list)
+    prompt: str | None = None
+    fallback: bool = False

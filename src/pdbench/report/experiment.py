@@ -19,6 +19,7 @@ from pdbench.core.stats import METHODS
 from pdbench.report.format import fmt
 from pdbench.report.study import axes_section, published_section
 from pdbench.report.svg import Point, band_chart, interval_dots
+from pdbench.report.talk import talk_section
 from pdbench.storage.aggregate import series_cell
 
 AGENT_COLORS = {"a": "#3b6fd8", "b": "#e08a1e"}
@@ -380,6 +381,7 @@ def experiment_sections(
         over_time_section(conditions),
         memory_one_section(conditions),
         strategy_section(fits),
+        talk_section(conditions),
         fallback_section(conditions),
         comparisons_section(comparisons),
     ]

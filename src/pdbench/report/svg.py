@@ -34,13 +34,33 @@ def x_scale(value: float, lo: float, hi: float, left: float, width: float) -> fl
     return left + (value - lo) / (hi - lo) * width if hi > lo else left
 
 
+TITLE_CHAR_EM = 0.62  # the widest average advance of a bold title character, in ems
+
+
+def title_fit(title: str, width: float) -> tuple[str, float]:
+    """The title as drawn in `width - 16` pixels and its font size: 14 px, smaller (down to
+    10 px) when it would not fit, and at 10 px cut with an ellipsis (the whole title stays the
+    chart's tooltip and accessible name)."""
+    room = width - 16
+    size = min(14.0, room / max(1, len(title)) / TITLE_CHAR_EM)
+    if size >= 10.0:
+        return title, round(size, 1)
+    keep = max(1, int(room / (10.0 * TITLE_CHAR_EM)) - 1)
+    return title[:keep].rstrip() + "…", 10.0
+
+
 def _open(width: int, height: int, title: str) -> list[str]:
+    shown, size = title_fit(title, width)
     return [
         f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' "
         f"viewBox='0 0 {width} {height}' role='img' aria-label='{escape(title, quote=True)}' {FONT}>",
         f"<title>{escape(title)}</title>",
-        f"<text x='8' y='18' font-size='14' font-weight='600' fill='{INK}'>{escape(title)}</text>",
+        f"<text x='8' y='18' font-size='{size:g}' font-weight='600' fill='{INK}'>"
+        f"{escape(shown)}</text>",
     ]
+
+
+LABEL_CHAR_PX = 7.2  # the widest average character advance of the 12 px labels (DejaVu Sans)
 
 
 def interval_dots(
@@ -52,9 +72,11 @@ def interval_dots(
     percent: bool = True,
     legend: Sequence[tuple[str, str]] = (),
 ) -> str:
-    """Horizontal dot-and-whisker chart: one row per point, value with its interval."""
-    label_w, width, row_h = 260, 680, 24
-    plot_w = width - label_w - 90
+    """Horizontal dot-and-whisker chart: one row per point, value with its interval. The label
+    column is as wide as the longest label needs (`LABEL_CHAR_PX` a character), so none is cut."""
+    longest = max((len(p.label) for p in points), default=0)
+    label_w, plot_w, row_h = max(260, int(longest * LABEL_CHAR_PX) + 16), 330, 24
+    width = label_w + plot_w + 90
     top = 40 if not legend else 58
     height = top + row_h * len(points) + 44
     out = _open(width, height, title)

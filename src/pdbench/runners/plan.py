@@ -19,9 +19,19 @@ def expected_llm_calls(plans: list[GamePlan]) -> tuple[int, int]:
     for plan in plans:
         for spec in plan.agents:
             if isinstance(spec.config, LLMAgentConfig):
-                low += plan.n_rounds
-                high += plan.n_rounds * (1 + spec.config.max_retries)
+                low += calls_per_game(plan)
+                high += calls_per_game(plan) * (1 + spec.config.max_retries)
     return low, high
+
+
+def calls_per_game(plan: GamePlan) -> int:
+    """Provider calls an LLM agent makes in a game without retries: one a move, and one a
+    message per turn of each exchange when the game has a message channel."""
+    channel = plan.communication
+    if channel is None or not channel.enabled:
+        return plan.n_rounds
+    exchanges = plan.n_rounds if channel.mode == "every_round" else min(1, plan.n_rounds)
+    return plan.n_rounds + exchanges * channel.turns
 
 
 def estimate_tokens(loaded: LoadedConfig, plans: list[GamePlan]) -> tuple[int, int]:
@@ -74,11 +84,12 @@ def estimate_per_model(loaded: LoadedConfig, plans: list[GamePlan]) -> dict[str,
                     "cost_usd": 0.0,
                 },
             )
-            tokens_in = (len(system) + len(prompt)) // 4 * plan.n_rounds
-            tokens_out = agent.max_tokens * plan.n_rounds
+            calls = calls_per_game(plan)
+            tokens_in = (len(system) + len(prompt)) // 4 * calls
+            tokens_out = agent.max_tokens * calls
             entry["games"] += 1
-            entry["calls"] += plan.n_rounds
-            entry["calls_max"] += plan.n_rounds * (1 + agent.max_retries)
+            entry["calls"] += calls
+            entry["calls_max"] += calls * (1 + agent.max_retries)
             entry["tokens_in"] += tokens_in
             entry["tokens_out"] += tokens_out
             price = price_per_token(agent)

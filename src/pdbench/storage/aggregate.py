@@ -13,6 +13,7 @@ from pdbench.core.metrics import CollapseParams, GameOutcome, aggregate_rows
 from pdbench.errors import RunError
 from pdbench.storage.intervals import interval_settings, metric_designs, with_intervals
 from pdbench.storage.parquet import write_rows
+from pdbench.storage.record.fields import TALK_INPUT_FIELDS
 from pdbench.storage.record.table import (
     RunDirError,
     check_all_games,
@@ -168,7 +169,7 @@ def condition_outcomes(
     current: str | None = None
     outcomes: list[GameOutcome] = []
     started = False
-    for condition, table in checked_condition_tables(run_dir, manifest):
+    for condition, table in checked_condition_tables(run_dir, manifest, input_fields(manifest)):
         if started and condition != current:
             yield current, outcomes
             outcomes = []
@@ -176,6 +177,16 @@ def condition_outcomes(
         outcomes += outcomes_from_table(table)
     if started:
         yield current, outcomes
+
+
+def input_fields(manifest: dict[str, Any]) -> tuple[str, ...]:
+    """The record fields the metrics read: with the talk fields when a condition of the run
+    has a message channel."""
+    conditions = manifest.get("conditions")
+    talks = isinstance(conditions, list) and any(
+        isinstance(c, dict) and c.get("communication") for c in conditions
+    )
+    return AGGREGATE_INPUT_FIELDS + TALK_INPUT_FIELDS if talks else AGGREGATE_INPUT_FIELDS
 
 
 def checked_condition_tables(

@@ -57,6 +57,8 @@ class CompletionRequest:
     logprobs: bool = False
     labels: tuple[str, str] = ("C", "D")  # the words shown for C and D (choice constrains to them)
     mode: str = "chat"  # the agent's prompt_mode: chat, user or completion
+    purpose: str = "move"  # what the call is for: a move, or a message (games with talk)
+    turn: int = 0  # a message's turn in its exchange
 
 
 TOP_LOGPROBS = 20  # alternatives asked per token (OpenAI's maximum)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import math
 import re
 
@@ -24,6 +25,8 @@ from pdbench.agents.providers.base import (
 )
 from pdbench.core.config import LLMAgentConfig
 from pdbench.core.parse import Labels, TokenLogprobs, parse_action
+from pdbench.core.talk import read_intent
+from pdbench.core.types import Action
 
 _PERSONA_RE = re.compile(r"persona:\s*([a-z_]+)", re.IGNORECASE)
 _JSON_RE = re.compile(r'\{"action"', re.IGNORECASE)
@@ -80,7 +83,48 @@ def mock_p_cooperate(persona: str | None, history: list[tuple[str, str]]) -> flo
     return 0.6
 
 
+# What each persona says before a move: (text, whether it declares the move it will make, or
+# None for C whatever it plays: the exploitative persona promises and defects).
+PERSONA_TALK: dict[str | None, tuple[str, str]] = {
+    "cooperative": ("I will cooperate. Let's both keep cooperating.", "promise"),
+    "exploitative": ("I will cooperate, you can trust me.", "promise"),
+    "tit_for_tat": ("I will play what you played last round.", "honest"),
+    "grim_trigger": ("I cooperate until you defect; then I defect for good.", "honest"),
+    "generous_tft": ("I reply in kind, and I often forgive.", "none"),
+    "wsls": ("I keep a move that pays and change one that does not.", "honest"),
+}
+
+
+def mock_message(
+    persona: str | None, history: list[tuple[str, str]], u: float, labels: Labels = ("C", "D")
+) -> str:
+    """The mock's structured message reply: its persona's text (`PERSONA_TALK`) and as its
+    intention the move `mock_move` makes (honest personas: the deterministic ones, and the
+    cooperative one, which keeps its promise, see `MockProvider.reply`), C (the exploitative
+    persona's promise, whatever it plays), or none (the others)."""
+    text, kind = PERSONA_TALK.get(persona, ("Let's see how it goes.", "none"))
+    if kind == "honest":
+        move = mock_move(persona, history, u)
+        intention = labels[0] if move == "C" else labels[1]
+    else:
+        intention = labels[0] if kind == "promise" else "none"
+    return json.dumps({"message": text, "intention": intention})
+
+
 _FLOOR = 1e-9  # log-probability floor for an answer the mock never gives
+_MESSAGE_LINE = re.compile(r"^- before round (\d+), (you|the other player): (.*)$", re.MULTILINE)
+
+
+def _promised_c(prompt: str) -> bool:
+    """Whether the agent's own message of the latest exchange shown in a prompt promises C."""
+    lines = _MESSAGE_LINE.findall(prompt)
+    if not lines:
+        return False
+    latest = max(int(r) for r, _, _ in lines)
+    return any(
+        int(r) == latest and who == "you" and read_intent(text) is Action.C
+        for r, who, text in lines
+    )
 
 
 def history_pattern(labels: Labels) -> re.Pattern[str]:
@@ -151,8 +195,27 @@ class MockProvider(ProviderBase):
             pick = int(_unit("garbage", seed, prompt) * len(GARBAGE_REPLIES))
             return GARBAGE_REPLIES[pick]
         move = mock_move(persona, history, _unit("move", seed, system, prompt))
+        if persona == "cooperative" and _promised_c(prompt):
+            move = "C"  # it keeps its promise
         word = labels[0] if move == "C" else labels[1]
         return f'{{"action": "{word}"}}' if wants_json else word
+
+    def _message(self, request: CompletionRequest) -> Completion:
+        """A message call: the persona's talk (see `mock_message`). The move draw is the one
+        the round's move call will use, so an honest persona's intention is its coming move."""
+        persona_match = _PERSONA_RE.search(request.system)
+        persona = persona_match.group(1).lower() if persona_match else None
+        history = read_history(request.prompt, request.labels)
+        u = _unit("talk", request.seed, request.system, request.prompt)
+        text = mock_message(persona, history, u, request.labels)
+        return Completion(
+            text=text,
+            input_tokens=len(request.system.split()) + len(request.prompt.split()),
+            output_tokens=max(1, len(text.split())),
+            cost_usd=0.0,
+            finish_reason="stop",
+            served_model=self.model,
+        )
 
     async def complete(self, request: CompletionRequest) -> Completion:
         """The reply with word-count usage; sleeps `latency_ms` to simulate a remote model."""
@@ -160,6 +223,8 @@ class MockProvider(ProviderBase):
             await asyncio.sleep(self.latency_ms / 1000.0)
         self.calls += 1
         labels = request.labels
+        if request.purpose == "message":
+            return self._message(request)
         text = self.reply(
             system=request.system, prompt=request.prompt, seed=request.seed, labels=labels
         )

@@ -26,6 +26,7 @@ from pdbench.agents.llm import (
     render_round,
     render_system,
 )
+from pdbench.agents.llm_talk import MESSAGE_FIELDS
 from pdbench.agents.policy import POLICY_REGISTRY, policy_names, unused_params
 from pdbench.agents.providers.base import provider_entry, registry
 from pdbench.core.config import (
@@ -342,6 +343,7 @@ def _check_llm(
         history_line=texts.get("history_line", DEFAULT_HISTORY_LINE),
         history=texts.get("history"),
         first_round=texts.get("first_round"),
+        message=texts.get("message"),
         verbatim=agent.verbatim_prompts,
     )
     problem = _template_problem(agent, templates, matrix)
@@ -365,6 +367,7 @@ def _template_problem(
         ("history_line", templates.history_line, HISTORY_LINE_FIELDS),
         ("history", templates.history or "", BLOCK_FIELDS),
         ("first_round", templates.first_round or "", BLOCK_FIELDS),
+        ("message", templates.message or "", (*ROUND_FIELDS, *MESSAGE_FIELDS)),
     )
     for key, text, valid in parts:
         problem = _placeholder_problem(text, valid)

@@ -25,6 +25,7 @@ from pdbench.core.config import (
     CONFIG_MODELS,
     MAX_GAMES,
     AnyAgentConfig,
+    CommunicationConfig,
     EvolutionConfig,
     ExperimentConfig,
     HumanAgentConfig,
@@ -167,6 +168,7 @@ def _validate(
     except ValidationError as exc:
         raise ConfigError(validation_issues(exc, resolved, model)) from None
     snapshot = config.model_dump(mode="json")
+    _drop_silent_talk(snapshot)
     _hide_url_credentials(config, snapshot)
     loaded = LoadedConfig(found, config, path, resolved.root, snapshot, overrides=overrides)
     loaded.sweep_coordinates = coordinates
@@ -192,6 +194,14 @@ def _validate(
             resolved.issue(
                 ("run", "rounds_log"),
                 "columns keeps no crash-safe log of the rounds of LLM or human agents; "
+                "choose both or jsonl (got 'columns')",
+            )
+        )
+    if config.run.rounds_log == "columns" and _talks(config):
+        issues.append(
+            resolved.issue(
+                ("run", "rounds_log"),
+                "columns keeps no log of the messages of a game with a message channel; "
                 "choose both or jsonl (got 'columns')",
             )
         )
@@ -345,6 +355,42 @@ def _expand_sweep(resolved: Any, display: str) -> dict[str, dict[str, Any]]:
                 resolved.origins[target] = Origin(file, inner)
     experiment["conditions"] = result.conditions
     return result.coordinates
+
+
+def _talks(config: Any) -> bool:
+    """Some condition of an experiment has a message channel."""
+    if not isinstance(config, ExperimentConfig):
+        return False
+    return any(config.communication_of(c).enabled for c in config.experiment.conditions)
+
+
+_SILENT = {
+    "communication": None,
+    "talk": "silent",
+    "talk_text": None,
+    "message": None,
+    "messages": [],
+}
+
+
+def _drop_silent_talk(node: Any) -> None:
+    """Leave the message channel's settings out of the snapshot where they are unset (no
+    channel, a silent policy, no message prompt), so a config that does not talk keeps the
+    snapshot and the hash it had before talk existed (and its runs still resume)."""
+    if isinstance(node, list):
+        for item in node:
+            _drop_silent_talk(item)
+        return
+    if not isinstance(node, dict):
+        return
+    channel = node.get("communication")
+    if isinstance(channel, dict) and channel == CommunicationConfig().model_dump(mode="json"):
+        del node["communication"]
+    for key, unset in _SILENT.items():
+        if key in node and node[key] == unset and (key != "message" or "round" in node):
+            del node[key]
+    for value in node.values():
+        _drop_silent_talk(value)
 
 
 def _hide_url_credentials(config: Any, snapshot: dict[str, Any]) -> None:

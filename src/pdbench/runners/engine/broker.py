@@ -280,6 +280,9 @@ class BoundClient:
             parts["labels"] = list(request.labels)
         if request.mode != "chat":  # the same texts sent another way get another reply
             parts["prompt_mode"] = request.mode
+        if request.purpose != "move":
+            parts["purpose"] = request.purpose
+            parts["turn"] = request.turn
         if cfg.provider == "mock":
             parts["mock"] = cfg.mock.model_dump()
         identity = self.provider.cache_identity()
@@ -448,6 +451,7 @@ class BoundClient:
             "agent": self.agent_key,
             ROUND_INDEX: request.tag.round_index,  # the call log shares the rounds' names
             "attempt": request.tag.attempt,
+            "purpose": request.purpose,
             "provider": self.cfg.provider,
             "model": self.cfg.model,
             "session": self.broker.session,

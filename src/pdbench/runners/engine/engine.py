@@ -31,9 +31,12 @@ from pdbench.core.horizon import Horizon
 from pdbench.core.metrics import GameOutcome
 from pdbench.core.payoff import PayoffMatrix
 from pdbench.core.rng import Purpose, agent_seed, counter_uniform
+from pdbench.core.talk import CommunicationConfig
+from pdbench.core.talk_metrics import talk_tracks
 from pdbench.core.transcript import Transcript
-from pdbench.core.types import Action
+from pdbench.core.types import Action, Message, Utterance
 from pdbench.runners.engine.broker import BoundClient, CallBroker
+from pdbench.runners.engine.chat import Chat
 from pdbench.runners.engine.direct import play_direct
 from pdbench.storage.record.jsonl import RoundsEncoder, game_key
 from pdbench.storage.schema import GameKey, RoundValues
@@ -74,6 +77,12 @@ class GamePlan:
     noise: float
     n_rounds: int
     logged: bool = True
+    communication: CommunicationConfig | None = None  # its message channel, if the agents talk
+
+    @property
+    def talks(self) -> bool:
+        """The agents exchange messages in this game (played round by round)."""
+        return self.communication is not None and self.communication.enabled
 
     @property
     def key(self) -> tuple[str, int]:
@@ -200,7 +209,8 @@ class Engine:
         direct: list[GamePlan] = []
         rest: list[GamePlan] = []
         for plan in plans:
-            (rest if plan.has_llm else batched if plan.batchable else direct).append(plan)
+            round_by_round = plan.has_llm or plan.talks
+            (rest if round_by_round else batched if plan.batchable else direct).append(plan)
         self._play_batched(batched)
         self._play_direct(direct)
         if rest:
@@ -374,6 +384,9 @@ class Engine:
         failures = [0, 0]
         fallback: tuple[list[bool], list[bool]] = ([], [])
         p_coop: tuple[list[float | None], list[float | None]] = ([], [])
+        chat = Chat(plan.communication, plan.agents) if plan.talks else None
+        chose: tuple[list[bool], list[bool]] = ([], [])
+        entries = 0  # message entries recorded (a game with none has no talk metrics)
         for r in range(plan.n_rounds if rounds is None else min(rounds, plan.n_rounds)):
             obs = [
                 transcript.observation(
@@ -386,7 +399,14 @@ class Engine:
                 )
                 for i, v in enumerate(views)
             ]
+            said: list[tuple[Message, Utterance]] = []
+            if chat is not None:
+                said = await chat.exchange(r, agents, obs)
+                entries += len(said)
+                obs = [chat.shown(side, obs[side]) for side in (0, 1)]
             dec_a, dec_b = await asyncio.gather(agents[0].decide(obs[0]), agents[1].decide(obs[1]))
+            chose[0].append(dec_a.action is Action.C)
+            chose[1].append(dec_b.action is Action.C)
             played_a = _maybe_flip(dec_a.action, seeds[0], r, plan.noise)
             played_b = _maybe_flip(dec_b.action, seeds[1], r, plan.noise)
             pay_a, pay_b = transcript.record(played_a, played_b)
@@ -412,7 +432,7 @@ class Engine:
                     agent_b_p_cooperate=dec_b.p_cooperate,
                     timestamp_utc=utc_now(),
                 )
-                lines.append(self.encoder.round_line(key, values, (dec_a, dec_b)))
+                lines.append(self.encoder.round_line(key, values, (dec_a, dec_b), said))
             self._tick(1)
         arrays = {
             "played_a": [a is Action.C for a in transcript.actions_a],
@@ -426,6 +446,8 @@ class Engine:
                 arrays[f"fallback_{side}"] = fallback[index]
                 arrays[f"p_coop_{side}"] = p_coop[index]
         outcome = outcome_of(plan, arrays, (failures[0], failures[1]))
+        if chat is not None and entries:
+            outcome.talk = talk_tracks(chat.messages, chose[0], chose[1])
         return GameResult(plan, outcome, b"".join(lines))
 
 

@@ -88,6 +88,11 @@ def plan_games(loaded: LoadedConfig) -> list[GamePlan]:
         )
         for i, cond in enumerate(cfg.experiment.conditions)
     }
+    channels = {
+        cond.name: channel
+        for cond in cfg.experiment.conditions
+        if (channel := cfg.communication_of(cond)).enabled
+    }
     plans = [
         GamePlan(
             g.index,
@@ -98,6 +103,7 @@ def plan_games(loaded: LoadedConfig) -> list[GamePlan]:
             g.horizon,
             g.noise,
             g.n_rounds,
+            communication=channels.get(g.condition),
         )
         for g in game_schedule(cfg)
     ]
@@ -134,6 +140,11 @@ def manifest_conditions(loaded: LoadedConfig, plans: list[GamePlan]) -> list[dic
                 "noise": games[0].noise
                 if games
                 else (cond.noise if cond.noise is not None else cfg.game.noise),
+                **(
+                    {"communication": cfg.communication_of(cond).model_dump(mode="json")}
+                    if cfg.communication_of(cond).enabled
+                    else {}
+                ),
                 **(
                     {"sweep": loaded.sweep_coordinates[cond.name]}
                     if cond.name in loaded.sweep_coordinates

@@ -52,8 +52,10 @@ class RoundValues(NamedTuple):
     timestamp_utc: str
 
 
-# Present for rounds where an LLM agent played: prompt texts (or hashes) and every reply.
-LLM_FIELDS: tuple[str, ...] = ("prompts", "raw_responses")
+# JSON-valued fields, present only where they apply: prompt texts (or hashes) and every reply of
+# LLM agents (objects by seat), and the messages written before the round's moves (a list, in
+# games with a message channel; `message_record` gives an entry's fields).
+LLM_FIELDS: tuple[str, ...] = ("prompts", "raw_responses", "messages")
 ROUND_FIELDS: tuple[str, ...] = GameKey._fields + RoundValues._fields
 
 # The columns `pdbench aggregate` reads back from rounds.jsonl.
@@ -81,7 +83,8 @@ ROUND_INDEX = "round_index"
 TIMESTAMP = "timestamp_utc"
 HORIZON_TYPE = "horizon_type"
 FIXED_N = "fixed_n"
-PROMPTS, RAW_RESPONSES = LLM_FIELDS
+PROMPTS, RAW_RESPONSES, MESSAGES = LLM_FIELDS
+MESSAGE_FIELDS = ("from", "turn", "text", "intent", "source")  # an entry of `messages`
 SIDE_FIELDS = (
     "name",
     "action",
@@ -131,11 +134,31 @@ ROUND_FIELD_TYPES: dict[str, str] = _field_types()
 _ALL_FIELDS = frozenset((*ROUND_FIELDS, *LLM_FIELDS))
 
 
+# What the talk metrics read besides AGGREGATE_INPUT_FIELDS (runs with a message channel).
+TALK_INPUT_FIELDS: tuple[str, ...] = (
+    "agent_a_intended_action",
+    "agent_b_intended_action",
+    MESSAGES,
+)
+
+
 def rounds_arrow_schema(fields: tuple[str, ...] = ROUND_FIELDS) -> Any:
-    """The pyarrow schema to read these record fields with (pyarrow is imported only here)."""
+    """The pyarrow schema to read these record fields with (pyarrow is imported only here);
+    `messages` is read as its entries' writer, turn and intention."""
     import pyarrow as pa
 
-    return pa.schema([(name, pa.type_for_alias(ROUND_FIELD_TYPES[name])) for name in fields])
+    def arrow_type(name: str) -> Any:
+        if name == MESSAGES:
+            entry = [
+                ("from", pa.string()),
+                ("turn", pa.int64()),
+                ("intent", pa.string()),
+                ("fallback", pa.bool_()),
+            ]
+            return pa.list_(pa.struct(entry))
+        return pa.type_for_alias(ROUND_FIELD_TYPES[name])
+
+    return pa.schema([(name, arrow_type(name)) for name in fields])
 
 
 class SchemaVersionError(PdbenchError):

@@ -16,7 +16,7 @@ Both paths take the field names and their order from `pdbench.storage.schema`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
@@ -25,10 +25,19 @@ import orjson
 
 from pdbench.core.horizon import Horizon
 from pdbench.core.payoff import PayoffMatrix
-from pdbench.core.types import Decision
+from pdbench.core.types import Decision, Message, Utterance
 from pdbench.storage.files import JsonlAppender, write_bytes_atomic
-from pdbench.storage.record.fields import SCHEMA_VERSION, GameKey, RoundValues, check_version
+from pdbench.storage.record.fields import (
+    MESSAGE_FIELDS,
+    MESSAGES,
+    SCHEMA_VERSION,
+    GameKey,
+    RoundValues,
+    check_version,
+)
 from pdbench.storage.schema import ROUNDS_FILE
+
+SIDES = ("agent_a", "agent_b")  # a message's writer, as the record names the seats
 
 if TYPE_CHECKING:
     from pdbench.storage.record.writer import ColumnarRoundsWriter
@@ -96,12 +105,44 @@ class RoundsEncoder:
         key: GameKey,
         values: RoundValues,
         decisions: tuple[Decision, Decision] | None = None,
+        said: Sequence[tuple[Message, Utterance]] = (),
     ) -> bytes:
-        """One record as a line (with its newline)."""
+        """One record as a line (with its newline); `said`: the messages written before the
+        round's moves (games with a message channel)."""
         record: dict[str, Any] = {**key._asdict(), **values._asdict()}
         if decisions is not None:
             self._add_llm_fields(record, decisions)
+        if said:
+            record[MESSAGES] = [self.message_record(m, u) for m, u in said]
         return orjson.dumps(record) + b"\n"
+
+    def message_record(self, message: Message, utterance: Utterance) -> dict[str, Any]:
+        """One entry of a round's `messages`: who wrote it, its turn, text and intention (and
+        where that came from); for an LLM agent also its attempts (raw replies when store_raw)
+        and its message prompt (when store_prompts), and `fallback` when no reply was usable."""
+        entry: dict[str, Any] = dict(
+            zip(
+                MESSAGE_FIELDS,
+                (
+                    SIDES[message.side],
+                    message.turn,
+                    message.text,
+                    None if message.intent is None else message.intent.value,
+                    message.source,
+                ),
+                strict=True,
+            )
+        )
+        if utterance.attempts:
+            attempts = [a.as_record() for a in utterance.attempts]
+            if not self.store_raw:
+                for attempt in attempts:
+                    attempt["raw"] = None
+            entry["attempts"] = attempts
+            entry["fallback"] = utterance.fallback
+            if self.store_prompts:
+                entry["prompt"] = utterance.prompt
+        return entry
 
     def _add_llm_fields(self, record: dict[str, Any], decisions: tuple[Decision, Decision]) -> None:
         """Prompts (texts when store_prompts) and every attempt of LLM agents (raw replies when

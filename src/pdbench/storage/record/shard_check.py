@@ -24,6 +24,7 @@ import orjson
 
 from pdbench.core.payoff import PayoffMatrix
 from pdbench.errors import RunError
+from pdbench.storage.record.fields import MESSAGES
 from pdbench.storage.schema import LLM_FIELDS, ROUND_FIELDS, SCHEMA_VERSION, GameKey, RoundValues
 
 GameId = tuple[str, int]
@@ -116,8 +117,9 @@ def _record_problem(
         if type(record[name]) not in allowed:
             return _type_problem(name, record[name]) or f"{name} has the wrong type"
     for name in LLM_FIELDS:
-        if name in record and not isinstance(record[name], dict):
-            return f"{name} should be an object"
+        kind = list if name == MESSAGES else dict
+        if name in record and not isinstance(record[name], kind):
+            return f"{name} should be {'a list' if kind is list else 'an object'}"
     if record["round_index"] != round_index:
         return f"round_index {short(record['round_index'])} where the plan has {round_index}"
     for name, want in (

@@ -11,14 +11,19 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 
 from pdbench.core.metrics import GameOutcome
 from pdbench.core.payoff import PayoffMatrix
+from pdbench.core.talk_metrics import talk_tracks
+from pdbench.core.types import Action, Message
 from pdbench.errors import PdbenchError
 from pdbench.storage.record.fields import (
     AGGREGATE_INPUT_FIELDS,
+    MESSAGES,
     check_version,
     rounds_arrow_schema,
+    side_field,
 )
 
 
@@ -64,7 +69,7 @@ def read_rounds_table(
         ) from None
     check_version(str(path), pc_max(table.column("schema_version")))
     if required is None:  # P(C) is null wherever it was not recorded
-        wanted = tuple(f for f in fields[1:] if not f.endswith("_p_cooperate"))
+        wanted = tuple(f for f in fields[1:] if not f.endswith("_p_cooperate") and f != MESSAGES)
     else:
         wanted = required
     missing = [name for name in wanted if table.column(name).null_count == len(table)]
@@ -407,6 +412,7 @@ def outcomes_from_table(table: Any) -> list[GameOutcome]:
             column = table.column(f"{side}_{name}").to_numpy(zero_copy_only=False)
             cols[f"{side}_{name}"] = ordered(_floats(np.asarray(column)))
         cols[f"{side}_fallback"] = ordered(_flags(table.column(f"{side}_parse_failure")))
+    talk = _talk_columns(table, ordered)
     # games in the order of "condition\x1freplicate" as text
     ranked = sorted(range(len(games)), key=lambda g: f"{games[g][0]}\x1f{games[g][1]}")
     out: list[GameOutcome] = []
@@ -434,9 +440,52 @@ def outcomes_from_table(table: Any) -> list[GameOutcome]:
                 b_fallback=b_fallback,
                 a_p_cooperate=cols["agent_a_p_cooperate"][at],
                 b_p_cooperate=cols["agent_b_p_cooperate"][at],
+                talk=None if talk is None else _game_talk(talk, at),
             )
         )
     return out
+
+
+def _talk_columns(table: Any, ordered: Any) -> dict[str, Any] | None:
+    """The rounds' messages (entries as dicts, in game and round order) and the moves each
+    agent chose (True for C), when the table has them."""
+    if MESSAGES not in table.column_names:
+        return None
+    entries = table.column(MESSAGES).to_pylist()
+    index = ordered(np.arange(len(entries)))
+    return {
+        "messages": [_entries(entries[i]) for i in index.tolist()],
+        "chose_a": ordered(_cooperated(table.column(side_field("a", "intended_action")))),
+        "chose_b": ordered(_cooperated(table.column(side_field("b", "intended_action")))),
+    }
+
+
+def _entries(value: Any) -> list[dict[str, Any]]:
+    """A round's message entries (stored as a list, or as JSON text in columnar parts)."""
+    if value is None:
+        return []
+    return orjson.loads(value) if isinstance(value, str) else value
+
+
+def _game_talk(talk: dict[str, Any], at: slice) -> Any:
+    """A game's talk tracks (None when it recorded no message)."""
+    rounds = talk["messages"][at]
+    if not any(rounds):
+        return None
+    said = [
+        Message(r, int(e.get("turn") or 0), SEATS.index(e["from"]), "", _intent(e.get("intent")))
+        for r, entries in enumerate(rounds)
+        for e in entries
+        if not e.get("fallback")
+    ]
+    return talk_tracks(said, talk["chose_a"][at], talk["chose_b"][at])
+
+
+SEATS = ("agent_a", "agent_b")  # a message entry's writer
+
+
+def _intent(value: Any) -> Action | None:
+    return None if value is None else Action(value)
 
 
 def pc_max(column: Any) -> Any:

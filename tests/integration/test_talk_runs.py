@@ -1,0 +1,145 @@
+"""configs/talk.yaml end to end: the talk metrics in aggregates.parquet against values worked out
+by hand and against a second computation from rounds.jsonl (plain JSON, here), the same
+aggregates from `pdbench aggregate`, a cached re-run that sends no request, and the report."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+from tests.support.configs import execute
+
+from pdbench.storage.aggregate import aggregate_run_dir
+
+REPO = Path(__file__).resolve().parents[2]
+LIAR = "liar_vs_TFT"
+HONEST = "honest_TFT_vs_honest_WSLS"
+PERSONAS = "LLMcoop_vs_LLMexploit+mode_every_round"
+SILENT = "LLMcoop_vs_LLMexploit+mode_none"
+N_ROUNDS, REPLICATES = 20, 10
+
+
+@pytest.fixture(scope="module")
+def talk_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """configs/talk.yaml run once (fresh cache); returns (run dir, cache dir)."""
+    root = tmp_path_factory.mktemp("talk")
+    shutil.copytree(REPO / "configs", root / "configs")
+    cache = root / "cache"
+    summary = execute(root / "configs" / "talk.yaml", output_dir=root / "run", cache_dir=cache)
+    assert summary.manifest["status"] == "completed"
+    return root / "run", cache
+
+
+def _conditions(run_dir: Path) -> dict[str, dict[str, Any]]:
+    rows = pq.read_table(run_dir / "aggregates.parquet").to_pylist()
+    return {r["condition"]: r for r in rows if r["scope"] == "condition"}
+
+
+def _records(run_dir: Path) -> list[dict[str, Any]]:
+    lines = (run_dir / "rounds.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def test_the_liar_s_talk_metrics_equal_the_hand_calculation(talk_run: tuple[Path, Path]) -> None:
+    """No noise: ALLD promises C in every one of its 20 rounds and plays D; TFT announces C
+    before round 1 and D after, and keeps to it. Over 10 games: the liar's 200 promises are all
+    broken; TFT promises 10 times (once a game) out of 200 messages, and plays C after 10 of
+    the liar's 200 promises (round 1 of each game)."""
+    row = _conditions(talk_run[0])[LIAR]
+    assert row["agent_a_messages"] == 200 and row["agent_a_promises"] == 200
+    assert row["agent_a_promise_rate"] == 1.0
+    assert row["agent_a_promise_kept_rate"] == 0.0
+    assert row["agent_a_deception_rate"] == 1.0
+    assert row["agent_a_intent_agreement_rate"] == 0.0
+    assert row["agent_b_promise_rate"] == pytest.approx(10 / 200)
+    assert row["agent_b_promise_kept_rate"] == 1.0
+    assert row["agent_b_trust_rate"] == pytest.approx(10 / 200)
+    assert row["agent_a_trust_rate"] == 0.0  # after TFT's 10 promises the liar still defects
+    for metric in ("agent_a_deception_rate", "agent_b_trust_rate", "agent_a_promise_rate"):
+        low, high = row[f"{metric}_ci_low"], row[f"{metric}_ci_high"]
+        assert 0.0 <= low <= row[metric] <= high <= 1.0
+        assert high - low > 0.0  # 10 games never give a zero-width interval
+
+
+def test_the_mock_personas_talk_as_their_rules_say(talk_run: tuple[Path, Path]) -> None:
+    """The cooperative persona promises C and keeps it; the exploitative one promises C and
+    keeps it exactly as often as it chooses C (counted here from rounds.jsonl)."""
+    run_dir = talk_run[0]
+    row = _conditions(run_dir)[PERSONAS]
+    assert row["agent_a_promise_rate"] == 1.0 and row["agent_a_promise_kept_rate"] == 1.0
+    assert row["agent_a_deception_rate"] == 0.0 and row["agent_a_cooperation_rate"] == 1.0
+    records = [r for r in _records(run_dir) if r["condition"] == PERSONAS]
+    chose_c = sum(r["agent_b_intended_action"] == "C" for r in records)
+    assert row["agent_b_promise_rate"] == 1.0
+    assert row["agent_b_promise_kept_rate"] == pytest.approx(chose_c / len(records))
+    assert 0.0 < row["agent_b_deception_rate"] < 1.0
+    # talk changes the game: without it the cooperative persona sometimes defects
+    silent = _conditions(run_dir)[SILENT]
+    assert silent["agent_a_cooperation_rate"] < 1.0
+    assert silent["agent_a_promise_rate"] is None and silent["agent_a_messages"] == 0
+
+
+def _pooled_by_hand(records: list[dict[str, Any]], side: str) -> dict[str, float | None]:
+    """Promise, kept and trust rates of one seat, pooled over a condition's rounds, computed
+    from the JSON records with plain loops (a second implementation)."""
+    other = "agent_b" if side == "agent_a" else "agent_a"
+    messages = promised_msgs = promises = kept = other_promises = trusted = 0
+    for rec in records:
+        mine = [m for m in rec.get("messages", []) if m["from"] == side and m["text"]]
+        theirs = [m for m in rec.get("messages", []) if m["from"] == other and m["text"]]
+        messages += len(mine)
+        promised_msgs += sum(m["intent"] == "C" for m in mine)
+        stated = [m["intent"] for m in mine if m["intent"] is not None]
+        if stated and stated[-1] == "C":
+            promises += 1
+            kept += rec[f"{side}_intended_action"] == "C"
+        their_stated = [m["intent"] for m in theirs if m["intent"] is not None]
+        if their_stated and their_stated[-1] == "C":
+            other_promises += 1
+            trusted += rec[f"{side}_intended_action"] == "C"
+    return {
+        "promise_rate": promised_msgs / messages if messages else None,
+        "promise_kept_rate": kept / promises if promises else None,
+        "trust_rate": trusted / other_promises if other_promises else None,
+    }
+
+
+def test_talk_metrics_match_a_second_computation_from_rounds_jsonl(
+    talk_run: tuple[Path, Path],
+) -> None:
+    run_dir = talk_run[0]
+    records = _records(run_dir)
+    for condition, row in _conditions(run_dir).items():
+        mine = [r for r in records if r["condition"] == condition]
+        assert len(mine) == N_ROUNDS * REPLICATES
+        for side in ("agent_a", "agent_b"):
+            for metric, value in _pooled_by_hand(mine, side).items():
+                assert row[f"{side}_{metric}"] == pytest.approx(value), (condition, side, metric)
+
+
+def test_pdbench_aggregate_gives_the_run_s_aggregates(talk_run: tuple[Path, Path]) -> None:
+    run_dir = talk_run[0]
+    before = pq.read_table(run_dir / "aggregates.parquet")
+    aggregate_run_dir(run_dir)
+    assert pq.read_table(run_dir / "aggregates.parquet").equals(before)
+
+
+def test_a_cached_rerun_sends_no_request(talk_run: tuple[Path, Path], tmp_path: Path) -> None:
+    run_dir, cache = talk_run
+    cfg = run_dir.parent / "configs" / "talk.yaml"
+    again = execute(cfg, output_dir=tmp_path / "again", cache_dir=cache)
+    assert again.manifest["status"] == "completed"
+    calls = [
+        json.loads(x) for x in (tmp_path / "again" / "llm_calls.jsonl").read_text().splitlines()
+    ]
+    assert calls and all(c["cached"] for c in calls)
+    purposes = {c["purpose"] for c in calls}
+    assert purposes == {"move", "message"}
+    strip = ("timestamp_utc",)
+    first = [{k: v for k, v in r.items() if k not in strip} for r in _records(run_dir)]
+    second = [{k: v for k, v in r.items() if k not in strip} for r in _records(tmp_path / "again")]
+    assert first == second
