@@ -114,6 +114,10 @@ async def speak(agent: LLMAgent, obs: Observation, turn: int, max_chars: int) ->
             mode=cfg.prompt_mode,
             purpose=PURPOSE_MESSAGE,
             turn=turn,
+            max_chars=max_chars,
+            # a server that constrains answers (output_format choice) constrains the message
+            # reply to its JSON form too
+            output_format="choice" if cfg.output_format == "choice" else "token",
         )
         completion = await agent.provider.complete(request)
         words, intent, declared = read_reply(completion.text, agent.labels)

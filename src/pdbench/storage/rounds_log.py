@@ -55,11 +55,16 @@ def open_writer(
 
 
 def keep_finished(
-    run_dir: Path, mode: str, expected: dict[Key, int], order: list[Key]
+    run_dir: Path,
+    mode: str,
+    expected: dict[Key, int],
+    order: list[Key],
+    fields: tuple[str, ...] = AGGREGATE_INPUT_FIELDS,
 ) -> dict[Key, Any]:
     """Keep the complete games (exactly their planned rounds) in plan order, drop the rest;
-    returns key -> the game's rounds as a pyarrow Table of the aggregate input fields. A kill mid-write loses no complete
-    game: each form is rewritten atomically (columns: new parts first, old ones after)."""
+    returns key -> the game's rounds as a pyarrow Table of `fields` (the metrics' input). A
+    kill mid-write loses no complete game: each form is rewritten atomically (columns: new
+    parts first, old ones after)."""
     if keeps_jsonl(mode):
         import pyarrow as pa
 
@@ -73,8 +78,7 @@ def keep_finished(
         if keeps_columns(mode):
             rewrite_columns(run_dir, (batches[key] for key in order if key in batches))
         return {
-            key: plain(pa.Table.from_batches([batch]), AGGREGATE_INPUT_FIELDS)
-            for key, batch in batches.items()
+            key: plain(pa.Table.from_batches([batch]), fields) for key, batch in batches.items()
         }
     from pdbench.storage.record.columns import complete_games, plain, rewrite_columns
 
@@ -82,7 +86,7 @@ def keep_finished(
     rewrite_columns(
         run_dir, (batch for key in order if key in games for batch in games[key].to_batches())
     )
-    return {key: plain(games[key], AGGREGATE_INPUT_FIELDS) for key in order if key in games}
+    return {key: plain(games[key], fields) for key in order if key in games}
 
 
 def jsonl_stamp(run_dir: Path) -> dict[str, int] | None:

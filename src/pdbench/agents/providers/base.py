@@ -59,6 +59,7 @@ class CompletionRequest:
     mode: str = "chat"  # the agent's prompt_mode: chat, user or completion
     purpose: str = "move"  # what the call is for: a move, or a message (games with talk)
     turn: int = 0  # a message's turn in its exchange
+    max_chars: int = 280  # a message's length limit (a constrained message reply keeps to it)
 
 
 TOP_LOGPROBS = 20  # alternatives asked per token (OpenAI's maximum)
@@ -142,6 +143,27 @@ def choice_response_format(labels: tuple[str, str] = ("C", "D")) -> dict[str, An
                 "type": "object",
                 "properties": {"action": {"type": "string", "enum": list(labels)}},
                 "required": ["action"],
+                "additionalProperties": False,
+            },
+        },
+    }
+
+
+def message_response_format(labels: tuple[str, str], max_chars: int) -> dict[str, Any]:
+    """The `response_format` of a message call with a constrained answer: {"message": text of
+    at most `max_chars` characters, "intention": C, D or none} (games with a message channel)."""
+    return {
+        "type": "json_schema",
+        "json_schema": {
+            "name": "message",
+            "strict": True,
+            "schema": {
+                "type": "object",
+                "properties": {
+                    "message": {"type": "string", "maxLength": max_chars},
+                    "intention": {"type": "string", "enum": [*labels, "none"]},
+                },
+                "required": ["message", "intention"],
                 "additionalProperties": False,
             },
         },
@@ -312,7 +334,9 @@ def completion_text(request: CompletionRequest) -> str:
 def openai_options(request: CompletionRequest) -> dict[str, Any]:
     """The OpenAI-style request fields for a constrained answer and log-probabilities."""
     options: dict[str, Any] = {}
-    if request.output_format == "choice":
+    if request.output_format == "choice" and request.purpose == "message":
+        options["response_format"] = message_response_format(request.labels, request.max_chars)
+    elif request.output_format == "choice":
         options["response_format"] = choice_response_format(request.labels)
     if request.logprobs:
         options["logprobs"] = True

@@ -33,7 +33,7 @@ from pdbench.runners.config.loader import LoadedConfig
 from pdbench.runners.engine.broker import Budget, BudgetExhausted, CallBroker, ProviderFatalError
 from pdbench.runners.engine.engine import Engine, GamePlan, GameResult, ProgressFn, utc_now
 from pdbench.runners.engine.progress import StatsFn, session_stats
-from pdbench.storage.aggregate import usage_by_game
+from pdbench.storage.aggregate import input_fields, usage_by_game
 from pdbench.storage.cache import ResponseCache, default_cache_dir
 from pdbench.storage.files import JsonlAppender, environment_info
 from pdbench.storage.record.jsonl import OrderedRoundsWriter, RoundsEncoder
@@ -250,6 +250,7 @@ class RunSession:
                 self._rounds_log,
                 {p.key: p.n_rounds for p in logged},
                 [p.key for p in logged],
+                input_fields(manifest),
             )
             if logged
             else {}
