@@ -80,7 +80,7 @@ def test_kill_9_during_a_talk_run_then_resume_equals_an_uninterrupted_run(tmp_pa
     summary = execute(cfg, output_dir=ref_out, cache_dir=reference / "cache", concurrency=8)
     assert summary.manifest["status"] == "completed"
     ref_rounds = rounds_without_timestamps(ref_out)
-    assert all("messages" in r for r in ref_rounds)  # every round is preceded by an exchange
+    assert all("exchange" in r for r in ref_rounds)  # every round is preceded by an exchange
 
     cfg = write_talk_experiment(tmp_path / "killed")
     out, cache = tmp_path / "killed" / "out", tmp_path / "killed" / "cache"

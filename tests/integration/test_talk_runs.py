@@ -89,8 +89,8 @@ def _pooled_by_hand(records: list[dict[str, Any]], side: str) -> dict[str, float
     other = "agent_b" if side == "agent_a" else "agent_a"
     messages = promised_msgs = promises = kept = other_promises = trusted = 0
     for rec in records:
-        mine = [m for m in rec.get("messages", []) if m["from"] == side and m["text"]]
-        theirs = [m for m in rec.get("messages", []) if m["from"] == other and m["text"]]
+        mine = [m for m in rec.get("exchange", []) if m["from"] == side and m["text"]]
+        theirs = [m for m in rec.get("exchange", []) if m["from"] == other and m["text"]]
         messages += len(mine)
         promised_msgs += sum(m["intent"] == "C" for m in mine)
         stated = [m["intent"] for m in mine if m["intent"] is not None]

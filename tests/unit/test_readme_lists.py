@@ -32,3 +32,9 @@ def test_policy_lists_name_every_registered_policy() -> None:
 
 def test_provider_list_names_every_registered_provider() -> None:
     assert sorted(_names_after("`provider` (")) == sorted(registry())
+
+
+def test_message_rule_list_names_every_registered_rule() -> None:
+    from pdbench.core.talk import rule_names
+
+    assert sorted(_names_after("message rule (`talk` (")) == sorted(rule_names())

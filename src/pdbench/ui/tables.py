@@ -16,6 +16,7 @@ import pandas as pd
 
 from pdbench.core.payoff import PayoffMatrix
 from pdbench.core.strategy_gof import card_verdict
+from pdbench.core.talk_metrics import TALK_COLUMNS
 from pdbench.storage.aggregate import series_cell
 from pdbench.storage.record.fields import ROUND_INDEX, side_field
 from pdbench.ui.style import Player, medal
@@ -177,7 +178,21 @@ METRICS: dict[str, tuple[str, str]] = {
     "agent_b_decided_cooperation_rate": ("B cooperation rate, fallbacks left out", "rate"),
     "agent_a_mean_p_cooperate": ("A mean P(C) from log-probabilities", "rate"),
     "agent_b_mean_p_cooperate": ("B mean P(C) from log-probabilities", "rate"),
+    **{
+        f"agent_{side}_{name}": (f"{side.upper()} {label}", kind)
+        for side in "ab"
+        for name, label, kind in (
+            ("messages", "messages written", "count"),
+            ("promise_rate", "share of messages promising C", "rate"),
+            ("promises", "moves after a promise of C", "count"),
+            ("promise_kept_rate", "promises kept (chose C)", "rate"),
+            ("deception_rate", "deception (promised C, chose D)", "rate"),
+            ("intent_agreement_rate", "stated move = chosen move", "rate"),
+            ("trust_rate", "trust (C after the other's promise)", "rate"),
+        )
+    },
 }
+TALK_METRICS = frozenset(TALK_COLUMNS)  # shown only for conditions whose agents talked
 
 
 def format_value(value: Any, kind: str, compact: bool = False) -> str:
@@ -194,6 +209,12 @@ def format_value(value: Any, kind: str, compact: bool = False) -> str:
     return f"{value:,.1f}" if value != int(value) else f"{int(value):,}"
 
 
+def _talked(rows: pd.DataFrame) -> bool:
+    """Some agent of these aggregate rows wrote a message."""
+    counts = [c for c in ("agent_a_messages", "agent_b_messages") if c in rows.columns]
+    return any((pd.to_numeric(rows[c], errors="coerce").fillna(0) > 0).any() for c in counts)
+
+
 def metric_summary(aggregates: pd.DataFrame, condition: str, replicate: int) -> pd.DataFrame:
     """Per metric: this replicate's value, the condition mean (from the condition row) and the
     spread (min, max, std) over the condition's replicate rows; numbers, not text."""
@@ -205,6 +226,8 @@ def metric_summary(aggregates: pd.DataFrame, condition: str, replicate: int) -> 
         if column not in aggregates.columns:
             continue
         values = pd.to_numeric(reps[column], errors="coerce")
+        if column in TALK_METRICS and not _talked(reps):
+            continue  # no message in this condition
         records.append(
             {
                 "metric": column,

@@ -53,9 +53,9 @@ class RoundValues(NamedTuple):
 
 
 # JSON-valued fields, present only where they apply: prompt texts (or hashes) and every reply of
-# LLM agents (objects by seat), and the messages written before the round's moves (a list, in
-# games with a message channel; `message_record` gives an entry's fields).
-LLM_FIELDS: tuple[str, ...] = ("prompts", "raw_responses", "messages")
+# LLM agents (objects by seat), and `exchange`: the messages written before the round's moves (a
+# list, in games with a message channel; `RoundsEncoder.message_record` gives an entry's fields).
+LLM_FIELDS: tuple[str, ...] = ("prompts", "raw_responses", "exchange")
 ROUND_FIELDS: tuple[str, ...] = GameKey._fields + RoundValues._fields
 
 # The columns `pdbench aggregate` reads back from rounds.jsonl.
@@ -84,7 +84,7 @@ TIMESTAMP = "timestamp_utc"
 HORIZON_TYPE = "horizon_type"
 FIXED_N = "fixed_n"
 PROMPTS, RAW_RESPONSES, MESSAGES = LLM_FIELDS
-MESSAGE_FIELDS = ("from", "turn", "text", "intent", "source")  # an entry of `messages`
+MESSAGE_FIELDS = ("from", "turn", "text", "intent", "source")  # an entry of `exchange`
 SIDE_FIELDS = (
     "name",
     "action",
@@ -144,7 +144,7 @@ TALK_INPUT_FIELDS: tuple[str, ...] = (
 
 def rounds_arrow_schema(fields: tuple[str, ...] = ROUND_FIELDS) -> Any:
     """The pyarrow schema to read these record fields with (pyarrow is imported only here);
-    `messages` is read as its entries' writer, turn and intention."""
+    `exchange` (the messages) is read as its entries' writer, turn, intention and fallback."""
     import pyarrow as pa
 
     def arrow_type(name: str) -> Any:
