@@ -154,6 +154,43 @@ def test_a_short_real_game_through_pdbench_run(tmp_path: Path) -> None:
     assert manifest["status"] == "completed"
 
 
+def test_the_local_model_talks_and_plays(tmp_path: Path) -> None:
+    """configs/talk_local.yaml, cut to 2 rounds of its first condition: SmolLM2 writes a
+    message before each move (a reply the server constrains to {message, intention}) and plays;
+    the message, its raw reply and the call's purpose are recorded, and the talk metrics are
+    in the aggregates."""
+    root = tmp_path / "configs"
+    shutil.copytree(REPO / "configs", root)
+    example = root / "talk_local.yaml"
+    data = yaml.safe_load(example.read_text(encoding="utf-8"))
+    data["horizon"]["n_rounds"] = 2
+    data["experiment"]["conditions"] = data["experiment"]["conditions"][:1]
+    example.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    run_dir = tmp_path / "run"
+    proc = start(["run", str(example), "-o", str(run_dir), "--no-cache"], tmp_path)
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err
+    rounds = read_jsonl(run_dir / "rounds.jsonl")
+    assert len(rounds) == 2
+    for record in rounds:
+        said = {m["from"]: m for m in record["exchange"]}
+        assert set(said) == {"agent_a", "agent_b"}
+        mine = said["agent_a"]
+        raw = json.loads(mine["attempts"][-1]["raw"])  # the server kept to the JSON form
+        assert set(raw) == {"message", "intention"} and raw["intention"] in ("C", "D", "none")
+        assert mine["text"] == raw["message"].strip()[: data["communication"]["max_chars"]]
+        assert mine["source"] == ("declared" if raw["intention"] != "none" else mine["source"])
+        assert "prompt" in mine and "Messages" in record["prompts"]["agent_a"]["round"]
+    calls = read_jsonl(run_dir / "llm_calls.jsonl")
+    assert sorted(c["purpose"] for c in calls) == ["message", "message", "move", "move"]
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(run_dir / "aggregates.parquet").to_pylist()
+    row = next(r for r in rows if r["scope"] == "condition")
+    assert row["agent_a_messages"] == 2 and row["agent_b_messages"] == 2
+    assert row["agent_b_promise_kept_rate"] == 1.0  # honest TFT
+
+
 def test_the_server_is_stopped_after_a_failed_run(tmp_path: Path) -> None:
     # Every reply is refused (the pattern never matches) and the agent errors on it.
     config = make_configs(

@@ -42,7 +42,8 @@ def message_instruction(labels: tuple[str, str]) -> str:
     """The sentence that asks for the structured reply (in the agent's labels)."""
     c, d = labels
     return (
-        'Answer with only a JSON object: {"message": "<your message>", "intention": '
+        'Answer with only a JSON object: {"message": "<one sentence to the other player>", '
+        '"intention": '
         f'"{c}", "{d}" or "none"}}. The intention is the move you mean to play next; the other '
         "player does not see it."
     )

@@ -150,8 +150,9 @@ def choice_response_format(labels: tuple[str, str] = ("C", "D")) -> dict[str, An
 
 
 def message_response_format(labels: tuple[str, str], max_chars: int) -> dict[str, Any]:
-    """The `response_format` of a message call with a constrained answer: {"message": text of
-    at most `max_chars` characters, "intention": C, D or none} (games with a message channel)."""
+    """The `response_format` of a message call with a constrained answer: {"message": text,
+    "intention": C, D or none} (games with a message channel; `max_chars` is applied when the
+    reply is read, see `core.talk.clip_text`)."""
     return {
         "type": "json_schema",
         "json_schema": {
@@ -160,7 +161,9 @@ def message_response_format(labels: tuple[str, str], max_chars: int) -> dict[str
             "schema": {
                 "type": "object",
                 "properties": {
-                    "message": {"type": "string", "maxLength": max_chars},
+                    # no maxLength: llama.cpp turns it into a grammar of max_chars optional
+                    # characters that slows sampling a lot; the message is cut after the reply
+                    "message": {"type": "string"},
                     "intention": {"type": "string", "enum": [*labels, "none"]},
                 },
                 "required": ["message", "intention"],
