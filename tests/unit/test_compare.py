@@ -1,9 +1,10 @@
 """Comparisons of conditions: Holm's adjustment and the exact permutation p-value by hand, the
-bootstrap interval of a difference against a direct computation, the false-positive rate of the
+interval of a difference (bootstrap and MOVER hull) by hand, constant conditions, the false-positive rate of the
 permutation test under the null, and `pdbench compare` end to end."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,7 @@ import pytest
 from tests.support.cli import run_in_process
 from tests.support.configs import experiment, policy, write_config
 
-from pdbench.core.compare import contrast, holm, permutation_p_value
+from pdbench.core.compare import contrast, holm, mover_difference, permutation_p_value
 from pdbench.runners.config.loader import load_config
 from pdbench.runners.science.experiment import RunOptions, run_experiment
 
@@ -62,8 +63,12 @@ def test_the_difference_and_its_interval() -> None:
     assert result.difference == pytest.approx(0.4)
     assert result.n_baseline == 3 and result.n_condition == 3
     assert result.ci_low is not None and result.ci_high is not None
-    # Resampled means lie within [0.1, 0.3] and [0.5, 0.7]: the difference within [0.2, 0.6].
-    assert 0.2 <= result.ci_low <= 0.4 <= result.ci_high <= 0.6
+    # Resampled means lie within [0.1, 0.3] and [0.5, 0.7]: the bootstrap's difference within
+    # [0.2, 0.6]; MOVER from the two Student-t intervals (sd 0.1, 3 games, t(2) = 4.302653) is
+    # wider, 0.4 -/+ sqrt(2) * 4.302653 * 0.1 / sqrt(3), and the hull is that.
+    half = math.sqrt(2) * 4.302652729911275 * 0.1 / math.sqrt(3)
+    assert result.ci_low == pytest.approx(0.4 - half)
+    assert result.ci_high == pytest.approx(0.4 + half)
 
 
 def test_compare_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -93,3 +98,39 @@ def test_compare_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert code == 2 and "unknown baseline condition 'nope'" in err and "allc" in err
     code, out, err = run_in_process(["compare", str(tmp_path / "run"), "--metric", "x"], capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1
+
+
+def test_constant_conditions_get_an_interval_that_can_cover() -> None:
+    """Ten games of 1 (a liar's deception) against ten of 0 (an honest agent's), on [0, 1]:
+    the bootstrap alone gives [-1, -1]. Each condition's own interval is the Wilson interval of
+    10/10 or 0/10: [1 / (1 + z^2/10), 1] and [0, 1 - 1 / (1 + z^2/10)], so MOVER gives
+    [-1, -1 + sqrt(2) * (1 - 1 / (1 + z^2/10))] (z = 1.959964)."""
+    z = 1.959963984540054
+    w = 1.0 - 1.0 / (1.0 + z * z / 10)
+    got = contrast([1.0] * 10, [0.0] * 10, np.random.default_rng(1), bounds=((0, 1), (0, 1)))
+    assert got.difference == -1.0
+    assert got.ci_low == pytest.approx(-1.0)
+    assert got.ci_high == pytest.approx(-1.0 + math.sqrt(2) * w)
+    # no bounds known: a constant condition has no interval of its own, only the bootstrap's
+    unbounded = contrast([1.0] * 10, [0.0] * 10, np.random.default_rng(1))
+    assert (unbounded.ci_low, unbounded.ci_high) == (-1.0, -1.0)
+
+
+def test_mover_by_hand_with_student_t_intervals() -> None:
+    """Two varying conditions: MOVER from their Student-t intervals, checked against the
+    formula written out here; the reported interval is at least that wide."""
+    base = np.array([0.2, 0.4, 0.3, 0.5, 0.1])
+    cond = np.array([0.6, 0.9, 0.7, 0.8])
+    t4, t3 = 2.7764451051977987, 3.182446305284263  # Student-t 97.5% quantiles, 4 and 3 df
+
+    def half(x: np.ndarray, t: float) -> float:
+        return t * float(x.std(ddof=1)) / math.sqrt(x.size)
+
+    d = cond.mean() - base.mean()
+    expected = (
+        d - math.hypot(half(cond, t3), half(base, t4)),
+        d + math.hypot(half(cond, t3), half(base, t4)),
+    )
+    assert mover_difference(base, cond) == pytest.approx(expected)
+    got = contrast(list(base), list(cond), np.random.default_rng(3))
+    assert got.ci_low <= expected[0] + 1e-12 and got.ci_high >= expected[1] - 1e-12

@@ -2,7 +2,12 @@
 
 For a metric with one value per game, each condition is compared with a baseline:
 - difference = mean(condition) - mean(baseline), over the games where the metric is defined;
-- a 95% interval: percentile bootstrap, resampling games within each condition independently;
+- a 95% interval: the hull of the percentile bootstrap (games resampled within each condition
+  independently) and Newcombe's MOVER interval built from each condition's own interval of its
+  mean (Student-t; when a condition's games all agree, the Wilson interval of that value as a
+  share of the metric's feasible range, as for aggregates). The bootstrap alone gives zero width
+  when both conditions' games are constant (an ALLD's cooperation, a liar's deception), and too
+  little width when one is;
 - a two-sided permutation p-value for "the labels do not matter": the games of both conditions
   pooled and relabelled, |difference| at least as large as observed; exact (every relabelling)
   when there are at most EXACT_LIMIT of them, else Monte Carlo with `permutations` draws and the
@@ -18,6 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from pdbench.core.stats import Bounds, constant_interval, t_interval
 
 EXACT_LIMIT = 20_000
 DEFAULT_PERMUTATIONS = 9_999
@@ -87,14 +94,42 @@ def bootstrap_difference(
     return float(low), float(high)
 
 
+def own_interval(values: np.ndarray, bounds: Bounds | None) -> tuple[float | None, float | None]:
+    """A condition's interval of its mean: Student-t, or the constant interval when every game
+    gave the same value (None, None when that has no bounded range)."""
+    if values.size >= 2 and np.all(values == values[0]):
+        return constant_interval(float(values[0]), int(values.size), bounds)
+    return t_interval(values, bounds)
+
+
+def mover_difference(
+    baseline: np.ndarray,
+    condition: np.ndarray,
+    bounds: tuple[Bounds | None, Bounds | None] = (None, None),
+) -> tuple[float | None, float | None]:
+    """Newcombe's (1998) MOVER interval of mean(condition) - mean(baseline) from each
+    condition's own interval (`own_interval`); None when either has none."""
+    l0, u0 = own_interval(baseline, bounds[0])
+    l1, u1 = own_interval(condition, bounds[1])
+    if l0 is None or u0 is None or l1 is None or u1 is None:
+        return None, None
+    m0, m1 = float(baseline.mean()), float(condition.mean())
+    d = m1 - m0
+    low = d - math.sqrt((m1 - l1) ** 2 + (u0 - m0) ** 2)
+    high = d + math.sqrt((u1 - m1) ** 2 + (m0 - l0) ** 2)
+    return low, high
+
+
 def contrast(
     baseline_values: Sequence[float | None],
     condition_values: Sequence[float | None],
     rng: np.random.Generator,
     resamples: int = DEFAULT_RESAMPLES,
     permutations: int = DEFAULT_PERMUTATIONS,
+    bounds: tuple[Bounds | None, Bounds | None] = (None, None),
 ) -> Contrast:
-    """One condition against the baseline (None values, undefined in a game, left out)."""
+    """One condition against the baseline (None values, undefined in a game, left out);
+    `bounds`: the metric's feasible range in the baseline and in the condition."""
     base = _clean(baseline_values)
     cond = _clean(condition_values)
     if base.size == 0 or cond.size == 0:
@@ -104,8 +139,11 @@ def contrast(
     method = "too few games"
     if base.size >= 2 and cond.size >= 2:
         low, high = bootstrap_difference(base, cond, rng, resamples)
+        m_low, m_high = mover_difference(base, cond, bounds)
+        if m_low is not None and m_high is not None:
+            low, high = min(low, m_low), max(high, m_high)
         p, how = permutation_p_value(base, cond, rng, permutations)
-        method = f"bootstrap over games ({resamples}); permutation p {how}"
+        method = f"hull of bootstrap over games ({resamples}) and MOVER; permutation p {how}"
     return Contrast(
         base.size, cond.size, float(base.mean()), float(cond.mean()), diff, low, high, p, method
     )

@@ -13,11 +13,14 @@ from pdbench.core.metrics import (
     CLIPPED_COLUMN,
     COUNT_COLUMNS,
     IDENTITY_COLUMNS,
+    MetricDesign,
     comparable_metric,
+    feasible_range,
 )
 from pdbench.core.rng import derive_seed
 from pdbench.errors import RunError
 from pdbench.storage.aggregate import aggregate_run_dir
+from pdbench.storage.intervals import metric_designs
 from pdbench.storage.parquet import numeric_columns, read_checked_rows
 from pdbench.storage.run_dir import read_manifest
 from pdbench.storage.schema import AGGREGATES_FILE, aggregates_arrow_schema
@@ -62,9 +65,12 @@ def comparison_rows(
     metric: str = DEFAULT_METRIC,
     baseline: str | None = None,
     totals: bool = False,
+    designs: dict[str, MetricDesign] | None = None,
 ) -> list[dict[str, Any]]:
     """One row per condition other than the baseline, Holm-adjusted together. A payoff total
-    is compared per round when the conditions' horizons differ, unless `totals`."""
+    is compared per round when the conditions' horizons differ, unless `totals`. `designs`:
+    each condition's metric bounds (from the manifest), for the intervals of constant games."""
+    designs = designs or {}
     metrics = per_game_metrics(rows)
     if metric not in metrics:
         raise RunError(f"unknown metric {metric!r} (valid: {', '.join(metrics)})")
@@ -90,7 +96,11 @@ def comparison_rows(
         if condition == baseline:
             continue
         rng = np.random.default_rng(derive_seed(seed, "compare", metric, baseline, condition))
-        result = contrast(games[baseline], games[condition], rng)
+        bounds = (
+            feasible_range(metric, designs.get(baseline)),
+            feasible_range(metric, designs.get(condition)),
+        )
+        result = contrast(games[baseline], games[condition], rng, bounds=bounds)
         out.append(
             {
                 "metric": metric,
@@ -132,7 +142,9 @@ def compare_run(
     manifest = read_manifest(run_dir, "experiment")
     rows = read_aggregate_rows(run_dir)
     order = [c["name"] for c in manifest.get("conditions", [])]
-    out = comparison_rows(rows, order, int(manifest.get("seed") or 0), metric, baseline, totals)
+    seed = int(manifest.get("seed") or 0)
+    designs = metric_designs(manifest)
+    out = comparison_rows(rows, order, seed, metric, baseline, totals, designs)
     write_table(run_dir / COMPARISONS_FILE, out, COLUMNS)
     return out
 
