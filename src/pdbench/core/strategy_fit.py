@@ -144,7 +144,8 @@ def _machine_stats(
     machines: list[tuple[int, StateMachine]],
 ) -> None:
     """Run every machine over every game's actual history at once (games padded to the
-    longest, padding masked out) and accumulate the statistics."""
+    longest, padding masked out) and accumulate the statistics: per game, machine and state,
+    the decided rounds and the sum of their labels, each summed in round order."""
     index = [j for j, _ in machines]
     probs = np.stack([m.arrays()[0] for _, m in machines])  # (M, S)
     nexts = np.stack([m.arrays()[1] for _, m in machines])  # (M, S, 2, 2)
@@ -163,27 +164,50 @@ def _machine_stats(
         opp_d[i, :n] = ~np.asarray(opp, dtype=bool)
         y[i, :n] = labels
         mask[i, :n] = decided
-    states = np.zeros((longest, m, g), dtype=np.int8)
-    state = np.zeros((m, g), dtype=np.int64)
-    rows = np.arange(m)[:, None]
+    states = run_machines(nexts, my_d, opp_d)  # (T, M, G): machine * N_STATES + state
+    # One key per (game, machine, state); the decided rounds' keys in round order, so that
+    # bincount sums each key's labels in round order, as a sum over rounds would.
+    keys = states + (np.arange(g, dtype=np.int64) * (m * N_STATES))
+    decided = np.broadcast_to(mask.T[:, None, :], keys.shape)
+    keys = keys[decided]
+    size = g * m * N_STATES
+    counts = np.bincount(keys, minlength=size).reshape(g, m, N_STATES).astype(np.float64)
+    labels = np.broadcast_to(y.T[:, None, :], states.shape)
+    sums = np.bincount(keys, weights=labels[decided], minlength=size).reshape(g, m, N_STATES)
+    stats.prescribing[:, index] = np.where(fixed, counts, 0.0).sum(axis=2)
+    if np.all((y == 0.0) | (y == 1.0)):
+        # 0/1 labels: a mismatch count is exact whatever the order it is summed in
+        says_c = fixed & (probs == 1.0)
+        says_d = fixed & (probs == 0.0)
+        mismatches = np.where(says_c, counts - sums, 0.0) + np.where(says_d, sums, 0.0)
+        stats.mismatches[:, index] = mismatches.sum(axis=2)
+    else:  # soft labels: |label - prescription| summed in round order
+        p = probs.ravel()[states]
+        weight = decided & fixed.ravel()[states]
+        stats.mismatches[:, index] = (np.abs(labels - p) * weight).sum(axis=0).T
+    stats.visits[:, index] = np.where(fixed, 0.0, counts)
+    stats.coops[:, index] = np.where(fixed, 0.0, sums)
+
+
+def run_machines(nexts: np.ndarray, my_d: np.ndarray, opp_d: np.ndarray) -> np.ndarray:
+    """The state of each of M machines (next states `nexts`, (M, N_STATES, 2, 2)) in every round
+    of G games run on their actual history (my_d, opp_d: (G, T), 1 for a played D), as
+    (T, M, G) numbers machine * N_STATES + state: one table lookup per round for all machines
+    and games."""
+    m = nexts.shape[0]
+    g, longest = my_d.shape
+    base = np.arange(m, dtype=np.int64) * N_STATES
+    table = (nexts.reshape(m, N_STATES, 4) + base[:, None, None]).ravel()  # [state * 4 + move]
+    moves = np.ascontiguousarray((2 * my_d + opp_d).T)  # (T, G)
+    states = np.empty((longest, m, g), dtype=np.int64)
+    state = np.repeat(base[:, None], g, axis=1)
+    lookup = np.empty((m, g), dtype=np.int64)
     for t in range(longest):
         states[t] = state
-        state = nexts[rows, state, my_d[None, :, t], opp_d[None, :, t]]
-    st_idx = states.astype(np.int64)
-    p = probs[rows[None], st_idx]  # (T, M, G)
-    is_fixed = fixed[rows[None], st_idx]
-    decided = mask.T[:, None, :]  # (T, 1, G)
-    labels = y.T[:, None, :]
-    weight = decided & is_fixed
-    stats.prescribing[:, index] = weight.sum(axis=0).T
-    stats.mismatches[:, index] = (np.abs(labels - p) * weight).sum(axis=0).T
-    free_rounds = decided & ~is_fixed
-    for s in range(N_STATES):
-        if not stats.free[index, s].any():
-            continue
-        in_state = free_rounds & (st_idx == s)
-        stats.visits[:, index, s] = in_state.sum(axis=0).T
-        stats.coops[:, index, s] = (labels * in_state).sum(axis=0).T
+        np.multiply(state, 4, out=lookup)
+        lookup += moves[t]
+        np.take(table, lookup, out=state)
+    return states
 
 
 def _xlogy(x: np.ndarray, y: np.ndarray) -> np.ndarray:
