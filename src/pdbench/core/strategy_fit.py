@@ -164,27 +164,36 @@ def _machine_stats(
         opp_d[i, :n] = ~np.asarray(opp, dtype=bool)
         y[i, :n] = labels
         mask[i, :n] = decided
-    states = run_machines(nexts, my_d, opp_d)  # (T, M, G): machine * N_STATES + state
-    # One key per (game, machine, state); the decided rounds' keys in round order, so that
-    # bincount sums each key's labels in round order, as a sum over rounds would.
-    keys = states + (np.arange(g, dtype=np.int64) * (m * N_STATES))
-    decided = np.broadcast_to(mask.T[:, None, :], keys.shape)
-    keys = keys[decided]
+    states4 = _run_machines4(nexts, my_d, opp_d)  # (T, M, G): 4 * (machine * N_STATES + state)
     size = g * m * N_STATES
-    counts = np.bincount(keys, minlength=size).reshape(g, m, N_STATES).astype(np.float64)
-    labels = np.broadcast_to(y.T[:, None, :], states.shape)
-    sums = np.bincount(keys, weights=labels[decided], minlength=size).reshape(g, m, N_STATES)
-    stats.prescribing[:, index] = np.where(fixed, counts, 0.0).sum(axis=2)
     if np.all((y == 0.0) | (y == 1.0)):
-        # 0/1 labels: a mismatch count is exact whatever the order it is summed in
+        # 0/1 labels: counts only, exact whatever the order they are added in. One key per
+        # (game, machine, state, label; 2 = not decided): 4 * (game, machine, state) + label.
+        label = np.where(mask, y, 2.0).astype(np.int64)
+        keys = states4 + (label.T + (4 * m * N_STATES) * np.arange(g, dtype=np.int64))[:, None]
+        tally = np.bincount(keys.ravel(), minlength=4 * size).reshape(g, m, N_STATES, 4)
+        sums = tally[..., 1].astype(np.float64)
+        counts = sums + tally[..., 0]
         says_c = fixed & (probs == 1.0)
         says_d = fixed & (probs == 0.0)
         mismatches = np.where(says_c, counts - sums, 0.0) + np.where(says_d, sums, 0.0)
         stats.mismatches[:, index] = mismatches.sum(axis=2)
-    else:  # soft labels: |label - prescription| summed in round order
+    else:
+        # Soft labels: one key per (game, machine, state); the decided rounds' keys in round
+        # order, so that bincount sums each key's labels in round order, as a sum over rounds
+        # would, and |label - prescription| summed over rounds.
+        states = states4 >> 2
+        keys = states + (np.arange(g, dtype=np.int64) * (m * N_STATES))
+        decided = np.broadcast_to(mask.T[:, None, :], keys.shape)
+        keys = keys[decided]
+        counts = np.bincount(keys, minlength=size).reshape(g, m, N_STATES).astype(np.float64)
+        labels = np.broadcast_to(y.T[:, None, :], states.shape)
+        sums = np.bincount(keys, weights=labels[decided], minlength=size)
+        sums = sums.reshape(g, m, N_STATES)
         p = probs.ravel()[states]
         weight = decided & fixed.ravel()[states]
         stats.mismatches[:, index] = (np.abs(labels - p) * weight).sum(axis=0).T
+    stats.prescribing[:, index] = np.where(fixed, counts, 0.0).sum(axis=2)
     stats.visits[:, index] = np.where(fixed, 0.0, counts)
     stats.coops[:, index] = np.where(fixed, 0.0, sums)
 
@@ -194,19 +203,24 @@ def run_machines(nexts: np.ndarray, my_d: np.ndarray, opp_d: np.ndarray) -> np.n
     of G games run on their actual history (my_d, opp_d: (G, T), 1 for a played D), as
     (T, M, G) numbers machine * N_STATES + state: one table lookup per round for all machines
     and games."""
+    return _run_machines4(nexts, my_d, opp_d) >> 2
+
+
+def _run_machines4(nexts: np.ndarray, my_d: np.ndarray, opp_d: np.ndarray) -> np.ndarray:
+    """run_machines times 4: a round's lookup is then one addition and one take,
+    table[4 * state + 2 * my_D + opp_D] = 4 * next state."""
     m = nexts.shape[0]
     g, longest = my_d.shape
     base = np.arange(m, dtype=np.int64) * N_STATES
-    table = (nexts.reshape(m, N_STATES, 4) + base[:, None, None]).ravel()  # [state * 4 + move]
+    table = 4 * (nexts.reshape(m, N_STATES, 4) + base[:, None, None]).ravel()
     moves = np.ascontiguousarray((2 * my_d + opp_d).T)  # (T, G)
     states = np.empty((longest, m, g), dtype=np.int64)
-    state = np.repeat(base[:, None], g, axis=1)
+    if longest:
+        states[0] = 4 * base[:, None]
     lookup = np.empty((m, g), dtype=np.int64)
-    for t in range(longest):
-        states[t] = state
-        np.multiply(state, 4, out=lookup)
-        lookup += moves[t]
-        np.take(table, lookup, out=state)
+    for t in range(longest - 1):
+        np.add(states[t], moves[t], out=lookup)
+        table.take(lookup, out=states[t + 1], mode="clip")
     return states
 
 

@@ -36,7 +36,7 @@ from pdbench.core.strategy_gof import (
     card_verdict,
     gof_test,
     moves_explained,
-    round_design,
+    round_designs,
 )
 from pdbench.errors import RunError
 from pdbench.storage.aggregate import condition_outcomes
@@ -153,12 +153,13 @@ def _gof(
     candidate index."""
     named = min((f.rank, j) for j, f in enumerate(fits) if candidates[j].in_mixture)[1]
     tested = [named] + [j for j, c in enumerate(candidates) if c.name == MEMORY_ONE]
+    designs = round_designs(data, [candidates[j] for j in tested])
     out = {}
-    for j in tested:
+    for j, design in zip(tested, designs, strict=True):
         rng = np.random.default_rng(
             derive_seed(seed, "strategy_gof", condition, side, candidates[j].name)
         )
-        out[j] = gof_test(round_design(data, candidates[j]), rng, GOF_RESAMPLES).p_value
+        out[j] = gof_test(design, rng, GOF_RESAMPLES).p_value
     return named, out
 
 
