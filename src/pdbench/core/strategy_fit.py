@@ -338,24 +338,35 @@ def _em(
     tolerance: float = EM_TOLERANCE,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """EM for a batch of game weightings (B, games), from starting shares phi (B, k) and
-    trembles eps (B,); returns (phi, eps, log-likelihood per batch)."""
+    trembles eps (B,); returns (phi, eps, log-likelihood per batch).
+
+    A game of weight 0 in a weighting (a resample that did not draw it) has no responsibility
+    there and adds nothing to the log-likelihood: the E-step is computed for the weighted
+    (batch, game) pairs only, and the M-step sums over the full (B, games, k) array with zeros
+    elsewhere, so each sum adds the same terms in the same order as over every pair."""
     previous = np.full(weights.shape[0], -np.inf)
     total = previous
     wsum = weights.sum(axis=1)
     matches = data.prescribing - data.mismatches
+    rows, games = np.nonzero(weights)
+    weight = weights[rows, games][:, None]
+    mismatches, matched = data.mismatches[games], matches[games]
+    free = data.free_loglik[games]
+    # Where a pair has weight 0 its terms are 0: resp 0, and weight x log-likelihood -0.0.
+    game_ll = np.full(weights.shape, -1.0)
+    resp = np.zeros((*weights.shape, data.members.size))
     for _ in range(EM_ITERATIONS):
         # eps stays within [TREMBLE_FLOOR, 0.5]: both logarithms are finite
         ll = (
-            np.log(eps)[:, None, None] * data.mismatches[None]
-            + np.log1p(-eps)[:, None, None] * matches[None]
-            + data.free_loglik[None]
-        )  # (B, games, k)
+            np.log(eps)[rows, None] * mismatches + np.log1p(-eps)[rows, None] * matched + free
+        )  # (pairs, k)
         with np.errstate(divide="ignore"):
-            logp = ll + np.log(phi)[:, None, :]
-        top = logp.max(axis=2, keepdims=True)
-        game_ll = top[..., 0] + np.log(np.exp(logp - top).sum(axis=2))  # (B, games)
+            logp = ll + np.log(phi)[rows]
+        top = logp.max(axis=1, keepdims=True)
+        pair_ll = top[:, 0] + np.log(np.exp(logp - top).sum(axis=1))  # (pairs,)
+        game_ll[rows, games] = pair_ll
         total = (weights * game_ll).sum(axis=1)
-        resp = np.exp(logp - game_ll[..., None]) * weights[..., None]  # (B, games, k)
+        resp[rows, games] = np.exp(logp - pair_ll[:, None]) * weight  # (B, games, k)
         phi = resp.sum(axis=1) / wsum[:, None]
         num = (resp * data.mismatches[None]).sum(axis=(1, 2))
         den = (resp * data.prescribing[None]).sum(axis=(1, 2))

@@ -107,6 +107,8 @@ def profile_rows(
                 low = np.full(len(candidates), np.nan)
                 high = low
             name = games[0].agent_a_name if side == "a" else games[0].agent_b_name
+            soft = any(p is not None and np.any(~np.isnan(p)) for *_, p in data)
+            n_moves = int(stats.moves.sum())
             for j, (cand, fit, share, lo, hi) in enumerate(
                 zip(candidates, fits, mixture.shares, low, high, strict=True)
             ):
@@ -127,10 +129,8 @@ def profile_rows(
                         "share_ci_high": _finite(hi),
                         "mixture_tremble": _finite(mixture.tremble),
                         "n_games": len(games),
-                        "n_moves": int(stats.moves.sum()),
-                        "soft_labels": bool(
-                            any(p is not None and np.any(~np.isnan(p)) for *_, p in data)
-                        ),
+                        "n_moves": n_moves,
+                        "soft_labels": bool(soft),
                         "adequate": adequate,
                         "gof_p_value": _finite(p_values.get(j, math.nan)),
                         "moves_explained": _finite(moves_explained(stats, j)),
