@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import math
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +46,9 @@ from pdbench.storage.record.table import RunDirError
 from pdbench.storage.run_dir import RunLock, read_manifest
 from pdbench.storage.strategy_fit import STRATEGY_FIT_FILE, write_strategy_fit
 
+WORKERS = 2  # threads fitting agents (this machine class has 2 cores)
+AHEAD = 2  # conditions read ahead of the one being collected
+
 
 @dataclass(frozen=True, slots=True)
 class ProfileResult:
@@ -72,13 +77,24 @@ def _side_games(
     return out
 
 
-def profile_rows(
-    manifest: dict[str, Any],
-    outcomes: list[GameOutcome],
-    library: str = "builtin",
-    resamples: int = DEFAULT_BOOTSTRAP,
-) -> list[dict[str, Any]]:
-    """strategy_fit rows of every condition (config order) and agent."""
+@dataclass(frozen=True, slots=True)
+class _Side:
+    """One condition's agent to fit: its games (replicate order) and candidates."""
+
+    condition: str
+    side: str
+    games: list[GameOutcome]
+    data: list[tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]]
+    candidates: list[Candidate]
+    seed: int
+    resamples: int
+
+
+def _sides(
+    manifest: dict[str, Any], outcomes: list[GameOutcome], library: str, resamples: int
+) -> tuple[list[str], list[_Side]]:
+    """The conditions of `outcomes` (config order, then by name) and their agents to fit. The
+    Axelrod library's candidates (replayed here) are built in the calling thread."""
     if library not in LIBRARIES:
         raise RunError(f"unknown strategy library {library!r} (valid: {', '.join(LIBRARIES)})")
     matrix = _matrix(manifest)
@@ -88,7 +104,7 @@ def profile_rows(
         by_condition.setdefault(outcome.condition, []).append(outcome)
     order = [c["name"] for c in manifest.get("conditions", []) if c.get("name") in by_condition]
     order += sorted(set(by_condition) - set(order))
-    rows: list[dict[str, Any]] = []
+    sides = []
     for condition in order:
         games = sorted(by_condition[condition], key=lambda g: g.replicate)
         for side_index, side in enumerate(("a", "b")):
@@ -96,48 +112,77 @@ def profile_rows(
             candidates = builtin_candidates(matrix, side_index)
             if library == "all":
                 candidates += axelrod_candidates([(own, opp) for own, opp, _, _ in data])
-            stats = game_stats(data, candidates)
-            fits = fit_each(stats, candidates)
-            mixture = sfem(stats, candidates)
-            rng = np.random.default_rng(derive_seed(seed, "strategy_fit", condition, side))
-            low, high = share_intervals(stats, candidates, rng, resamples)
-            named, p_values = _gof(data, candidates, fits, seed, condition, side)
-            adequate = bool(p_values.get(named, math.nan) >= GOF_ALPHA)
-            if not adequate:  # the intervals would describe sampling from a library that is wrong
-                low = np.full(len(candidates), np.nan)
-                high = low
-            name = games[0].agent_a_name if side == "a" else games[0].agent_b_name
-            soft = any(p is not None and np.any(~np.isnan(p)) for *_, p in data)
-            n_moves = int(stats.moves.sum())
-            for j, (cand, fit, share, lo, hi) in enumerate(
-                zip(candidates, fits, mixture.shares, low, high, strict=True)
-            ):
-                rows.append(
-                    {
-                        "condition": condition,
-                        "agent": side,
-                        "agent_name": name,
-                        "strategy": fit.strategy,
-                        "rank": fit.rank,
-                        "log_likelihood": fit.log_likelihood,
-                        "bic": fit.bic,
-                        "n_params": fit.n_params,
-                        "tremble": fit.tremble,
-                        "parameters": json.dumps(cand.parameters(fit.free_probabilities)),
-                        "share": _finite(share),
-                        "share_ci_low": _finite(lo),
-                        "share_ci_high": _finite(hi),
-                        "mixture_tremble": _finite(mixture.tremble),
-                        "n_games": len(games),
-                        "n_moves": n_moves,
-                        "soft_labels": bool(soft),
-                        "adequate": adequate,
-                        "gof_p_value": _finite(p_values.get(j, math.nan)),
-                        "moves_explained": _finite(moves_explained(stats, j)),
-                    }
-                )
+            sides.append(_Side(condition, side, games, data, candidates, seed, resamples))
+    return order, sides
+
+
+def _side_rows(job: _Side) -> list[dict[str, Any]]:
+    """The strategy_fit rows of one condition's agent (candidate order)."""
+    condition, side, games, data, candidates = (
+        job.condition,
+        job.side,
+        job.games,
+        job.data,
+        job.candidates,
+    )
+    stats = game_stats(data, candidates)
+    fits = fit_each(stats, candidates)
+    mixture = sfem(stats, candidates)
+    rng = np.random.default_rng(derive_seed(job.seed, "strategy_fit", condition, side))
+    low, high = share_intervals(stats, candidates, rng, job.resamples)
+    named, p_values = _gof(data, candidates, fits, job.seed, condition, side)
+    adequate = bool(p_values.get(named, math.nan) >= GOF_ALPHA)
+    if not adequate:  # the intervals would describe sampling from a library that is wrong
+        low = np.full(len(candidates), np.nan)
+        high = low
+    name = games[0].agent_a_name if side == "a" else games[0].agent_b_name
+    soft = any(p is not None and np.any(~np.isnan(p)) for *_, p in data)
+    n_moves = int(stats.moves.sum())
+    rows = []
+    for j, (cand, fit, share, lo, hi) in enumerate(
+        zip(candidates, fits, mixture.shares, low, high, strict=True)
+    ):
+        rows.append(
+            {
+                "condition": condition,
+                "agent": side,
+                "agent_name": name,
+                "strategy": fit.strategy,
+                "rank": fit.rank,
+                "log_likelihood": fit.log_likelihood,
+                "bic": fit.bic,
+                "n_params": fit.n_params,
+                "tremble": fit.tremble,
+                "parameters": json.dumps(cand.parameters(fit.free_probabilities)),
+                "share": _finite(share),
+                "share_ci_low": _finite(lo),
+                "share_ci_high": _finite(hi),
+                "mixture_tremble": _finite(mixture.tremble),
+                "n_games": len(games),
+                "n_moves": n_moves,
+                "soft_labels": bool(soft),
+                "adequate": adequate,
+                "gof_p_value": _finite(p_values.get(j, math.nan)),
+                "moves_explained": _finite(moves_explained(stats, j)),
+            }
+        )
+    return rows
+
+
+def _ordered(rows: list[dict[str, Any]], order: list[str]) -> list[dict[str, Any]]:
     rows.sort(key=lambda r: (order.index(r["condition"]), r["agent"], r["rank"]))
     return rows
+
+
+def profile_rows(
+    manifest: dict[str, Any],
+    outcomes: list[GameOutcome],
+    library: str = "builtin",
+    resamples: int = DEFAULT_BOOTSTRAP,
+) -> list[dict[str, Any]]:
+    """strategy_fit rows of every condition (config order) and agent."""
+    order, sides = _sides(manifest, outcomes, library, resamples)
+    return _ordered([row for job in sides for row in _side_rows(job)], order)
 
 
 def _gof(
@@ -190,13 +235,26 @@ def profile_run(
     if not run_dir.is_dir():
         raise RunDirError(f"{run_dir}: not a directory")
     manifest = read_manifest(run_dir, "experiment")
-    with RunLock(run_dir):
-        rows = []
+    with RunLock(run_dir), ThreadPoolExecutor(WORKERS) as pool:
+        # Each agent of each condition is fitted in a worker thread (NumPy releases the GIL in
+        # its loops) while the next condition is read; at most AHEAD conditions wait, so memory
+        # stays bounded. Every agent's fit is computed as alone, so the rows are the same.
+        rows: list[dict[str, Any]] = []
+        pending: deque[tuple[list[str], list[Future[list[dict[str, Any]]]]]] = deque()
         for _, outcomes in condition_outcomes(run_dir, manifest):
-            rows += profile_rows(manifest, outcomes, library, resamples)
+            order, sides = _sides(manifest, outcomes, library, resamples)
+            pending.append((order, [pool.submit(_side_rows, job) for job in sides]))
+            while len(pending) > AHEAD:
+                rows += _collect(*pending.popleft())
+        while pending:
+            rows += _collect(*pending.popleft())
         path = run_dir / STRATEGY_FIT_FILE
         write_strategy_fit(rows, path, profile_settings(library, resamples))
     return ProfileResult(rows, path)
+
+
+def _collect(order: list[str], futures: list[Future[list[dict[str, Any]]]]) -> list[dict[str, Any]]:
+    return _ordered([row for future in futures for row in future.result()], order)
 
 
 def _pct(value: float | None) -> str:
