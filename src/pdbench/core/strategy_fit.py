@@ -91,6 +91,18 @@ class GameStats:
     coops: np.ndarray  # (games, candidates, N_STATES): (expected) cooperations there
     moves: np.ndarray  # (games,): decided rounds
     free: np.ndarray = field(default_factory=lambda: np.zeros((0, N_STATES), dtype=bool))
+    # The machines as run: (rounds, machines, games) numbers 4 * (row * N_STATES + state), and
+    # each machine candidate's row.
+    machine_states: np.ndarray | None = None
+    machine_rows: dict[int, int] = field(default_factory=dict)
+
+    def states_of(self, j: int) -> np.ndarray | None:
+        """Candidate j's machine state in every round of every game (games, longest), as run
+        on the actual history; None for a candidate without a machine."""
+        row = self.machine_rows.get(j)
+        if row is None or self.machine_states is None:
+            return None
+        return ((self.machine_states[:, row, :] >> 2) - row * N_STATES).T
 
 
 def _labels(
@@ -165,6 +177,7 @@ def _machine_stats(
         y[i, :n] = labels
         mask[i, :n] = decided
     states4 = _run_machines4(nexts, my_d, opp_d)  # (T, M, G): 4 * (machine * N_STATES + state)
+    stats.machine_states, stats.machine_rows = states4, {j: row for row, j in enumerate(index)}
     size = g * m * N_STATES
     if np.all((y == 0.0) | (y == 1.0)):
         # 0/1 labels: counts only, exact whatever the order they are added in. One key per

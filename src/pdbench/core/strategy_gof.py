@@ -97,10 +97,15 @@ def round_design(games: Sequence[Game], candidate: Candidate) -> RoundDesign:
     return round_designs(games, [candidate])[0]
 
 
-def round_designs(games: Sequence[Game], candidates: Sequence[Candidate]) -> list[RoundDesign]:
+def round_designs(
+    games: Sequence[Game],
+    candidates: Sequence[Candidate],
+    states: Sequence[np.ndarray | None] | None = None,
+) -> list[RoundDesign]:
     """round_design of each candidate, the games' histories read once: every game's rounds
     in a row of (games, longest) arrays, the padding and undecided rounds left out; the
-    rounds kept in game order, then round order."""
+    rounds kept in game order, then round order. `states`: per candidate, its machine's
+    states on these games (games, longest) when already run (GameStats.states_of), or None."""
     if not games:
         return [RoundDesign(*(np.zeros(0, t) for t in (np.float64,) * 2 + (np.int64,) * 2))] * len(
             candidates
@@ -117,12 +122,14 @@ def round_designs(games: Sequence[Game], candidates: Sequence[Candidate]) -> lis
             decided[g, : lengths[g]] = np.asarray(mask, dtype=bool)
     history = _history_states(own_d, opp_d)
     out = []
-    for candidate in candidates:
+    for j, candidate in enumerate(candidates):
         keep = decided
         if candidate.machine is not None:
             probs, nexts = candidate.machine.arrays()
-            states = run_machines(nexts[None], own_d.astype(np.int64), opp_d.astype(np.int64))
-            s = states[:, 0, :].T  # (games, longest)
+            s = None if states is None else states[j]
+            if s is None:
+                run = run_machines(nexts[None], own_d.astype(np.int64), opp_d.astype(np.int64))
+                s = run[:, 0, :].T  # (games, longest)
             p = probs[s]
             fixed = (p == 0.0) | (p == 1.0)
             prescription = np.where(fixed, p, np.nan)

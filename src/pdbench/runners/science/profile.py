@@ -25,6 +25,7 @@ from pdbench.core.rng import derive_seed
 from pdbench.core.strategy_fit import (
     DEFAULT_BOOTSTRAP,
     Candidate,
+    GameStats,
     StrategyFit,
     fit_each,
     game_stats,
@@ -130,7 +131,7 @@ def _side_rows(job: _Side) -> list[dict[str, Any]]:
     mixture = sfem(stats, candidates)
     rng = np.random.default_rng(derive_seed(job.seed, "strategy_fit", condition, side))
     low, high = share_intervals(stats, candidates, rng, job.resamples)
-    named, p_values = _gof(data, candidates, fits, job.seed, condition, side)
+    named, p_values = _gof(data, candidates, stats, fits, job.seed, condition, side)
     adequate = bool(p_values.get(named, math.nan) >= GOF_ALPHA)
     if not adequate:  # the intervals would describe sampling from a library that is wrong
         low = np.full(len(candidates), np.nan)
@@ -188,6 +189,7 @@ def profile_rows(
 def _gof(
     data: list[tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]],
     candidates: list[Candidate],
+    stats: GameStats,
     fits: list[StrategyFit],
     seed: int,
     condition: str,
@@ -195,10 +197,12 @@ def _gof(
 ) -> tuple[int, dict[int, float]]:
     """The best-ranked named strategy (the index of the candidate that decides `adequate`) and
     the goodness-of-fit p-values (core/strategy_gof.py) of it and of the memory-one family, by
-    candidate index."""
+    candidate index; machines are not run again (their states come from `stats`)."""
     named = min((f.rank, j) for j, f in enumerate(fits) if candidates[j].in_mixture)[1]
     tested = [named] + [j for j, c in enumerate(candidates) if c.name == MEMORY_ONE]
-    designs = round_designs(data, [candidates[j] for j in tested])
+    designs = round_designs(
+        data, [candidates[j] for j in tested], [stats.states_of(j) for j in tested]
+    )
     out = {}
     for j, design in zip(tested, designs, strict=True):
         rng = np.random.default_rng(
