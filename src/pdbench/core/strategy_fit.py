@@ -368,21 +368,32 @@ def _em(
     # Where a pair has weight 0 its terms are 0: resp 0, and weight x log-likelihood -0.0.
     game_ll = np.full(weights.shape, -1.0)
     resp = np.zeros((*weights.shape, data.members.size))
+    # Buffers written in place every iteration (fresh arrays of this size cost more to
+    # allocate than to compute); each holds the value the expression names.
+    logp = np.empty(mismatches.shape)  # (pairs, k)
+    work = np.empty(mismatches.shape)
+    top = np.empty((rows.size, 1))
+    product = np.empty(resp.shape)
     for _ in range(EM_ITERATIONS):
         # eps stays within [TREMBLE_FLOOR, 0.5]: both logarithms are finite
-        ll = (
-            np.log(eps)[rows, None] * mismatches + np.log1p(-eps)[rows, None] * matched + free
-        )  # (pairs, k)
+        np.multiply(np.log(eps)[rows, None], mismatches, out=logp)
+        np.multiply(np.log1p(-eps)[rows, None], matched, out=work)
+        np.add(logp, work, out=logp)
+        np.add(logp, free, out=logp)  # the log-likelihood of each pair under each strategy
         with np.errstate(divide="ignore"):
-            logp = ll + np.log(phi)[rows]
-        top = logp.max(axis=1, keepdims=True)
-        pair_ll = top[:, 0] + np.log(np.exp(logp - top).sum(axis=1))  # (pairs,)
+            np.add(logp, np.log(phi)[rows], out=logp)
+        np.copyto(top, logp[:, :1])  # the row maxima, a column at a time
+        for j in range(1, logp.shape[1]):
+            np.maximum(top, logp[:, j : j + 1], out=top)
+        np.subtract(logp, top, out=work)
+        pair_ll = top[:, 0] + np.log(np.exp(work, out=work).sum(axis=1))  # (pairs,)
         game_ll[rows, games] = pair_ll
         total = (weights * game_ll).sum(axis=1)
-        resp[rows, games] = np.exp(logp - pair_ll[:, None]) * weight  # (B, games, k)
+        np.subtract(logp, pair_ll[:, None], out=work)
+        resp[rows, games] = np.multiply(np.exp(work, out=work), weight, out=work)
         phi = resp.sum(axis=1) / wsum[:, None]
-        num = (resp * data.mismatches[None]).sum(axis=(1, 2))
-        den = (resp * data.prescribing[None]).sum(axis=(1, 2))
+        num = np.multiply(resp, data.mismatches[None], out=product).sum(axis=(1, 2))
+        den = np.multiply(resp, data.prescribing[None], out=product).sum(axis=(1, 2))
         with np.errstate(all="ignore"):
             eps = np.clip(np.where(den > 0, num / den, 0.5), TREMBLE_FLOOR, 0.5)
         if np.all(np.abs(total - previous) < tolerance * np.maximum(1.0, np.abs(total))):
