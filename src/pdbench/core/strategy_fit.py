@@ -102,7 +102,7 @@ class GameStats:
         row = self.machine_rows.get(j)
         if row is None or self.machine_states is None:
             return None
-        return ((self.machine_states[:, row, :] >> 2) - row * N_STATES).T
+        return ((self.machine_states[:, row, :].astype(np.int64) >> 2) - row * N_STATES).T
 
 
 def _labels(
@@ -182,9 +182,13 @@ def _machine_stats(
     if np.all((y == 0.0) | (y == 1.0)):
         # 0/1 labels: counts only, exact whatever the order they are added in. One key per
         # (game, machine, state, label; 2 = not decided): 4 * (game, machine, state) + label.
+        # A machine at a time, so the keys take one machine's rounds of memory.
         label = np.where(mask, y, 2.0).astype(np.int64)
-        keys = states4 + (label.T + (4 * m * N_STATES) * np.arange(g, dtype=np.int64))[:, None]
-        tally = np.bincount(keys.ravel(), minlength=4 * size).reshape(g, m, N_STATES, 4)
+        offset = label.T + (4 * m * N_STATES) * np.arange(g, dtype=np.int64)  # (T, G)
+        tally = np.zeros(4 * size, dtype=np.int64)
+        for row in range(m):
+            tally += np.bincount((states4[:, row, :] + offset).ravel(), minlength=4 * size)
+        tally = tally.reshape(g, m, N_STATES, 4)
         sums = tally[..., 1].astype(np.float64)
         counts = sums + tally[..., 0]
         says_c = fixed & (probs == 1.0)
@@ -195,7 +199,7 @@ def _machine_stats(
         # Soft labels: one key per (game, machine, state); the decided rounds' keys in round
         # order, so that bincount sums each key's labels in round order, as a sum over rounds
         # would, and |label - prescription| summed over rounds.
-        states = states4 >> 2
+        states = states4.astype(np.int64) >> 2
         keys = states + (np.arange(g, dtype=np.int64) * (m * N_STATES))
         decided = np.broadcast_to(mask.T[:, None, :], keys.shape)
         keys = keys[decided]
@@ -216,7 +220,7 @@ def run_machines(nexts: np.ndarray, my_d: np.ndarray, opp_d: np.ndarray) -> np.n
     of G games run on their actual history (my_d, opp_d: (G, T), 1 for a played D), as
     (T, M, G) numbers machine * N_STATES + state: one table lookup per round for all machines
     and games."""
-    return _run_machines4(nexts, my_d, opp_d) >> 2
+    return _run_machines4(nexts, my_d, opp_d).astype(np.int64) >> 2
 
 
 def _run_machines4(nexts: np.ndarray, my_d: np.ndarray, opp_d: np.ndarray) -> np.ndarray:
@@ -225,12 +229,14 @@ def _run_machines4(nexts: np.ndarray, my_d: np.ndarray, opp_d: np.ndarray) -> np
     m = nexts.shape[0]
     g, longest = my_d.shape
     base = np.arange(m, dtype=np.int64) * N_STATES
-    table = 4 * (nexts.reshape(m, N_STATES, 4) + base[:, None, None]).ravel()
-    moves = np.ascontiguousarray((2 * my_d + opp_d).T)  # (T, G)
-    states = np.empty((longest, m, g), dtype=np.int64)
+    # int16 while the numbers fit (a few bytes a round and machine), else int64
+    kind = np.int16 if 4 * m * N_STATES <= np.iinfo(np.int16).max else np.int64
+    table = (4 * (nexts.reshape(m, N_STATES, 4) + base[:, None, None])).ravel().astype(kind)
+    moves = np.ascontiguousarray((2 * my_d + opp_d).T).astype(kind)  # (T, G)
+    states = np.empty((longest, m, g), dtype=kind)
     if longest:
         states[0] = 4 * base[:, None]
-    lookup = np.empty((m, g), dtype=np.int64)
+    lookup = np.empty((m, g), dtype=kind)
     for t in range(longest - 1):
         np.add(states[t], moves[t], out=lookup)
         table.take(lookup, out=states[t + 1], mode="clip")
