@@ -168,6 +168,7 @@ class _Cells:
     prescription: np.ndarray  # (K,) 1.0 / 0.0, NaN for a free state
     to_free: np.ndarray  # (K, free states visited) 0/1
     to_history: np.ndarray  # (K, history states visited) 0/1
+    history_starts: np.ndarray  # the first cell of each history state (cells in key order)
 
 
 def _cells(design: RoundDesign) -> _Cells:
@@ -188,11 +189,13 @@ def _cells(design: RoundDesign) -> _Cells:
     free_ids, free_col = np.unique(cat[cat >= 2], return_inverse=True)
     to_free = np.zeros((keys.size, free_ids.size))
     to_free[np.flatnonzero(cat >= 2), free_col] = 1.0
-    hist_ids, hist_col = np.unique(keys // width, return_inverse=True)
+    history = keys // width  # non-decreasing: a history state's cells are adjacent
+    hist_ids, hist_col = np.unique(history, return_inverse=True)
     to_history = np.zeros((keys.size, hist_ids.size))
     to_history[np.arange(keys.size), hist_col] = 1.0
+    starts = np.flatnonzero(np.diff(history, prepend=-1))
     prescription = np.where(cat >= 2, np.nan, cat.astype(np.float64))
-    return _Cells(size, coops, prescription, to_free, to_history)
+    return _Cells(size, coops, prescription, to_free, to_history, starts)
 
 
 def _free_loglik(coops: np.ndarray, visits: np.ndarray) -> np.ndarray:
@@ -214,7 +217,11 @@ def _statistic(y: np.ndarray, cells: _Cells) -> tuple[np.ndarray, np.ndarray]:
         eps = np.full(y.shape[0], np.nan)
         ll = np.zeros(y.shape[0])
     ll = ll + _free_loglik(y @ cells.to_free, cells.size @ cells.to_free)
-    ll_rich = _free_loglik(y @ cells.to_history, cells.size @ cells.to_history)
+    # y @ to_history as sums of adjacent cells: counts are whole numbers, so their sums are
+    # exact in any order
+    ll_rich = _free_loglik(
+        np.add.reduceat(y, cells.history_starts, axis=1), cells.size @ cells.to_history
+    )
     return 2.0 * (ll_rich - ll), eps
 
 

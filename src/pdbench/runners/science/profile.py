@@ -48,7 +48,7 @@ from pdbench.storage.run_dir import RunLock, read_manifest
 from pdbench.storage.strategy_fit import STRATEGY_FIT_FILE, write_strategy_fit
 
 WORKERS = 2  # threads fitting agents (this machine class has 2 cores)
-AHEAD = 2  # conditions read ahead of the one being collected
+AHEAD = 1  # conditions read ahead of the one being collected
 
 
 @dataclass(frozen=True, slots=True)
