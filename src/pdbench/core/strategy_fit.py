@@ -387,7 +387,7 @@ def _em(
         np.add(logp, work, out=logp)
         np.add(logp, free, out=logp)  # the log-likelihood of each pair under each strategy
         with np.errstate(divide="ignore"):
-            np.add(logp, np.log(phi)[rows], out=logp)
+            np.add(logp, np.take(np.log(phi), rows, axis=0, out=work), out=logp)
         np.copyto(top, logp[:, :1])  # the row maxima, a column at a time
         for j in range(1, logp.shape[1]):
             np.maximum(top, logp[:, j : j + 1], out=top)
