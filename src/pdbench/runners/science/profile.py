@@ -239,10 +239,23 @@ def profile_run(
     if not run_dir.is_dir():
         raise RunDirError(f"{run_dir}: not a directory")
     manifest = read_manifest(run_dir, "experiment")
-    with RunLock(run_dir), ThreadPoolExecutor(WORKERS) as pool:
-        # Each agent of each condition is fitted in a worker thread (NumPy releases the GIL in
-        # its loops) while the next condition is read; at most AHEAD conditions wait, so memory
-        # stays bounded. Every agent's fit is computed as alone, so the rows are the same.
+    with RunLock(run_dir):
+        rows = _fit_conditions(run_dir, manifest, library, resamples)
+        path = run_dir / STRATEGY_FIT_FILE
+        write_strategy_fit(rows, path, profile_settings(library, resamples))
+    return ProfileResult(rows, path)
+
+
+def _fit_conditions(
+    run_dir: Path, manifest: dict[str, Any], library: str, resamples: int
+) -> list[dict[str, Any]]:
+    """The rows of every condition, in the order they are read. Each agent of each condition
+    is fitted in a worker thread (NumPy releases the GIL in its loops) while the next
+    condition is read; at most AHEAD conditions wait, so memory stays bounded. Every agent's
+    fit is computed as if alone, so the rows are those of a fit one after the other. On an
+    error (or Ctrl-C) the fits not started are cancelled."""
+    pool = ThreadPoolExecutor(WORKERS)
+    try:
         rows: list[dict[str, Any]] = []
         pending: deque[tuple[list[str], list[Future[list[dict[str, Any]]]]]] = deque()
         for _, outcomes in condition_outcomes(run_dir, manifest):
@@ -252,9 +265,9 @@ def profile_run(
                 rows += _collect(*pending.popleft())
         while pending:
             rows += _collect(*pending.popleft())
-        path = run_dir / STRATEGY_FIT_FILE
-        write_strategy_fit(rows, path, profile_settings(library, resamples))
-    return ProfileResult(rows, path)
+        return rows
+    finally:
+        pool.shutdown(cancel_futures=True)
 
 
 def _collect(order: list[str], futures: list[Future[list[dict[str, Any]]]]) -> list[dict[str, Any]]:
