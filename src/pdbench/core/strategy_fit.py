@@ -91,6 +91,18 @@ class GameStats:
     coops: np.ndarray  # (games, candidates, N_STATES): (expected) cooperations there
     moves: np.ndarray  # (games,): decided rounds
     free: np.ndarray = field(default_factory=lambda: np.zeros((0, N_STATES), dtype=bool))
+    # The machines as run: (rounds, machines, games) numbers 4 * (row * N_STATES + state), and
+    # each machine candidate's row.
+    machine_states: np.ndarray | None = None
+    machine_rows: dict[int, int] = field(default_factory=dict)
+
+    def states_of(self, j: int) -> np.ndarray | None:
+        """Candidate j's machine state in every round of every game (games, longest), as run
+        on the actual history; None for a candidate without a machine."""
+        row = self.machine_rows.get(j)
+        if row is None or self.machine_states is None:
+            return None
+        return ((self.machine_states[:, row, :].astype(np.int64) >> 2) - row * N_STATES).T
 
 
 def _labels(
@@ -144,7 +156,8 @@ def _machine_stats(
     machines: list[tuple[int, StateMachine]],
 ) -> None:
     """Run every machine over every game's actual history at once (games padded to the
-    longest, padding masked out) and accumulate the statistics."""
+    longest, padding masked out) and accumulate the statistics: per game, machine and state,
+    the decided rounds and the sum of their labels, each summed in round order."""
     index = [j for j, _ in machines]
     probs = np.stack([m.arrays()[0] for _, m in machines])  # (M, S)
     nexts = np.stack([m.arrays()[1] for _, m in machines])  # (M, S, 2, 2)
@@ -163,27 +176,71 @@ def _machine_stats(
         opp_d[i, :n] = ~np.asarray(opp, dtype=bool)
         y[i, :n] = labels
         mask[i, :n] = decided
-    states = np.zeros((longest, m, g), dtype=np.int8)
-    state = np.zeros((m, g), dtype=np.int64)
-    rows = np.arange(m)[:, None]
-    for t in range(longest):
-        states[t] = state
-        state = nexts[rows, state, my_d[None, :, t], opp_d[None, :, t]]
-    st_idx = states.astype(np.int64)
-    p = probs[rows[None], st_idx]  # (T, M, G)
-    is_fixed = fixed[rows[None], st_idx]
-    decided = mask.T[:, None, :]  # (T, 1, G)
-    labels = y.T[:, None, :]
-    weight = decided & is_fixed
-    stats.prescribing[:, index] = weight.sum(axis=0).T
-    stats.mismatches[:, index] = (np.abs(labels - p) * weight).sum(axis=0).T
-    free_rounds = decided & ~is_fixed
-    for s in range(N_STATES):
-        if not stats.free[index, s].any():
-            continue
-        in_state = free_rounds & (st_idx == s)
-        stats.visits[:, index, s] = in_state.sum(axis=0).T
-        stats.coops[:, index, s] = (labels * in_state).sum(axis=0).T
+    states4 = _run_machines4(nexts, my_d, opp_d)  # (T, M, G): 4 * (machine * N_STATES + state)
+    stats.machine_states, stats.machine_rows = states4, {j: row for row, j in enumerate(index)}
+    size = g * m * N_STATES
+    if np.all((y == 0.0) | (y == 1.0)):
+        # 0/1 labels: counts only, exact whatever the order they are added in. One key per
+        # (game, machine, state, label; 2 = not decided): 4 * (game, machine, state) + label.
+        # A machine at a time, so the keys take one machine's rounds of memory.
+        label = np.where(mask, y, 2.0).astype(np.int64)
+        offset = label.T + (4 * m * N_STATES) * np.arange(g, dtype=np.int64)  # (T, G)
+        tally = np.zeros(4 * size, dtype=np.int64)
+        for row in range(m):
+            tally += np.bincount((states4[:, row, :] + offset).ravel(), minlength=4 * size)
+        tally = tally.reshape(g, m, N_STATES, 4)
+        sums = tally[..., 1].astype(np.float64)
+        counts = sums + tally[..., 0]
+        says_c = fixed & (probs == 1.0)
+        says_d = fixed & (probs == 0.0)
+        mismatches = np.where(says_c, counts - sums, 0.0) + np.where(says_d, sums, 0.0)
+        stats.mismatches[:, index] = mismatches.sum(axis=2)
+    else:
+        # Soft labels: one key per (game, machine, state); the decided rounds' keys in round
+        # order, so that bincount sums each key's labels in round order, as a sum over rounds
+        # would, and |label - prescription| summed over rounds.
+        states = states4.astype(np.int64) >> 2
+        keys = states + (np.arange(g, dtype=np.int64) * (m * N_STATES))
+        decided = np.broadcast_to(mask.T[:, None, :], keys.shape)
+        keys = keys[decided]
+        counts = np.bincount(keys, minlength=size).reshape(g, m, N_STATES).astype(np.float64)
+        labels = np.broadcast_to(y.T[:, None, :], states.shape)
+        sums = np.bincount(keys, weights=labels[decided], minlength=size)
+        sums = sums.reshape(g, m, N_STATES)
+        p = probs.ravel()[states]
+        weight = decided & fixed.ravel()[states]
+        stats.mismatches[:, index] = (np.abs(labels - p) * weight).sum(axis=0).T
+    stats.prescribing[:, index] = np.where(fixed, counts, 0.0).sum(axis=2)
+    stats.visits[:, index] = np.where(fixed, 0.0, counts)
+    stats.coops[:, index] = np.where(fixed, 0.0, sums)
+
+
+def run_machines(nexts: np.ndarray, my_d: np.ndarray, opp_d: np.ndarray) -> np.ndarray:
+    """The state of each of M machines (next states `nexts`, (M, N_STATES, 2, 2)) in every round
+    of G games run on their actual history (my_d, opp_d: (G, T), 1 for a played D), as
+    (T, M, G) numbers machine * N_STATES + state: one table lookup per round for all machines
+    and games."""
+    return _run_machines4(nexts, my_d, opp_d).astype(np.int64) >> 2
+
+
+def _run_machines4(nexts: np.ndarray, my_d: np.ndarray, opp_d: np.ndarray) -> np.ndarray:
+    """run_machines times 4: a round's lookup is then one addition and one take,
+    table[4 * state + 2 * my_D + opp_D] = 4 * next state."""
+    m = nexts.shape[0]
+    g, longest = my_d.shape
+    base = np.arange(m, dtype=np.int64) * N_STATES
+    # int16 while the numbers fit (a few bytes a round and machine), else int64
+    kind = np.int16 if 4 * m * N_STATES <= np.iinfo(np.int16).max else np.int64
+    table = (4 * (nexts.reshape(m, N_STATES, 4) + base[:, None, None])).ravel().astype(kind)
+    moves = np.ascontiguousarray((2 * my_d + opp_d).T).astype(kind)  # (T, G)
+    states = np.empty((longest, m, g), dtype=kind)
+    if longest:
+        states[0] = 4 * base[:, None]
+    lookup = np.empty((m, g), dtype=kind)
+    for t in range(longest - 1):
+        np.add(states[t], moves[t], out=lookup)
+        table.take(lookup, out=states[t + 1], mode="clip")
+    return states
 
 
 def _xlogy(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -300,27 +357,49 @@ def _em(
     tolerance: float = EM_TOLERANCE,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """EM for a batch of game weightings (B, games), from starting shares phi (B, k) and
-    trembles eps (B,); returns (phi, eps, log-likelihood per batch)."""
+    trembles eps (B,); returns (phi, eps, log-likelihood per batch).
+
+    A game of weight 0 in a weighting (a resample that did not draw it) has no responsibility
+    there and adds nothing to the log-likelihood: the E-step is computed for the weighted
+    (batch, game) pairs only, and the M-step sums over the full (B, games, k) array with zeros
+    elsewhere, so each sum adds the same terms in the same order as over every pair."""
     previous = np.full(weights.shape[0], -np.inf)
     total = previous
     wsum = weights.sum(axis=1)
     matches = data.prescribing - data.mismatches
+    rows, games = np.nonzero(weights)
+    weight = weights[rows, games][:, None]
+    mismatches, matched = data.mismatches[games], matches[games]
+    free = data.free_loglik[games]
+    # Where a pair has weight 0 its terms are 0: resp 0, and weight x log-likelihood -0.0.
+    game_ll = np.full(weights.shape, -1.0)
+    resp = np.zeros((*weights.shape, data.members.size))
+    # Buffers written in place every iteration (fresh arrays of this size cost more to
+    # allocate than to compute); each holds the value the expression names.
+    logp = np.empty(mismatches.shape)  # (pairs, k)
+    work = np.empty(mismatches.shape)
+    top = np.empty((rows.size, 1))
+    product = np.empty(resp.shape)
     for _ in range(EM_ITERATIONS):
         # eps stays within [TREMBLE_FLOOR, 0.5]: both logarithms are finite
-        ll = (
-            np.log(eps)[:, None, None] * data.mismatches[None]
-            + np.log1p(-eps)[:, None, None] * matches[None]
-            + data.free_loglik[None]
-        )  # (B, games, k)
+        np.multiply(np.log(eps)[rows, None], mismatches, out=logp)
+        np.multiply(np.log1p(-eps)[rows, None], matched, out=work)
+        np.add(logp, work, out=logp)
+        np.add(logp, free, out=logp)  # the log-likelihood of each pair under each strategy
         with np.errstate(divide="ignore"):
-            logp = ll + np.log(phi)[:, None, :]
-        top = logp.max(axis=2, keepdims=True)
-        game_ll = top[..., 0] + np.log(np.exp(logp - top).sum(axis=2))  # (B, games)
+            np.add(logp, np.take(np.log(phi), rows, axis=0, out=work), out=logp)
+        np.copyto(top, logp[:, :1])  # the row maxima, a column at a time
+        for j in range(1, logp.shape[1]):
+            np.maximum(top, logp[:, j : j + 1], out=top)
+        np.subtract(logp, top, out=work)
+        pair_ll = top[:, 0] + np.log(np.exp(work, out=work).sum(axis=1))  # (pairs,)
+        game_ll[rows, games] = pair_ll
         total = (weights * game_ll).sum(axis=1)
-        resp = np.exp(logp - game_ll[..., None]) * weights[..., None]  # (B, games, k)
+        np.subtract(logp, pair_ll[:, None], out=work)
+        resp[rows, games] = np.multiply(np.exp(work, out=work), weight, out=work)
         phi = resp.sum(axis=1) / wsum[:, None]
-        num = (resp * data.mismatches[None]).sum(axis=(1, 2))
-        den = (resp * data.prescribing[None]).sum(axis=(1, 2))
+        num = np.multiply(resp, data.mismatches[None], out=product).sum(axis=(1, 2))
+        den = np.multiply(resp, data.prescribing[None], out=product).sum(axis=(1, 2))
         with np.errstate(all="ignore"):
             eps = np.clip(np.where(den > 0, num / den, 0.5), TREMBLE_FLOOR, 0.5)
         if np.all(np.abs(total - previous) < tolerance * np.maximum(1.0, np.abs(total))):

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pdbench.core.strategy_fit import TREMBLE_FLOOR, Candidate, GameStats
+from pdbench.core.strategy_fit import TREMBLE_FLOOR, Candidate, GameStats, run_machines
 
 GOF_MEMORY = 3
 GOF_RESAMPLES = 199
@@ -56,22 +56,26 @@ def history_states(own: np.ndarray, opp: np.ndarray, memory: int = GOF_MEMORY) -
     """The memory-`memory` history state of every round: round t (0-based) looks at the last
     k = min(t, memory) rounds; states of k rounds are numbered after those of fewer rounds,
     each round's (own, opponent's) moves a base-4 digit, the most recent round first."""
-    own_d = ~np.asarray(own, dtype=bool)
-    opp_d = ~np.asarray(opp, dtype=bool)
+    own_d = ~np.asarray(own, dtype=bool)[None]
+    opp_d = ~np.asarray(opp, dtype=bool)[None]
+    return _history_states(own_d, opp_d, memory)[0]
+
+
+def _history_states(own_d: np.ndarray, opp_d: np.ndarray, memory: int = GOF_MEMORY) -> np.ndarray:
+    """history_states of several games at once, from their D moves (games, rounds); games
+    padded at the end (a padded round changes no earlier round's state)."""
     digit = 2 * own_d.astype(np.int64) + opp_d.astype(np.int64)  # (C,C)=0 ... (D,D)=3
-    n = digit.size
-    states = np.zeros(n, dtype=np.int64)
+    n = digit.shape[1]
+    states = np.zeros(digit.shape, dtype=np.int64)
     offset = 0
     for k in range(memory + 1):
-        code = np.zeros(n, dtype=np.int64)
-        for lag in range(1, k + 1):
-            shifted = np.zeros(n, dtype=np.int64)
-            if n > lag:
-                shifted[lag:] = digit[: n - lag]
-            code = code * 4 + shifted
-        rounds = np.arange(n)
-        rows = (rounds == k) if k < memory else (rounds >= k)
-        states[rows] = offset + code[rows]
+        # rounds that look k rounds back: round k alone, or every round from `memory` on
+        start, stop = k, (min(k + 1, n) if k < memory else n)
+        if start < stop:
+            code = np.zeros((digit.shape[0], stop - start), dtype=np.int64)
+            for lag in range(1, k + 1):
+                code = code * 4 + digit[:, start - lag : stop - lag]
+            states[:, start:stop] = offset + code
         offset += 4**k
     return states
 
@@ -90,52 +94,62 @@ def round_design(games: Sequence[Game], candidate: Candidate) -> RoundDesign:
     """The design of `games` (own moves, opponent's moves, decided mask or None, P(C) unused)
     under `candidate` (a machine run on the actual history, or its prescribed moves per game;
     rounds where a prescribed-moves candidate prescribes nothing are left out)."""
-    moves, pres, free, hist = [], [], [], []
-    machine_rounds = _machine_rounds(games, candidate) if candidate.machine is not None else None
-    for g, (own, opp, decided, _) in enumerate(games):
-        own = np.asarray(own, dtype=bool)
-        opp = np.asarray(opp, dtype=bool)
-        mask = np.ones(own.size, dtype=bool) if decided is None else np.asarray(decided, bool)
-        if machine_rounds is not None:
-            p, s = machine_rounds[0][g, : own.size], machine_rounds[1][g, : own.size]
+    return round_designs(games, [candidate])[0]
+
+
+def round_designs(
+    games: Sequence[Game],
+    candidates: Sequence[Candidate],
+    states: Sequence[np.ndarray | None] | None = None,
+) -> list[RoundDesign]:
+    """round_design of each candidate, the games' histories read once: every game's rounds
+    in a row of (games, longest) arrays, the padding and undecided rounds left out; the
+    rounds kept in game order, then round order. `states`: per candidate, its machine's
+    states on these games (games, longest) when already run (GameStats.states_of), or None."""
+    if not games:
+        return [RoundDesign(*(np.zeros(0, t) for t in (np.float64,) * 2 + (np.int64,) * 2))] * len(
+            candidates
+        )
+    lengths = np.array([len(own) for own, *_ in games], dtype=np.int64)
+    longest = int(lengths.max())
+    own_d = np.zeros((len(games), longest), dtype=bool)
+    opp_d = np.zeros((len(games), longest), dtype=bool)
+    decided = np.arange(longest)[None, :] < lengths[:, None]
+    for g, (own, opp, mask, _) in enumerate(games):
+        own_d[g, : lengths[g]] = ~np.asarray(own, dtype=bool)
+        opp_d[g, : lengths[g]] = ~np.asarray(opp, dtype=bool)
+        if mask is not None:
+            decided[g, : lengths[g]] = np.asarray(mask, dtype=bool)
+    history = _history_states(own_d, opp_d)
+    out = []
+    for j, candidate in enumerate(candidates):
+        keep = decided
+        if candidate.machine is not None:
+            probs, nexts = candidate.machine.arrays()
+            s = None if states is None else states[j]
+            if s is None:
+                run = run_machines(nexts[None], own_d.astype(np.int64), opp_d.astype(np.int64))
+                s = run[:, 0, :].T  # (games, longest)
+            p = probs[s]
             fixed = (p == 0.0) | (p == 1.0)
             prescription = np.where(fixed, p, np.nan)
             free_state = np.where(fixed, -1, s)
         else:
             assert candidate.prescribed is not None
-            prescription = np.asarray(candidate.prescribed[g], dtype=np.float64)
-            free_state = np.full(own.size, -1, dtype=np.int64)
-            mask = mask & ~np.isnan(prescription)
-        moves.append(own[mask].astype(np.float64))
-        pres.append(prescription[mask])
-        free.append(free_state[mask])
-        hist.append(history_states(own, opp)[mask])
-    return RoundDesign(
-        _cat(moves, np.float64), _cat(pres, np.float64), _cat(free, np.int64), _cat(hist, np.int64)
-    )
-
-
-def _cat(parts: list[np.ndarray], dtype: type) -> np.ndarray:
-    return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype)
-
-
-def _machine_rounds(games: Sequence[Game], candidate: Candidate) -> tuple[np.ndarray, np.ndarray]:
-    """(P(C), state) of the candidate's machine in every round of every game (games x longest),
-    the machine run on the actual history, all games at once."""
-    assert candidate.machine is not None
-    probs, nexts = candidate.machine.arrays()
-    longest = max((len(own) for own, *_ in games), default=0)
-    my_d = np.zeros((len(games), longest), dtype=np.int64)
-    opp_d = np.zeros((len(games), longest), dtype=np.int64)
-    for i, (own, opp, _, _) in enumerate(games):
-        my_d[i, : len(own)] = ~np.asarray(own, dtype=bool)
-        opp_d[i, : len(opp)] = ~np.asarray(opp, dtype=bool)
-    states = np.zeros((len(games), longest), dtype=np.int64)
-    state = np.zeros(len(games), dtype=np.int64)
-    for t in range(longest):
-        states[:, t] = state
-        state = nexts[state, my_d[:, t], opp_d[:, t]]
-    return probs[states], states
+            prescription = np.full(own_d.shape, np.nan)
+            for g, moves in enumerate(candidate.prescribed):
+                prescription[g, : lengths[g]] = np.asarray(moves, dtype=np.float64)
+            free_state = np.full(own_d.shape, -1, dtype=np.int64)
+            keep = keep & ~np.isnan(prescription)
+        out.append(
+            RoundDesign(
+                (~own_d[keep]).astype(np.float64),
+                prescription[keep].astype(np.float64),
+                free_state[keep].astype(np.int64),
+                history[keep],
+            )
+        )
+    return out
 
 
 def _xlogy(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -154,6 +168,7 @@ class _Cells:
     prescription: np.ndarray  # (K,) 1.0 / 0.0, NaN for a free state
     to_free: np.ndarray  # (K, free states visited) 0/1
     to_history: np.ndarray  # (K, history states visited) 0/1
+    history_starts: np.ndarray  # the first cell of each history state (cells in key order)
 
 
 def _cells(design: RoundDesign) -> _Cells:
@@ -162,19 +177,25 @@ def _cells(design: RoundDesign) -> _Cells:
         2 + design.free_state,
         np.nan_to_num(design.prescription).astype(np.int64),
     )
-    key = design.history * (2 + max(int(design.free_state.max(initial=-1)) + 1, 0)) + category
-    keys, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    size = np.bincount(inverse, minlength=keys.size).astype(np.float64)
-    coops = np.bincount(inverse, weights=design.moves, minlength=keys.size)
-    cat = category[first]
+    width = 2 + max(int(design.free_state.max(initial=-1)) + 1, 0)
+    key = design.history * width + category
+    # The cells are the keys present, in key order (a key is small: history x category);
+    # each cell's cooperations summed in round order.
+    counts = np.bincount(key)
+    keys = np.flatnonzero(counts)
+    size = counts[keys].astype(np.float64)
+    coops = np.bincount(key, weights=design.moves, minlength=counts.size)[keys]
+    cat = keys % width
     free_ids, free_col = np.unique(cat[cat >= 2], return_inverse=True)
     to_free = np.zeros((keys.size, free_ids.size))
     to_free[np.flatnonzero(cat >= 2), free_col] = 1.0
-    hist_ids, hist_col = np.unique(design.history[first], return_inverse=True)
+    history = keys // width  # non-decreasing: a history state's cells are adjacent
+    hist_ids, hist_col = np.unique(history, return_inverse=True)
     to_history = np.zeros((keys.size, hist_ids.size))
     to_history[np.arange(keys.size), hist_col] = 1.0
+    starts = np.flatnonzero(np.diff(history, prepend=-1))
     prescription = np.where(cat >= 2, np.nan, cat.astype(np.float64))
-    return _Cells(size, coops, prescription, to_free, to_history)
+    return _Cells(size, coops, prescription, to_free, to_history, starts)
 
 
 def _free_loglik(coops: np.ndarray, visits: np.ndarray) -> np.ndarray:
@@ -196,7 +217,11 @@ def _statistic(y: np.ndarray, cells: _Cells) -> tuple[np.ndarray, np.ndarray]:
         eps = np.full(y.shape[0], np.nan)
         ll = np.zeros(y.shape[0])
     ll = ll + _free_loglik(y @ cells.to_free, cells.size @ cells.to_free)
-    ll_rich = _free_loglik(y @ cells.to_history, cells.size @ cells.to_history)
+    # y @ to_history as sums of adjacent cells: counts are whole numbers, so their sums are
+    # exact in any order
+    ll_rich = _free_loglik(
+        np.add.reduceat(y, cells.history_starts, axis=1), cells.size @ cells.to_history
+    )
     return 2.0 * (ll_rich - ll), eps
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import math
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,7 @@ from pdbench.core.rng import derive_seed
 from pdbench.core.strategy_fit import (
     DEFAULT_BOOTSTRAP,
     Candidate,
+    GameStats,
     StrategyFit,
     fit_each,
     game_stats,
@@ -36,13 +39,16 @@ from pdbench.core.strategy_gof import (
     card_verdict,
     gof_test,
     moves_explained,
-    round_design,
+    round_designs,
 )
 from pdbench.errors import RunError
 from pdbench.storage.aggregate import condition_outcomes
 from pdbench.storage.record.table import RunDirError
 from pdbench.storage.run_dir import RunLock, read_manifest
 from pdbench.storage.strategy_fit import STRATEGY_FIT_FILE, write_strategy_fit
+
+WORKERS = 2  # threads fitting agents (this machine class has 2 cores)
+AHEAD = 1  # conditions read ahead of the one being collected
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,13 +78,24 @@ def _side_games(
     return out
 
 
-def profile_rows(
-    manifest: dict[str, Any],
-    outcomes: list[GameOutcome],
-    library: str = "builtin",
-    resamples: int = DEFAULT_BOOTSTRAP,
-) -> list[dict[str, Any]]:
-    """strategy_fit rows of every condition (config order) and agent."""
+@dataclass(frozen=True, slots=True)
+class _Side:
+    """One condition's agent to fit: its games (replicate order) and candidates."""
+
+    condition: str
+    side: str
+    games: list[GameOutcome]
+    data: list[tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]]
+    candidates: list[Candidate]
+    seed: int
+    resamples: int
+
+
+def _sides(
+    manifest: dict[str, Any], outcomes: list[GameOutcome], library: str, resamples: int
+) -> tuple[list[str], list[_Side]]:
+    """The conditions of `outcomes` (config order, then by name) and their agents to fit. The
+    Axelrod library's candidates (replayed here) are built in the calling thread."""
     if library not in LIBRARIES:
         raise RunError(f"unknown strategy library {library!r} (valid: {', '.join(LIBRARIES)})")
     matrix = _matrix(manifest)
@@ -88,7 +105,7 @@ def profile_rows(
         by_condition.setdefault(outcome.condition, []).append(outcome)
     order = [c["name"] for c in manifest.get("conditions", []) if c.get("name") in by_condition]
     order += sorted(set(by_condition) - set(order))
-    rows: list[dict[str, Any]] = []
+    sides = []
     for condition in order:
         games = sorted(by_condition[condition], key=lambda g: g.replicate)
         for side_index, side in enumerate(("a", "b")):
@@ -96,53 +113,83 @@ def profile_rows(
             candidates = builtin_candidates(matrix, side_index)
             if library == "all":
                 candidates += axelrod_candidates([(own, opp) for own, opp, _, _ in data])
-            stats = game_stats(data, candidates)
-            fits = fit_each(stats, candidates)
-            mixture = sfem(stats, candidates)
-            rng = np.random.default_rng(derive_seed(seed, "strategy_fit", condition, side))
-            low, high = share_intervals(stats, candidates, rng, resamples)
-            named, p_values = _gof(data, candidates, fits, seed, condition, side)
-            adequate = bool(p_values.get(named, math.nan) >= GOF_ALPHA)
-            if not adequate:  # the intervals would describe sampling from a library that is wrong
-                low = np.full(len(candidates), np.nan)
-                high = low
-            name = games[0].agent_a_name if side == "a" else games[0].agent_b_name
-            for j, (cand, fit, share, lo, hi) in enumerate(
-                zip(candidates, fits, mixture.shares, low, high, strict=True)
-            ):
-                rows.append(
-                    {
-                        "condition": condition,
-                        "agent": side,
-                        "agent_name": name,
-                        "strategy": fit.strategy,
-                        "rank": fit.rank,
-                        "log_likelihood": fit.log_likelihood,
-                        "bic": fit.bic,
-                        "n_params": fit.n_params,
-                        "tremble": fit.tremble,
-                        "parameters": json.dumps(cand.parameters(fit.free_probabilities)),
-                        "share": _finite(share),
-                        "share_ci_low": _finite(lo),
-                        "share_ci_high": _finite(hi),
-                        "mixture_tremble": _finite(mixture.tremble),
-                        "n_games": len(games),
-                        "n_moves": int(stats.moves.sum()),
-                        "soft_labels": bool(
-                            any(p is not None and np.any(~np.isnan(p)) for *_, p in data)
-                        ),
-                        "adequate": adequate,
-                        "gof_p_value": _finite(p_values.get(j, math.nan)),
-                        "moves_explained": _finite(moves_explained(stats, j)),
-                    }
-                )
+            sides.append(_Side(condition, side, games, data, candidates, seed, resamples))
+    return order, sides
+
+
+def _side_rows(job: _Side) -> list[dict[str, Any]]:
+    """The strategy_fit rows of one condition's agent (candidate order)."""
+    condition, side, games, data, candidates = (
+        job.condition,
+        job.side,
+        job.games,
+        job.data,
+        job.candidates,
+    )
+    stats = game_stats(data, candidates)
+    fits = fit_each(stats, candidates)
+    mixture = sfem(stats, candidates)
+    rng = np.random.default_rng(derive_seed(job.seed, "strategy_fit", condition, side))
+    low, high = share_intervals(stats, candidates, rng, job.resamples)
+    named, p_values = _gof(data, candidates, stats, fits, job.seed, condition, side)
+    adequate = bool(p_values.get(named, math.nan) >= GOF_ALPHA)
+    if not adequate:  # the intervals would describe sampling from a library that is wrong
+        low = np.full(len(candidates), np.nan)
+        high = low
+    name = games[0].agent_a_name if side == "a" else games[0].agent_b_name
+    soft = any(p is not None and np.any(~np.isnan(p)) for *_, p in data)
+    n_moves = int(stats.moves.sum())
+    rows = []
+    for j, (cand, fit, share, lo, hi) in enumerate(
+        zip(candidates, fits, mixture.shares, low, high, strict=True)
+    ):
+        rows.append(
+            {
+                "condition": condition,
+                "agent": side,
+                "agent_name": name,
+                "strategy": fit.strategy,
+                "rank": fit.rank,
+                "log_likelihood": fit.log_likelihood,
+                "bic": fit.bic,
+                "n_params": fit.n_params,
+                "tremble": fit.tremble,
+                "parameters": json.dumps(cand.parameters(fit.free_probabilities)),
+                "share": _finite(share),
+                "share_ci_low": _finite(lo),
+                "share_ci_high": _finite(hi),
+                "mixture_tremble": _finite(mixture.tremble),
+                "n_games": len(games),
+                "n_moves": n_moves,
+                "soft_labels": bool(soft),
+                "adequate": adequate,
+                "gof_p_value": _finite(p_values.get(j, math.nan)),
+                "moves_explained": _finite(moves_explained(stats, j)),
+            }
+        )
+    return rows
+
+
+def _ordered(rows: list[dict[str, Any]], order: list[str]) -> list[dict[str, Any]]:
     rows.sort(key=lambda r: (order.index(r["condition"]), r["agent"], r["rank"]))
     return rows
+
+
+def profile_rows(
+    manifest: dict[str, Any],
+    outcomes: list[GameOutcome],
+    library: str = "builtin",
+    resamples: int = DEFAULT_BOOTSTRAP,
+) -> list[dict[str, Any]]:
+    """strategy_fit rows of every condition (config order) and agent."""
+    order, sides = _sides(manifest, outcomes, library, resamples)
+    return _ordered([row for job in sides for row in _side_rows(job)], order)
 
 
 def _gof(
     data: list[tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]],
     candidates: list[Candidate],
+    stats: GameStats,
     fits: list[StrategyFit],
     seed: int,
     condition: str,
@@ -150,15 +197,18 @@ def _gof(
 ) -> tuple[int, dict[int, float]]:
     """The best-ranked named strategy (the index of the candidate that decides `adequate`) and
     the goodness-of-fit p-values (core/strategy_gof.py) of it and of the memory-one family, by
-    candidate index."""
+    candidate index; machines are not run again (their states come from `stats`)."""
     named = min((f.rank, j) for j, f in enumerate(fits) if candidates[j].in_mixture)[1]
     tested = [named] + [j for j, c in enumerate(candidates) if c.name == MEMORY_ONE]
+    designs = round_designs(
+        data, [candidates[j] for j in tested], [stats.states_of(j) for j in tested]
+    )
     out = {}
-    for j in tested:
+    for j, design in zip(tested, designs, strict=True):
         rng = np.random.default_rng(
             derive_seed(seed, "strategy_gof", condition, side, candidates[j].name)
         )
-        out[j] = gof_test(round_design(data, candidates[j]), rng, GOF_RESAMPLES).p_value
+        out[j] = gof_test(design, rng, GOF_RESAMPLES).p_value
     return named, out
 
 
@@ -190,12 +240,38 @@ def profile_run(
         raise RunDirError(f"{run_dir}: not a directory")
     manifest = read_manifest(run_dir, "experiment")
     with RunLock(run_dir):
-        rows = []
-        for _, outcomes in condition_outcomes(run_dir, manifest):
-            rows += profile_rows(manifest, outcomes, library, resamples)
+        rows = _fit_conditions(run_dir, manifest, library, resamples)
         path = run_dir / STRATEGY_FIT_FILE
         write_strategy_fit(rows, path, profile_settings(library, resamples))
     return ProfileResult(rows, path)
+
+
+def _fit_conditions(
+    run_dir: Path, manifest: dict[str, Any], library: str, resamples: int
+) -> list[dict[str, Any]]:
+    """The rows of every condition, in the order they are read. Each agent of each condition
+    is fitted in a worker thread (NumPy releases the GIL in its loops) while the next
+    condition is read; at most AHEAD conditions wait, so memory stays bounded. Every agent's
+    fit is computed as if alone, so the rows are those of a fit one after the other. On an
+    error (or Ctrl-C) the fits not started are cancelled."""
+    pool = ThreadPoolExecutor(WORKERS)
+    try:
+        rows: list[dict[str, Any]] = []
+        pending: deque[tuple[list[str], list[Future[list[dict[str, Any]]]]]] = deque()
+        for _, outcomes in condition_outcomes(run_dir, manifest):
+            order, sides = _sides(manifest, outcomes, library, resamples)
+            pending.append((order, [pool.submit(_side_rows, job) for job in sides]))
+            while len(pending) > AHEAD:
+                rows += _collect(*pending.popleft())
+        while pending:
+            rows += _collect(*pending.popleft())
+        return rows
+    finally:
+        pool.shutdown(cancel_futures=True)
+
+
+def _collect(order: list[str], futures: list[Future[list[dict[str, Any]]]]) -> list[dict[str, Any]]:
+    return _ordered([row for future in futures for row in future.result()], order)
 
 
 def _pct(value: float | None) -> str:
