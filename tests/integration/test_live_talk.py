@@ -18,6 +18,7 @@ from pdbench.runners.config.loader import load_config
 from pdbench.runners.lifecycle.session import RunOptions
 from pdbench.runners.live import LiveGame, replay_game
 from pdbench.runners.science.experiment import run_experiment
+from pdbench.storage.record.fields import MESSAGES
 
 MOVES = "CDDCC"
 TYPED = ["Hello, I will cooperate.", "", "I'll defect now.", "Let's cooperate again.", "ok"]
@@ -48,7 +49,7 @@ def play_live(tmp_path: Path, opponent: Any, order: str) -> list[tuple[LiveGame,
         out.append((before, after))
     last = replay_game(cfg, MOVES, cache_dir=cache, messages=TYPED)
     assert last.finished and not last.awaiting_message and last.pending == []
-    assert [r["messages"] for r in last.records] == [after.pending for _, after in out]
+    assert [r[MESSAGES] for r in last.records] == [after.pending for _, after in out]
     return out
 
 
@@ -77,9 +78,9 @@ def test_simultaneous_the_opponent_message_shows_only_after_the_person_sent_thei
         mine = [("agent_a", TYPED[r])] if TYPED[r] else []  # an empty message is silence
         assert texts(after.pending) == [*mine, ("agent_b", f"I will {word}.")]
         # The saved run records the messages the person saw, entry for entry.
-        assert after.pending == saved[r]["messages"]
+        assert after.pending == saved[r][MESSAGES]
     # The person's intentions are read from their words (the phrase table of core/talk.py).
-    intents = [e["intent"] for r in saved for e in r["messages"] if e["from"] == "agent_a"]
+    intents = [e["intent"] for r in saved for e in r[MESSAGES] if e["from"] == "agent_a"]
     assert intents == ["C", "D", "C", None]
 
 
@@ -94,11 +95,11 @@ def test_the_opponent_message_shows_first_in_the_exchanges_it_opens(
     saved = save(tmp_path, HONEST_TFT, order)
     for r, (before, after) in enumerate(live):
         if first[r] == "B":  # the opponent writes first: the person reads it before writing
-            assert texts(before.pending) == texts(saved[r]["messages"])[:1]
+            assert texts(before.pending) == texts(saved[r][MESSAGES])[:1]
             assert before.pending[0]["from"] == "agent_b"
         else:
             assert before.pending == []
-        assert after.pending == saved[r]["messages"]
+        assert after.pending == saved[r][MESSAGES]
 
 
 def test_a_mock_llm_talks_live_and_the_saved_run_replays_it_from_the_cache(
@@ -110,7 +111,7 @@ def test_a_mock_llm_talks_live_and_the_saved_run_replays_it_from_the_cache(
     for r, (before, after) in enumerate(live):
         assert before.next_prompt is None  # its move prompt waits for the person's message
         assert after.next_prompt == saved[r]["prompts"]["agent_b"]["round"]
-        assert after.pending == saved[r]["messages"]
+        assert after.pending == saved[r][MESSAGES]
         said = [e for e in after.pending if e["from"] == "agent_b"]
         assert len(said) == 1 and said[0]["text"] and "prompt" in said[0]
         if TYPED[r]:  # it wrote after reading the person's message

@@ -35,6 +35,7 @@ from tests.ui.sample import TALK_CONDITIONS, make_run
 from tests.ui.screenshots import full_page_screenshot
 from tests.ui.test_browser_play import _set_rounds
 
+from pdbench.storage.record.fields import MESSAGES
 from pdbench.ui.style import BROKEN_COLOR
 
 pytestmark = [
@@ -274,9 +275,9 @@ def test_a_human_game_with_typed_messages_is_saved_as_a_run(
         rows = [json.loads(x) for x in (run_dir / "rounds.jsonl").read_text().splitlines()]
         assert "".join(r["agent_a_action"] for r in rows) == MOVES
         assert "".join(r["agent_b_action"] for r in rows) == TFT
-        mine = [[e["text"] for e in r["messages"] if e["from"] == "agent_a"] for r in rows]
+        mine = [[e["text"] for e in r[MESSAGES] if e["from"] == "agent_a"] for r in rows]
         assert mine == [[t] for t in TYPED]
-        intents = [[e["intent"] for e in r["messages"] if e["from"] == "agent_a"] for r in rows]
+        intents = [[e["intent"] for e in r[MESSAGES] if e["from"] == "agent_a"] for r in rows]
         assert intents == [["C"], ["D"], ["C"]]  # read from the words (core/talk.py phrases)
 
         # The replay of the saved game shows the typed messages beside the person's moves.

@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 from tests.ui.test_app import assert_clean
 from tests.ui.test_play_tab import heading, html, open_play, shown_moves
 
+from pdbench.storage.record.fields import MESSAGES
 from pdbench.ui.tabs import play
 
 PENDING = 'class="pdb-chat pending"'  # the messages before the next move
@@ -75,7 +76,7 @@ def test_a_talking_game_against_honest_tft_saves_the_typed_messages(tmp_path: Pa
     assert heading(at) == "Game over"
     assert shown_moves(at) == ("CDC", tft)
     run_dir, rows = saved_rows(tmp_path)
-    said = [[(e["from"], e["text"]) for e in r["messages"]] for r in rows]
+    said = [[(e["from"], e["text"]) for e in r[MESSAGES]] for r in rows]
     assert said == [
         [("agent_a", TYPED[0]), ("agent_b", "I will cooperate.")],
         [("agent_b", "I will cooperate.")],  # an empty message is silence
@@ -103,10 +104,10 @@ def test_a_mock_llm_answers_the_person_and_is_replayed_from_the_cache(
     assert_clean(at)
     assert heading(at) == "Game over"
     run_dir, rows = saved_rows(tmp_path)
-    assert [e["text"] for e in rows[0]["messages"] if e["from"] == "agent_a"] == [
+    assert [e["text"] for e in rows[0][MESSAGES] if e["from"] == "agent_a"] == [
         "Let's both cooperate."
     ]
-    assert all(any(e["from"] == "agent_b" for e in r["messages"]) for r in rows)
+    assert all(any(e["from"] == "agent_b" for e in r[MESSAGES]) for r in rows)
     calls = [json.loads(x) for x in (run_dir / "llm_calls.jsonl").read_text().splitlines()]
     assert calls and all(c["cached"] for c in calls)
     assert at.session_state[play.GAME]["same"] is True
