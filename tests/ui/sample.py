@@ -24,6 +24,29 @@ def _llm(persona: str, invalid_rate: float) -> dict[str, Any]:
     }
 
 
+def _talker(name: str, rule: str) -> dict[str, Any]:
+    """A policy that talks by a message rule (core/talk.py) in a game with a message channel."""
+    return {"ref": "agents/policies.yaml", "overrides": {"policy": name, "talk": rule}}
+
+
+# Talk before every move: a liar (ALLD promising C) against an honest TFT, and the mock's
+# cooperative persona against its exploitative one (which promises C and defects).
+TALK_CONDITIONS: list[dict[str, Any]] = [
+    {
+        "name": "liar_vs_TFT",
+        "agent_a": _talker("ALLD", "always_promise"),
+        "agent_b": _talker("TFT", "honest"),
+        "communication": {"mode": "every_round"},
+    },
+    {
+        "name": "LLMcoop_vs_LLMexploit_talk",
+        "agent_a": _llm("cooperative", 0.0),
+        "agent_b": _llm("exploitative", 0.0),
+        "communication": {"mode": "every_round"},
+    },
+    {"name": "TFT_vs_ALLD_silent", "agent_a": _policy("TFT"), "agent_b": _policy("ALLD")},
+]
+
 # Fast: three short conditions, one noisy, one with mock LLMs that sometimes reply garbage.
 TEST_CONDITIONS: list[dict[str, Any]] = [
     {"name": "TFT_vs_ALLD", "agent_a": _policy("TFT"), "agent_b": _policy("ALLD")},

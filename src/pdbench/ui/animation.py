@@ -19,14 +19,16 @@ from typing import Any
 
 import pandas as pd
 
-from pdbench.storage.record.fields import side_field
-from pdbench.ui.style import COOP_COLOR, DEFECT_COLOR, FLIP_COLOR
+from pdbench.storage.record.fields import MESSAGES, side_field
+from pdbench.ui import talk
+from pdbench.ui.style import BROKEN_COLOR, COOP_COLOR, DEFECT_COLOR, FLIP_COLOR
 
 ASSETS = Path(__file__).resolve().parent / "assets"
-COLORS = {"C": COOP_COLOR, "D": DEFECT_COLOR, "flip": FLIP_COLOR}
+COLORS = {"C": COOP_COLOR, "D": DEFECT_COLOR, "flip": FLIP_COLOR, "broken": BROKEN_COLOR}
 TIMELINE_HEIGHT = 300  # px of the iframes (fixed, so the page does not jump while loading)
 REPLAY_HEIGHT = 540
 REPLY_HEIGHT = 110  # px added to the replay for the LLM agents' reply panels
+TALK_HEIGHT = 100  # px added to the replay for the messages beside the moves
 EVOLUTION_HEIGHT = 500
 
 
@@ -44,8 +46,10 @@ def game_data(
     table: pd.DataFrame, labels: Sequence[str], replies: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
     """One game's rounds (`tables.game_rounds`, in round order) as the components read them:
-    played and intended moves as strings of C/D, fallback flags as strings of 0/1, payoffs, and
-    the LLM agents' replies when given (`replies.encode`)."""
+    played and intended moves as strings of C/D, fallback flags as strings of 0/1, payoffs, the
+    LLM agents' replies when given (`replies.encode`), and the messages when the table has a
+    `messages` column (`talk.encode`: each message beside the move that followed it, and the
+    stated intentions the timeline marks broken promises with)."""
     data: dict[str, Any] = {"n": len(table), "labels": list(labels)}
     if replies is not None:
         data["replies"] = dict(replies)
@@ -55,7 +59,18 @@ def game_data(
         fails = table[side_field(side, "parse_failure")].fillna(False).astype(bool)
         data[f"x{side}"] = "".join("1" if f else "0" for f in fails)
         data[f"p{side}"] = [_number(p) for p in table[side_field(side, "payoff")].astype(float)]
+    if MESSAGES in table.columns:
+        said = talk.encode(table[MESSAGES].tolist(), data["fa"], data["fb"])
+        if said is not None:
+            data["talk"] = said
     return data
+
+
+def has_talk(table: pd.DataFrame) -> bool:
+    """Whether a game's rounds (`game_data`'s table) hold messages."""
+    return MESSAGES in table.columns and any(
+        isinstance(v, list) and v for v in table[MESSAGES].tolist()
+    )
 
 
 def evolution_data(generations: pd.DataFrame, players: Sequence[Any]) -> dict[str, Any]:

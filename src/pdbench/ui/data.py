@@ -30,7 +30,7 @@ from pdbench.core.metrics import CollapseParams, aggregate_rows
 from pdbench.core.tournament_metrics import LEADERBOARD_COLUMNS, PAIRWISE_COLUMNS
 from pdbench.errors import PdbenchError
 from pdbench.storage.parquet import read_frame
-from pdbench.storage.record.fields import FIXED_N, HORIZON_TYPE, ROUND_INDEX, TIMESTAMP
+from pdbench.storage.record.fields import FIXED_N, HORIZON_TYPE, MESSAGES, ROUND_INDEX, TIMESTAMP
 from pdbench.storage.schema import (
     AGGREGATES_FILE,
     FIXATION_FILE,
@@ -372,18 +372,14 @@ def _game_rounds(
 ) -> pd.DataFrame:
     # rounds.jsonl (a run without columnar parts): the game's lines, found by probes
     lines = _game_lines(path, mtime_ns, size, condition, replicate, expected)
+    raw = game_lines.read_lines(Path(path), lines)
     try:
-        table = game_lines.rounds_table(
-            Path(path),
-            game_lines.read_lines(Path(path), lines),
-            ROUND_COLUMNS,
-            REQUIRED_ROUND_COLUMNS,
-        )
+        table = game_lines.rounds_table(Path(path), raw, ROUND_COLUMNS, REQUIRED_ROUND_COLUMNS)
     except game_lines.BadRounds as exc:
         raise RoundsFileError(str(exc)) from None
     except SchemaVersionError as exc:
         raise NewerSchema(first_line(exc)) from None
-    return game_lines.round_frame(table)
+    return game_lines.with_messages(game_lines.round_frame(table), game_lines.line_messages(raw))
 
 
 @st.cache_data(show_spinner="Reading the game…", max_entries=32)
@@ -394,7 +390,7 @@ def _game_rounds_from_columns(
     from pdbench.storage.record.reader import read_game_rounds
 
     try:
-        table = read_game_rounds(Path(run_dir), condition, replicate, ROUND_COLUMNS)
+        table = read_game_rounds(Path(run_dir), condition, replicate, (*ROUND_COLUMNS, MESSAGES))
     except SchemaVersionError as exc:
         raise NewerSchema(first_line(exc)) from None
     except PdbenchError as exc:  # a damaged part
@@ -403,11 +399,13 @@ def _game_rounds_from_columns(
         raise RoundsFileError(
             f"{Path(run_dir) / ROUNDS_COLUMNS_DIR}: no rounds of {condition} replicate {replicate}"
         )
-    return game_lines.round_frame(table)
+    said = table.column(MESSAGES).to_pylist()
+    return game_lines.with_messages(game_lines.round_frame(table.drop([MESSAGES])), said)
 
 
 def load_game_rounds(run_dir: str | Path, condition: str, replicate: int) -> pd.DataFrame:
-    """The rounds of one game (the scalar fields ROUND_COLUMNS), sorted by round_index; only
+    """The rounds of one game (the scalar fields ROUND_COLUMNS, and `messages`, each round's
+    message entries, when the game has any: `game_lines.with_messages`), by round_index; only
     that game is read: from the columnar parts under rounds/ when the run's readers use them
     (`record.reader.uses_columns`), else from rounds.jsonl. Cached by the files' paths, mtimes
     and sizes (a re-run is seen). RoundsFileError when the file or the game is not there,

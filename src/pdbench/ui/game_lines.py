@@ -25,7 +25,7 @@ import numpy as np
 import orjson
 import pandas as pd
 
-from pdbench.storage.record.fields import RAW_RESPONSES, ROUND_INDEX, side_field
+from pdbench.storage.record.fields import MESSAGES, RAW_RESPONSES, ROUND_INDEX, side_field
 from pdbench.ui.replies import ReplyAttempt, slim
 
 GameKey = tuple[str, int]  # (condition, replicate)
@@ -289,6 +289,36 @@ def round_frame(table: Any) -> pd.DataFrame:
         name = f"agent_{side}_name"
         df[name] = df[name].fillna(side.upper())
     return df
+
+
+_MESSAGES_KEY = f'"{MESSAGES}":'.encode()  # only a top-level key has unescaped quotes
+
+
+def line_messages(lines: Sequence[bytes]) -> list[Any]:
+    """Each line's `messages` (its raw list of message entries, None when it has none); only
+    lines that hold the key are parsed."""
+    out: list[Any] = []
+    for line in lines:
+        value = None
+        if _MESSAGES_KEY in line:
+            try:
+                record = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                record = None
+            value = record.get(MESSAGES) if isinstance(record, dict) else None
+        out.append(value)
+    return out
+
+
+def with_messages(frame: pd.DataFrame, entries: Sequence[Any]) -> pd.DataFrame:
+    """`frame` (a game's rounds, one row per entry of `entries`) with a `messages` column when
+    a round of it has messages: each round's entries as a list (JSON text, as the columnar
+    parts store it, is decoded; a round without messages has an empty list)."""
+    frame = frame.drop(columns=[MESSAGES], errors="ignore")
+    rounds = [orjson.loads(e) if isinstance(e, str | bytes) else e for e in entries]
+    if any(rounds):
+        frame[MESSAGES] = [list(r) if isinstance(r, list) else [] for r in rounds]
+    return frame
 
 
 def replies_by_round(path: Path, lines: np.ndarray) -> dict[int, dict[str, list[ReplyAttempt]]]:

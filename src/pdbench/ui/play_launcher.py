@@ -13,22 +13,44 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pdbench.core.payoff import PayoffMatrix
+from pdbench.core.talk import MESSAGE_RULES
 from pdbench.ui.launcher import AgentOption, agent_entry, prepare, run_section
 
 if TYPE_CHECKING:
     from pdbench.runners.live import LiveGame
 
 
+# Talk before each move (a message channel, `communication` of the config): the orders the tab
+# offers (the person is agent A), and the message rules a policy opponent may speak by.
+TALK_ORDERS = {
+    "simultaneous": "at the same time (you see their message once you have sent yours)",
+    "a_first": "you write first, then they answer",
+    "alternate": "in turns (you open rounds 1, 3, 5, …, they open the others)",
+}
+TALK_RULES = {k: d for k, (d, _) in MESSAGE_RULES.items() if k not in ("silent", "fixed")}
+MAX_CHARS = 280  # a message's length (the channel's max_chars)
+
+
+def can_talk(option: AgentOption) -> bool:
+    """Whether the tab offers talk against this opponent: a policy (it speaks by a message
+    rule) or a mock LLM persona."""
+    return option.kind in ("policy", "persona")
+
+
 @dataclass(frozen=True, slots=True)
 class PlayRequest:
     """What the Play tab asks for: the opponent, the person's name and the game (the person is
-    agent A; the horizon is fixed and disclosed; no noise; one game)."""
+    agent A; the horizon is fixed and disclosed; no noise; one game), and whether the two talk
+    before each move (`order`: a key of TALK_ORDERS; `rule`: a policy opponent's message rule)."""
 
     opponent: AgentOption
     name: str
     n_rounds: int
     seed: int
     matrix: PayoffMatrix
+    talk: bool = False
+    order: str = "simultaneous"
+    rule: str = "honest"
 
     @property
     def human_name(self) -> str:
@@ -38,7 +60,8 @@ class PlayRequest:
     @property
     def condition_name(self) -> str:
         """e.g. 'human_vs_TFT'."""
-        return re.sub(r"[^A-Za-z0-9._+-]", "-", f"human_vs_{self.opponent.short_name}")
+        name = f"human_vs_{self.opponent.short_name}" + ("_talk" if self.talk else "")
+        return re.sub(r"[^A-Za-z0-9._+-]", "-", name)
 
 
 def build_play(
@@ -47,60 +70,73 @@ def build_play(
     run_id: str,
     output_dir: Path,
     config_dir: Path,
+    messages: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The experiment config of one human game: a `type: human` agent making `moves` (a string
-    such as 'CCDC') against the opponent, one replicate of `n_rounds` rounds."""
+    such as 'CCDC') against the opponent, one replicate of `n_rounds` rounds; with talk, a
+    message channel before every move, the person's typed `messages` (one per exchange) and a
+    policy opponent's message rule."""
     run = run_section(run_id, request.seed, output_dir)
     run.update(store_prompts=True, store_raw_responses=True)
-    return {
+    human: dict[str, Any] = {"type": "human", "name": request.human_name, "moves": "".join(moves)}
+    opponent = agent_entry(request.opponent, config_dir)
+    config: dict[str, Any] = {
         "run": run,
         "game": {"payoff_matrix": request.matrix.as_nested(), "noise": 0.0},
         "horizon": {"type": "fixed", "n_rounds": int(request.n_rounds)},
-        "experiment": {
-            "replicates": 1,
-            "conditions": [
-                {
-                    "name": request.condition_name,
-                    "agent_a": {
-                        "type": "human",
-                        "name": request.human_name,
-                        "moves": "".join(moves),
-                    },
-                    "agent_b": agent_entry(request.opponent, config_dir),
-                }
-            ],
-        },
     }
+    if request.talk:
+        config["communication"] = {
+            "mode": "every_round",
+            "order": request.order,
+            "max_chars": MAX_CHARS,
+        }
+        human["messages"] = list(messages)
+        if request.opponent.kind == "policy":
+            (opponent["overrides"] if "overrides" in opponent else opponent)["talk"] = request.rule
+    config["experiment"] = {
+        "replicates": 1,
+        "conditions": [{"name": request.condition_name, "agent_a": human, "agent_b": opponent}],
+    }
+    return config
 
 
 LIVE_PREFIX = "pdbench_play_"
 
 
 def prepare_play(
-    request: PlayRequest, config_dir: Path, root: Path, moves: Sequence[str] | None = None
+    request: PlayRequest,
+    config_dir: Path,
+    root: Path,
+    moves: Sequence[str] | None = None,
+    messages: Sequence[str] = (),
 ) -> Path:
-    """Write the config of a human game; returns its path. With `moves` (a finished game): a
-    new run directory under `root` (the app's runs folder). Without (a game being played): a
-    new temporary directory, `root` unused, with one placeholder C per round (live play gives
-    the human agent the moves made so far; see `replay_play`); remove it with `discard_live`."""
+    """Write the config of a human game; returns its path. With `moves` (a finished game, and
+    with talk the person's `messages`): a new run directory under `root` (the app's runs
+    folder). Without (a game being played): a new temporary directory, `root` unused, with one
+    placeholder C per round and no message (live play gives the human agent the moves and
+    messages made so far; see `replay_play`); remove it with `discard_live`."""
     if moves is None:
         root = Path(tempfile.mkdtemp(prefix=LIVE_PREFIX))
-        moves = ["C"] * int(request.n_rounds)
+        moves, messages = ["C"] * int(request.n_rounds), ()
     return prepare(
         "experiment",
-        lambda run_id, out: build_play(request, moves, run_id, out, config_dir),
+        lambda run_id, out: build_play(request, moves, run_id, out, config_dir, messages),
         root,
         config_dir,
     )
 
 
-def replay_play(config_path: Path, moves: Sequence[str]) -> LiveGame:
+def replay_play(
+    config_path: Path, moves: Sequence[str], messages: Sequence[str] | None = None
+) -> LiveGame:
     """The game of `config_path` (see `prepare_play`) played up to now: the first len(moves)
-    rounds, the person making `moves`, by the engine a run uses (an LLM opponent's replies
-    through the response cache); library errors propagate."""
+    rounds, the person making `moves` and writing `messages` (with talk: one per exchange, the
+    last one possibly for the next move; see `runners.live`), by the engine a run uses (an LLM
+    opponent's replies through the response cache); library errors propagate."""
     from pdbench.runners.live import replay_game
 
-    return replay_game(config_path, moves)
+    return replay_game(config_path, moves, messages=messages)
 
 
 def discard_live(config_path: Path) -> None:

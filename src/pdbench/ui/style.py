@@ -24,6 +24,7 @@ from pdbench.storage.record.fields import side_field
 COOP_COLOR = "#2e9e4f"
 DEFECT_COLOR = "#d64545"
 FLIP_COLOR = "#f5b301"
+BROKEN_COLOR = "#9b3fc4"  # a broken promise: stated C, chose D
 ACTION_COLORS = {"C": COOP_COLOR, "D": DEFECT_COLOR}
 AGENT_COLORS = {"A": "#3b6fd8", "B": "#e08a1e"}
 ACTION_EMOJI = {"C": "🤝", "D": "🗡️"}

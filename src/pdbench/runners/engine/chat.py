@@ -24,18 +24,23 @@ class Chat:
         self._start = 0  # where the current exchange's messages begin
 
     async def exchange(
-        self, round_index: int, agents: Sequence[Agent], obs: Sequence[Observation]
+        self,
+        round_index: int,
+        agents: Sequence[Agent],
+        obs: Sequence[Observation],
+        groups: int | None = None,
     ) -> list[tuple[Message, Utterance]]:
         """The exchange before round `round_index`, if the channel has one: each group of
         writers is shown what it may see (never a message of its own group's turn), then
-        writes; returns what was said (fallbacks included), in order."""
+        writes; returns what was said (fallbacks included), in order. `groups`: only the
+        first that many groups write (live play stops before the person's turn)."""
         self._start = len(self.messages)
         if not self.channel.exchange_before(round_index):
             return []
         simultaneous = self.channel.order == "simultaneous"
         out: list[tuple[Message, Utterance]] = []
-        groups = speaking_groups(self.channel.order, round_index, self.channel.turns)
-        for g, group in enumerate(groups):
+        order = speaking_groups(self.channel.order, round_index, self.channel.turns)
+        for g, group in enumerate(order[:groups]):
             turn = g if simultaneous else g // 2
             shown = [self.shown(side, obs[side]) for side in group]
             said = await asyncio.gather(

@@ -34,7 +34,7 @@ from pdbench.core.rng import Purpose, agent_seed, counter_uniform
 from pdbench.core.talk import CommunicationConfig
 from pdbench.core.talk_metrics import talk_tracks
 from pdbench.core.transcript import Transcript
-from pdbench.core.types import Action, Message, Utterance
+from pdbench.core.types import Action, Message, Observation, Utterance
 from pdbench.runners.engine.broker import BoundClient, CallBroker
 from pdbench.runners.engine.chat import Chat
 from pdbench.runners.engine.direct import play_direct
@@ -108,6 +108,10 @@ class GameResult:
     plan: GamePlan
     outcome: GameOutcome
     lines: bytes = b""
+    # Live play (`play_prefix` with `talk_next`): the messages written so far in the exchange
+    # before the next move, and what each agent is shown before that move.
+    pending: list[tuple[Message, Utterance]] = field(default_factory=list)
+    pending_obs: tuple[Observation, Observation] | None = None
 
 
 def outcome_of(
@@ -351,29 +355,39 @@ class Engine:
             provider_for=provider_for,
         )
 
-    def play_prefix(self, plan: GamePlan, rounds: int) -> tuple[GameResult, tuple[Agent, Agent]]:
+    def play_prefix(
+        self, plan: GamePlan, rounds: int, talk_next: int | None = None
+    ) -> tuple[GameResult, tuple[Agent, Agent]]:
         """Play only the first `rounds` rounds of one game, round by round (the agents are told
         the plan's full length, as in the whole game); returns the result and the agents. The
         app's Play tab replays a person's game so far with this, so the opponent moves exactly
-        as it will in the saved run."""
-        return asyncio.run(self._play_prefix(plan, rounds))
+        as it will in the saved run. `talk_next`: then the first that many speaking groups of
+        the exchange before the next move (`GameResult.pending`)."""
+        return asyncio.run(self._play_prefix(plan, rounds, talk_next))
 
     async def _play_prefix(
-        self, plan: GamePlan, rounds: int
+        self, plan: GamePlan, rounds: int, talk_next: int | None = None
     ) -> tuple[GameResult, tuple[Agent, Agent]]:
         pool = ProviderPool()
         try:
             await self._check_models([plan], pool)
             agents = (self._agent(plan, 0, pool), self._agent(plan, 1, pool))
-            return await self.play_game(plan, agents, rounds), agents
+            return await self.play_game(plan, agents, rounds, talk_next), agents
         finally:
             await pool.aclose()
 
     async def play_game(
-        self, plan: GamePlan, agents: tuple[Agent, Agent], rounds: int | None = None
+        self,
+        plan: GamePlan,
+        agents: tuple[Agent, Agent],
+        rounds: int | None = None,
+        talk_next: int | None = None,
     ) -> GameResult:
         """Play one game round by round (its records encoded when it is logged); `rounds`: stop
-        after that many (default: the whole game)."""
+        after that many (default: the whole game). `talk_next` (with `rounds` short of the
+        game): after them, let the first that many speaking groups write in the exchange before
+        the next move, and keep what they said and what each agent is then shown in the
+        result's `pending` and `pending_obs` (the app's live play)."""
         seeds = (agent_seed(plan.seed, 0), agent_seed(plan.seed, 1))
         for agent, seed in zip(agents, seeds, strict=True):
             agent.reset(seed)
@@ -387,8 +401,9 @@ class Engine:
         chat = Chat(plan.communication, plan.agents) if plan.talks else None
         chose: tuple[list[bool], list[bool]] = ([], [])
         entries = 0  # message entries recorded (a game with none has no talk metrics)
-        for r in range(plan.n_rounds if rounds is None else min(rounds, plan.n_rounds)):
-            obs = [
+
+        def observe() -> list[Observation]:
+            return [
                 transcript.observation(
                     i,
                     history_window=v.history_window,
@@ -399,6 +414,10 @@ class Engine:
                 )
                 for i, v in enumerate(views)
             ]
+
+        played = plan.n_rounds if rounds is None else min(rounds, plan.n_rounds)
+        for r in range(played):
+            obs = observe()
             said: list[tuple[Message, Utterance]] = []
             if chat is not None:
                 said = await chat.exchange(r, agents, obs)
@@ -448,7 +467,13 @@ class Engine:
         outcome = outcome_of(plan, arrays, (failures[0], failures[1]))
         if chat is not None and entries:
             outcome.talk = talk_tracks(chat.messages, chose[0], chose[1])
-        return GameResult(plan, outcome, b"".join(lines))
+        result = GameResult(plan, outcome, b"".join(lines))
+        if talk_next is not None and chat is not None and played < plan.n_rounds:
+            obs = observe()
+            result.pending = await chat.exchange(played, agents, obs, talk_next)
+            shown = [chat.shown(side, obs[side]) for side in (0, 1)]
+            result.pending_obs = (shown[0], shown[1])
+        return result
 
 
 def _maybe_flip(action: Action, seed: int, round_index: int, noise: float) -> Action:

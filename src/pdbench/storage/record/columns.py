@@ -303,10 +303,14 @@ class ColumnsReader:
 
 
 def plain(table: pa.Table, fields: tuple[str, ...]) -> pa.Table:
-    """Dictionary columns as strings, running totals derived, in the order asked."""
+    """Dictionary columns as strings, running totals derived, in the order asked; a JSON
+    field the part does not hold (`messages` in a part written before it existed) is null."""
     columns: dict[str, pa.Array | pa.ChunkedArray] = {}
     for name in fields:
         if name in CUM_FIELDS:
+            continue
+        if name in LLM_FIELDS and name not in table.column_names:
+            columns[name] = pa.nulls(len(table), pa.string())  # a part older than the field
             continue
         column = table.column(name)
         if pa.types.is_dictionary(column.type):

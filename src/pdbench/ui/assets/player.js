@@ -135,8 +135,9 @@ function num(x) {
   return Math.abs(x - Math.round(x)) < 1e-9 ? PDB.fmt(x) : x.toFixed(2);
 }
 
-/* The replay of game `g` (see PDB.prepareGame; also pa/pb, each round's payoffs, and for LLM
-   agents `replies`, shown under each move by PDB.replyPanel). */
+/* The replay of game `g` (see PDB.prepareGame; also pa/pb, each round's payoffs, for LLM
+   agents `replies`, shown under each move by PDB.replyPanel, and in a game with messages
+   `talk`, each agent's messages before the move, shown under it by PDB.talkPanel). */
 PDB.replay = function (root, g, colors, speed) {
   var el = PDB.el;
   PDB.prepareGame(g);
@@ -159,6 +160,7 @@ PDB.replay = function (root, g, colors, speed) {
       note: el("div", "pdb-move-note", card),
       score: el("div", "pdb-move-score", card),
     };
+    c.say = g.talk ? PDB.talkPanel(card, g, s) : null;  // replies.js: the messages
     c.reply = g.replies ? PDB.replyPanel(card, g, s) : null;  // replies.js
     cards.push(c);
     if (s === 0) mid = el("div", "pdb-lead", stage);
@@ -183,6 +185,7 @@ PDB.replay = function (root, g, colors, speed) {
         c.note.textContent = notes.join(" · ");
         c.score.textContent = "score " + num(cum[s]) + " (" + (pay[s] >= 0 ? "+" : "") +
           num(pay[s]) + " this round)";
+        if (c.say) c.say.show(r);
         if (c.reply) c.reply.show(r);
       }
       var lead = cum[0] - cum[1];
@@ -191,11 +194,12 @@ PDB.replay = function (root, g, colors, speed) {
       if (tl) tl.setCursor(r);
     });
   var kinds = [["defection", g.defect], ["noise flip", g.flipAny], ["fallback", g.fallAny]];
+  if (g.talk) kinds.push(["broken promise", g.brokenAny]);
   kinds.forEach(function (k) {
     var grp = el("span", "pdb-jump", jumps);
     var prev = el("button", "pdb-btn small", grp, "◀");
     prev.title = "previous " + k[0];
-    prev.dataset.jump = "prev-" + k[0].replace(" ", "-");
+    prev.dataset.jump = "prev-" + k[0].replace(" ", "-");  // e.g. prev-broken-promise
     el("span", "pdb-jump-name", grp, k[0] + " (" + PDB.fmt(k[1].length) + ")");
     var next = el("button", "pdb-btn small", grp, "▶");
     next.title = "next " + k[0];

@@ -61,3 +61,45 @@ PDB.replyPanel = function (parent, g, s) {
     },
   };
 };
+
+/* The messages panel of side s of game g (DATA.talk, see pdbench.ui.talk.encode) in `parent`:
+   what the agent wrote before the round's move, each with its stated intention ("promised C",
+   "announced D"), and whether it then broke a promise. Texts are data: set with textContent. */
+var INTENT_TAG = {C: "promised C", D: "announced D"};
+var SOURCE_NOTE = {declared: "declared by the agent", phrases: "read from the text"};
+
+PDB.talkPanel = function (parent, g, s) {
+  var el = PDB.el, who = "AB"[s], rounds = g.talk["ab"[s]], texts = g.talk.texts;
+  var box = el("div", "pdb-say", parent);
+  box.dataset.agent = who;
+  var head = el("div", "pdb-say-head", box);
+  var list = el("ul", "pdb-say-list", box);
+  var broke = el("div", "pdb-say-broken", box);
+  return {
+    show: function (r) {
+      var ids = rounds[r - 1] || [];
+      box.dataset.round = r;
+      box.dataset.messages = ids.length;
+      head.textContent = ids.length ? "💬 " + who + " said before this move:" :
+        "💬 " + who + " said nothing before this move";
+      list.textContent = "";
+      ids.forEach(function (id) {
+        var t = texts[id], li = el("li", "pdb-say-msg", list);
+        if (t[3] === 1) {
+          el("span", "pdb-say-text none", li, "(no usable message: the agent said nothing)");
+          return;
+        }
+        el("span", "pdb-say-text", li, "“" + t[0] + "”");
+        if (t[1]) {
+          var tag = el("span", "pdb-say-tag " + t[1], li, INTENT_TAG[t[1]]);
+          tag.title = "intention " + (SOURCE_NOTE[t[2]] || t[2]);
+        }
+      });
+      var broken = g.talk["s" + "ab"[s]][r - 1] === "C" && g["f" + "ab"[s]][r - 1] === "D";
+      box.classList.toggle("broken", broken);
+      box.dataset.broken = broken ? "1" : "0";
+      broke.textContent = broken ? "✗ broken promise: promised C, chose D" : "";
+      broke.style.display = broken ? "" : "none";
+    },
+  };
+};

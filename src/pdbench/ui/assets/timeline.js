@@ -19,19 +19,27 @@ PDB.fmt = function (n) {
 };
 
 /* Game data as sent by Python: n, labels [A, B], a/b (played moves as strings of C/D),
-   fa/fb (intended moves), xa/xb (fallback flags as strings of 0/1). */
+   fa/fb (intended moves), xa/xb (fallback flags as strings of 0/1), and in a game with messages
+   talk.sa/talk.sb (each agent's stated intention before each move: C, D or -). A broken promise
+   is a round where an agent stated C and chose (fa/fb) D. */
 PDB.prepareGame = function (g) {
   g.flip = [[], []];
   g.fall = [[], []];
+  g.broken = [[], []];
   g.defect = [];
   var sides = [[g.a, g.fa, g.xa], [g.b, g.fb, g.xb]];
   for (var s = 0; s < 2; s++) {
     var played = sides[s][0], meant = sides[s][1], fb = sides[s][2];
+    var stated = g.talk ? g.talk["s" + "ab"[s]] : null;
     for (var i = 0; i < g.n; i++) {
       if (played.charCodeAt(i) !== meant.charCodeAt(i)) g.flip[s].push(i + 1);
       if (fb.charCodeAt(i) === 49) g.fall[s].push(i + 1);
+      if (stated && stated.charCodeAt(i) === 67 && meant.charCodeAt(i) === 68) {
+        g.broken[s].push(i + 1);
+      }
     }
   }
+  g.brokenAny = PDB.mergeSorted(g.broken[0], g.broken[1]);
   for (var r = 0; r < g.n; r++) {
     if (g.a.charCodeAt(r) === 68 || g.b.charCodeAt(r) === 68) g.defect.push(r + 1);
   }
@@ -158,13 +166,39 @@ function drawRows(ctx, g, lo, hi, w, tops, rh, colors, detail) {
         }
       }
     }
+    if (detail && g.talk) {
+      // broken promises: a lane above the flip lane, and a cross in the top left corner of a
+      // wide cell (the zoomed window only; the whole-game strip has no room for the lane)
+      var blist = g.broken[s], by = top - 2 * lane - 2;
+      var b0 = PDB.neighbour(blist, lo - 1, 1);
+      ctx.fillStyle = colors.broken;
+      for (var bi = b0 === null ? blist.length : blist.indexOf(b0);
+        bi < blist.length && blist[bi] <= hi; bi++) {
+        var bx = (blist[bi] - lo) * cell;
+        ctx.fillRect(bx, by, Math.max(1.5, cell - (cell >= 5 ? 1 : 0)), lane);
+        if (cell >= 16) drawMark(ctx, 2, bx + 6, top + 6, 14, colors.broken);
+      }
+    }
   }
 }
 
-/* A gold cross (noise flip) or a black triangle (fallback) inside a wide cell. */
-function drawMark(ctx, kind, x, y, size) {
+/* A gold cross (noise flip), a black triangle (fallback) or a diagonal cross in `color`
+   (broken promise) inside a wide cell. */
+function drawMark(ctx, kind, x, y, size, color) {
   var h = Math.max(3, size * 0.36);
-  if (kind === 0) {
+  if (kind === 2) {
+    var d = h * 0.75;
+    ctx.save();
+    ctx.beginPath();
+    ctx.moveTo(x - d, y - d); ctx.lineTo(x + d, y + d); ctx.moveTo(x + d, y - d); ctx.lineTo(x - d, y + d);
+    ctx.strokeStyle = "#fff";
+    ctx.lineWidth = 4;
+    ctx.stroke();
+    ctx.strokeStyle = color;
+    ctx.lineWidth = 2.2;
+    ctx.stroke();
+    ctx.restore();
+  } else if (kind === 0) {
     ctx.save();
     ctx.strokeStyle = "#5a4300";
     ctx.lineWidth = 4;
@@ -201,7 +235,9 @@ PDB.timeline = function (root, g, colors, opts) {
   var bIn = PDB.el("button", "pdb-btn small", zoom, "Zoom in");
   // The zoomed window: two rows with labels in a gutter, an axis of whole rounds.
   var det = PDB.el("div", "pdb-tl-detail", box);
-  var RH = 30, LANE = 7, tops = [LANE, LANE + RH + 2 * LANE + 8];
+  // a game with messages has a lane for broken promises above each row's flip lane
+  var RH = 30, LANE = 7, PL = g.talk ? 6 : 0;
+  var tops = [LANE + PL, LANE + PL + RH + 2 * LANE + 8 + PL];
   var DH = tops[1] + RH + LANE;
   var labels = [], rows = [];
   for (var s = 0; s < 2; s++) {
@@ -373,6 +409,9 @@ PDB.timeline = function (root, g, colors, opts) {
       var t = "AB"[s] + ": " + mv[s][r - 1];
       if (meant[s][r - 1] !== mv[s][r - 1]) t += " (meant " + meant[s][r - 1] + ", noise flip)";
       if (fb[s][r - 1] === "1") t += " (fallback)";
+      if (g.talk && g.talk["s" + "ab"[s]][r - 1] === "C" && meant[s][r - 1] === "D") {
+        t += " (broken promise)";
+      }
       parts.push(t);
     }
     tip.textContent = parts.join(" · ");
@@ -397,7 +436,9 @@ PDB.timeline = function (root, g, colors, opts) {
     '<span class="sw" style="background:' + colors.flip + '"></span>noise flip ' +
     "(gold tick above the row, ✚ in wide cells)" +
     '<span class="sw" style="background:#111"></span>fallback after invalid replies ' +
-    "(black tick below the row, ▲ in wide cells)";
+    "(black tick below the row, ▲ in wide cells)" +
+    (g.talk ? '<span class="sw" style="background:' + colors.broken + '"></span>broken ' +
+      "promise: promised C, chose D (purple tick above the row, ✗ in wide cells)" : "");
   window.addEventListener("resize", function () { tl.draw(); });
   tl.draw();
   return tl;

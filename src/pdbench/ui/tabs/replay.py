@@ -3,8 +3,10 @@
 The replay runs in the browser (`animation.replay_page`): every round is sent once as data, and
 Play / Pause / Restart / Back / Step, the speed (20 ms to 2 s per round), the scrub slider, the
 jumps to the previous or next defection, noise flip or fallback, and the timeline with its cursor
-all work without a server round trip. Under an LLM agent's move: its reply, its earlier invalid
-replies and a fallback mark.
+all work without a server round trip. Under each move, in a game with messages: what the agent
+said before it, with its stated intention ("promised C"), and a broken promise marked (also on
+the timeline, with a jump to the next one). Under an LLM agent's move: its reply, its earlier
+invalid replies and a fallback mark.
 """
 
 from __future__ import annotations
@@ -34,7 +36,9 @@ def render(ctx: AppContext) -> None:
         replies = None
     st.iframe(
         animation.replay_page(game.table, game.labels, SPEED_MS, replies),
-        height=animation.REPLAY_HEIGHT + (animation.REPLY_HEIGHT if replies else 0),
+        height=animation.REPLAY_HEIGHT
+        + (animation.REPLY_HEIGHT if replies else 0)
+        + (animation.TALK_HEIGHT if animation.has_talk(game.table) else 0),
     )
     st.caption(
         "Rounds are numbered from 1. Space plays or pauses, ← and → step (click the replay "
