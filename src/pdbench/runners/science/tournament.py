@@ -2,11 +2,12 @@
 
 Match seeds are `derive_seed(run.seed, "match", player_a, player_b, repetition)` (player display
 names, in config order: player_a is the earlier one), so adding or removing a player changes no
-other match. Lengths come from the horizon and the match seed. Matches are played by the shared
-engine (policies in one vectorized batch, Axelrod strategies synchronously, LLM agents round by
-round) through a `RunSession`: budgets, llm_calls.jsonl, stored prompts and resume work as in
-experiments. A match is a game whose condition is `<player_a>_vs_<player_b>` and whose replicate
-is the repetition.
+other match. Lengths come from the horizon and the match seed. Matches between two policies whose
+rounds are not logged are played for their totals only (`play_fast`, `pdbench.core.batch_totals`:
+the engine's draws, no per-round arrays); the others by the shared engine (Axelrod strategies
+synchronously, LLM agents round by round, logged policy matches in a vectorized batch) through a
+`RunSession`: budgets, llm_calls.jsonl, stored prompts and resume work as in experiments. A match
+is a game whose condition is `<player_a>_vs_<player_b>` and whose replicate is the repetition.
 
 Artifacts in the output dir:
 - tournament_manifest.json: config snapshot, players, seed scheme, totals, timings, environment.
