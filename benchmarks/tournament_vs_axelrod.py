@@ -19,6 +19,16 @@ Run: `uv run python benchmarks/tournament_vs_axelrod.py` (needs `uv sync --extra
    process, medians; the load average is printed beside them (2-core machines shared with
    other work inflate wall times several-fold).
 
+   Beside them, Python's own floor on this machine: `python -c pass`, `python -c "import numpy"`
+   and the libraries the command cannot do without (NumPy, pydantic, typer, PyYAML, pyarrow's
+   Parquet writer) imported and nothing done.
+
+With `--baseline SRC` (the `src/` of another pdbench checkout, e.g. `git archive` of an earlier
+commit), that version is timed beside this one in parts 1 and 3, interleaved so both see the
+same load: its `play_tournament` in a child process (wall and CPU seconds of the call), its
+`pdbench tournament` as a whole process. `--pdbench-only` leaves the Axelrod library and the
+Moran process out (with `--baseline`: this pdbench against the baseline, nothing else).
+
 Times are medians over repeats; rounds per second count both players' moves of a turn as one.
 `--whole-only` runs part 3 alone; `--no-whole` leaves it out.
 """
@@ -27,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import os
 import resource
 import statistics
@@ -118,39 +129,119 @@ axl.Tournament(players, turns={turns}, repetitions={reps}, noise={noise}, seed=1
 """
 
 
-def whole_process(command: list[str], repeats: int) -> tuple[float, float]:
-    """Median wall seconds and median CPU seconds (user + system) of `command` run `repeats`
-    times, each in a fresh process."""
-    walls, cpus = [], []
-    for _ in range(repeats):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        walls.append(time.perf_counter() - start)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-    return statistics.median(walls), statistics.median(cpus)
+def whole_process(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system, children included) of one run of
+    `command` in a fresh process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(
+        command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+    )
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
 
 
-def whole_processes(repeats: int, axelrod_repeats: int) -> None:
-    """Part 3: `pdbench tournament CONFIG` and the Axelrod script, whole processes."""
+FLOORS = {
+    "python -c pass": "pass",
+    'python -c "import numpy"': "import numpy",
+    "python: import the libraries only": "import numpy, pydantic, typer, yaml, pyarrow.parquet",
+}
+
+
+def whole_processes(repeats: int, axelrod_repeats: int, baseline: Path | None = None) -> None:
+    """Part 3: `pdbench tournament CONFIG` (and the baseline's), the Axelrod script and Python's
+    floors, whole processes, interleaved."""
     pdbench = Path(sys.executable).parent / "pdbench"
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
     with tempfile.TemporaryDirectory(prefix="pdbench-bench-") as tmp:
         config = Path(tmp) / "tournament.yaml"
         run = {**RUN, "output_dir": str(Path(tmp) / "out")}
         config.write_text(yaml.safe_dump(tournament_config(run)), encoding="utf-8")
         command = [str(pdbench), "tournament", str(config), "--overwrite"]
-        subprocess.run(command, check=True, capture_output=True)  # warm-up (file caches)
-        ours_wall, ours_cpu = whole_process(command, repeats)
-    script = AXELROD_SCRIPT.format(names=AXELROD, turns=TURNS, reps=REPETITIONS, noise=NOISE)
-    theirs_wall, theirs_cpu = whole_process([sys.executable, "-c", script], axelrod_repeats)
-    print(
-        f"\nWhole process, the same tournament (medians of {repeats} and {axelrod_repeats}; "
-        f"{load_average()}):"
-    )
-    print(f"  pdbench tournament CONFIG: {ours_wall:6.2f} s wall, {ours_cpu:6.2f} s CPU")
-    print(f"  axelrod script           : {theirs_wall:6.2f} s wall, {theirs_cpu:6.2f} s CPU")
-    print(f"  whole-process speed-up: {theirs_wall / ours_wall:,.1f}x wall")
+        ours_env = {**env, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+        runs: dict[str, tuple[list[str], dict[str, str]]] = {
+            "pdbench tournament CONFIG": (command, ours_env)
+        }
+        if baseline is not None:
+            runs["baseline pdbench tournament"] = (command, {**env, "PYTHONPATH": str(baseline)})
+        for label, code in FLOORS.items():
+            runs[label] = ([sys.executable, "-c", code], env)
+        for cmd, cmd_env in runs.values():  # warm-up (file caches)
+            whole_process(cmd, cmd_env)
+        times: dict[str, list[tuple[float, float]]] = {label: [] for label in runs}
+        for _ in range(repeats):
+            for label, (cmd, cmd_env) in runs.items():
+                times[label].append(whole_process(cmd, cmd_env))
+    theirs = None
+    if axelrod_repeats > 0:
+        script = AXELROD_SCRIPT.format(names=AXELROD, turns=TURNS, reps=REPETITIONS, noise=NOISE)
+        axelrod_times = [
+            whole_process([sys.executable, "-c", script]) for _ in range(axelrod_repeats)
+        ]
+        theirs = (
+            statistics.median(t[0] for t in axelrod_times),
+            statistics.median(t[1] for t in axelrod_times),
+        )
+    print(f"\nWhole process, the same tournament (medians of {repeats}; {load_average()}):")
+    for label, pairs in times.items():
+        wall = statistics.median(t[0] for t in pairs)
+        cpu = statistics.median(t[1] for t in pairs)
+        print(
+            f"  {label:<36}: {wall:6.3f} s wall, {cpu:6.3f} s CPU  (min wall {min(t[0] for t in pairs):.3f})"
+        )
+    if theirs is not None:
+        print(f"  {'axelrod script':<36}: {theirs[0]:6.3f} s wall, {theirs[1]:6.3f} s CPU")
+        ours_wall = statistics.median(t[0] for t in times["pdbench tournament CONFIG"])
+        print(f"  whole-process speed-up: {theirs[0] / ours_wall:,.1f}x wall")
+
+
+BASELINE_SCRIPT = """
+import gc, json, os, sys, time
+sys.path.insert(0, {bench!r})
+from tournament_vs_axelrod import pdbench_tournament
+run = pdbench_tournament()
+run()
+times = []
+for _ in range({repeats}):
+    gc.collect()
+    wall, cpu = time.perf_counter(), time.process_time()
+    run()
+    times.append((time.perf_counter() - wall, time.process_time() - cpu))
+print(json.dumps(times))
+"""
+
+
+def baseline_work(baseline: Path, repeats: int) -> list[tuple[float, float]]:
+    """(wall, CPU) seconds of the baseline's `play_tournament`, `repeats` calls after a warm-up,
+    in a child process importing the baseline's pdbench (and this benchmark file)."""
+    script = BASELINE_SCRIPT.format(bench=str(Path(__file__).resolve().parent), repeats=repeats)
+    env = {**os.environ, "PYTHONPATH": str(baseline), "OPENBLAS_NUM_THREADS": "1"}
+    out = subprocess.run(
+        [sys.executable, "-c", script], check=True, capture_output=True, text=True, env=env
+    ).stdout
+    return [tuple(pair) for pair in json.loads(out.strip().splitlines()[-1])]
+
+
+def work_against_baseline(baseline: Path, rounds: int, repeats: int) -> None:
+    """Part 1 against the baseline: `rounds` times, `repeats` timed calls of ours, then as many
+    of the baseline's in a child process; medians of wall and CPU seconds of the calls."""
+    ours_run = pdbench_tournament()
+    ours_run()
+    ours: list[tuple[float, float]] = []
+    theirs: list[tuple[float, float]] = []
+    for _ in range(rounds):
+        for _ in range(repeats):
+            gc.collect()
+            wall, cpu = time.perf_counter(), time.process_time()
+            ours_run()
+            ours.append((time.perf_counter() - wall, time.process_time() - cpu))
+        theirs += baseline_work(baseline, repeats)
+    print(f"\nplay_tournament, in process (medians of {len(ours)} calls; {load_average()}):")
+    for label, pairs in (("this pdbench", ours), (f"baseline {baseline}", theirs)):
+        wall = statistics.median(t[0] for t in pairs) * 1000
+        cpu = statistics.median(t[1] for t in pairs) * 1000
+        print(f"  {label:<36}: {wall:7.1f} ms wall, {cpu:7.1f} ms CPU")
 
 
 def pdbench_moran(generations: int, fitness: str) -> Any:
@@ -197,9 +288,19 @@ def main() -> None:
     parser.add_argument("--moran-generations", type=int, default=2, help="generations timed")
     parser.add_argument("--whole-only", action="store_true", help="only the whole processes")
     parser.add_argument("--no-whole", action="store_true", help="leave the whole processes out")
+    parser.add_argument(
+        "--baseline", type=Path, default=None, help="src/ of another pdbench to time beside"
+    )
+    parser.add_argument(
+        "--pdbench-only", action="store_true", help="leave the Axelrod library and Moran out"
+    )
     args = parser.parse_args()
-    if args.whole_only:
-        whole_processes(args.repeats, args.axelrod_repeats)
+    axelrod_repeats = 0 if args.pdbench_only else args.axelrod_repeats
+    if args.baseline is not None and not args.whole_only:
+        work_against_baseline(args.baseline, args.axelrod_repeats, args.repeats)
+    if args.whole_only or args.pdbench_only:
+        if not args.no_whole:
+            whole_processes(args.repeats, axelrod_repeats, args.baseline)
         return
     try:
         axl = import_axelrod()  # the adapter's import: same module, a faster import on 3.12
@@ -261,7 +362,7 @@ def main() -> None:
         f"1000 birth-death events: {expected_total * 1000:.1f} ms in total)"
     )
     if not args.no_whole:
-        whole_processes(args.repeats, args.axelrod_repeats)
+        whole_processes(args.repeats, args.axelrod_repeats, args.baseline)
 
 
 if __name__ == "__main__":

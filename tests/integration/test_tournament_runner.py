@@ -244,3 +244,34 @@ def test_match_seeds_are_derive_seed(tmp_path: Path) -> None:
         ("ALLD_vs_GRIM", 1),
     ]
     assert plans[3].seed == derive_seed(5, "match", "TFT", "GRIM", 1)
+
+
+def test_fast_and_engine_matches_together_equal_the_engine(tmp_path: Path) -> None:
+    """Policy matches are played for their totals (`play_fast`), the others by the engine; the
+    tables and written artifacts equal those of every match played by the engine, and the
+    progress counts every game and round."""
+    from pdbench.runners.lifecycle.session import RunOptions, play_in_memory
+    from pdbench.runners.science.tournament import run_tournament
+
+    tf2t_w1 = {"type": "policy", "policy": "TF2T", "name": "TF2T-w1", "history_window": 1}
+    path = write_config(
+        tmp_path,
+        ["GTFT", "WSLS", tf2t_w1, "ALLD"],
+        noise=0.1,
+        horizon={"type": "geometric", "stop_prob": 0.05},
+        self_play=True,
+        repetitions=5,
+    )
+    loaded = load_tournament(path)
+    plans = plan_matches(loaded)
+    engine = tournament_tables(loaded, plans, play_in_memory(loaded, plans))
+    ticks: list[tuple[int, int]] = []
+    result = run_tournament(loaded, RunOptions(progress=lambda d, t: ticks.append((d, t))))
+    totals = result.manifest["totals"]
+    assert 0 < totals["per_round_matches"] < totals["matches"] == len(plans) == 10 * 5
+    for key, values in engine.matches.items():
+        assert list(result.matches[key]) == list(values), key
+    assert result.leaderboard == engine.leaderboard and result.pairwise == engine.pairwise
+    written = pq.read_table(tmp_path / "out" / "matches.parquet").to_pydict()
+    assert written["score_a"] == list(engine.matches["score_a"])
+    assert ticks[-1] == (totals["rounds"], totals["rounds"])
