@@ -52,9 +52,10 @@ def _wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float) -> 
 def streamlit_server(run_dir: Path, cwd: Path, log_path: Path) -> Iterator[str]:
     """Start the app on a free port with `--run-dir`, yield its URL; always stop it."""
     port = free_port()
-    command = [
+    command = [  # as `pdbench ui` launches it: streamlit run after the app's imports
         sys.executable,
         "-m",
+        "pdbench.ui.serve",
         "streamlit",
         "run",
         str(APP),
