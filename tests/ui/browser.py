@@ -72,6 +72,11 @@ def streamlit_server(run_dir: Path, cwd: Path, log_path: Path) -> Iterator[str]:
         str(run_dir),
     ]
     env = {k: v for k, v in os.environ.items() if k != "PDBENCH_RUN_DIR"}
+    # this checkout's src/ first, by absolute path: the server runs in another directory, where
+    # a relative PYTHONPATH (src:.) would leave the installed pdbench to be imported instead
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), env.get("PYTHONPATH", "")]).rstrip(
+        os.pathsep
+    )
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
             command, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
