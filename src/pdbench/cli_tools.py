@@ -220,9 +220,10 @@ def ui(
     if run_dir is not None and not run_dir.is_dir():
         raise RunError(f"{run_dir}: not a directory")
     app_path = Path(__file__).resolve().parent / "ui" / "streamlit_app.py"
-    command = [
+    command = [  # streamlit run, after the app's imports (ui/serve.py: the first page comes sooner)
         sys.executable,
         "-m",
+        "pdbench.ui.serve",
         "streamlit",
         "run",
         str(app_path),

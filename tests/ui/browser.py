@@ -52,9 +52,10 @@ def _wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float) -> 
 def streamlit_server(run_dir: Path, cwd: Path, log_path: Path) -> Iterator[str]:
     """Start the app on a free port with `--run-dir`, yield its URL; always stop it."""
     port = free_port()
-    command = [
+    command = [  # as `pdbench ui` launches it: streamlit run after the app's imports
         sys.executable,
         "-m",
+        "pdbench.ui.serve",
         "streamlit",
         "run",
         str(APP),
@@ -71,6 +72,11 @@ def streamlit_server(run_dir: Path, cwd: Path, log_path: Path) -> Iterator[str]:
         str(run_dir),
     ]
     env = {k: v for k, v in os.environ.items() if k != "PDBENCH_RUN_DIR"}
+    # this checkout's src/ first, by absolute path: the server runs in another directory, where
+    # a relative PYTHONPATH (src:.) would leave the installed pdbench to be imported instead
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), env.get("PYTHONPATH", "")]).rstrip(
+        os.pathsep
+    )
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
             command, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True

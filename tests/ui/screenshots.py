@@ -37,6 +37,11 @@ def full_page_screenshot(page: Any, path: Path, width: int = 1440) -> None:
         const block = document.querySelector('[data-testid="stMainBlockContainer"]');
         return block ? Math.ceil(block.getBoundingClientRect().height) + 60 : 1000;
     }"""
+    # Elements whose code the browser is still loading show as grey skeletons; a fresh browser
+    # on a busy machine may still be loading them when the script has finished.
+    page.wait_for_function(
+        """() => !document.querySelector('[data-testid="stSkeleton"]')""", timeout=60_000
+    )
     height = 0
     for _ in range(5):
         new_height = int(min(max(page.evaluate(measure), 800), 12000))

@@ -43,8 +43,10 @@ def render(ctx: AppContext) -> None:
         return
     matchup(game)
     _headline(game)
-    _timeline(game)
+    timeline = st.container()  # drawn after the charts below it, so the first chart comes sooner
     _charts(game)
+    with timeline:
+        _timeline(game)
     _metrics_table(game)
     _intervals(game)
     _strategy_cards(game)
