@@ -168,7 +168,7 @@ def condition_outcomes(
     current: str | None = None
     outcomes: list[GameOutcome] = []
     started = False
-    for condition, table in checked_condition_tables(run_dir, manifest):
+    for condition, table in checked_condition_tables(run_dir, manifest, decode=False):
         if started and condition != current:
             yield current, outcomes
             outcomes = []
@@ -179,15 +179,20 @@ def condition_outcomes(
 
 
 def checked_condition_tables(
-    run_dir: Path, manifest: dict[str, Any], fields: tuple[str, ...] = AGGREGATE_INPUT_FIELDS
+    run_dir: Path,
+    manifest: dict[str, Any],
+    fields: tuple[str, ...] = AGGREGATE_INPUT_FIELDS,
+    decode: bool = True,
 ) -> Iterator[tuple[str | None, Any]]:
     """The run's rounds one condition at a time (`record.reader.condition_tables`), each
-    checked against the manifest's plan (`check_rounds`) before it is used."""
+    checked against the manifest's plan (`check_rounds`) before it is used; `decode=False`
+    leaves the columnar parts' text dictionary-encoded (what `outcomes_from_table` reads
+    fastest)."""
     from pdbench.storage.record.reader import condition_tables, uses_columns
 
     where = run_dir / (ROUNDS_COLUMNS_DIR if uses_columns(run_dir, manifest) else ROUNDS_FILE)
     seen: list[tuple[str, int]] = []
-    for condition, table in condition_tables(run_dir, manifest, fields):
+    for condition, table in condition_tables(run_dir, manifest, fields, decode):
         seen += check_rounds(table, manifest, where, whole_run=False)
         yield condition, table
     check_all_games(manifest, seen, where)

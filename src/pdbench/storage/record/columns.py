@@ -277,9 +277,11 @@ class ColumnsReader:
         fields: tuple[str, ...],
         keys: Iterable[tuple[str, int]] | None = None,
         batch_rounds: int = 1 << 20,
+        decode: bool = True,
     ) -> Iterator[pa.Table]:
         """Tables of whole games (about `batch_rounds` rounds each, a game never split), in
-        the order the parts hold them; `keys` limits the games read."""
+        the order the parts hold them; `keys` limits the games read; `decode=False` leaves
+        text columns dictionary-encoded as stored (see `plain`)."""
         wanted = self.index if keys is None else {k: self.index[k] for k in keys if k in self.index}
         by_part: dict[Path, list[tuple[int, int]]] = {}
         for path, first, n in wanted.values():
@@ -298,18 +300,20 @@ class ColumnsReader:
                 ):
                     rows += spans[j][1]
                     j += 1
-                yield plain(_read_rows(self._files[path], start, rows, stored), fields)
+                yield plain(_read_rows(self._files[path], start, rows, stored), fields, decode)
                 i = j
 
 
-def plain(table: pa.Table, fields: tuple[str, ...]) -> pa.Table:
-    """Dictionary columns as strings, running totals derived, in the order asked."""
+def plain(table: pa.Table, fields: tuple[str, ...], decode: bool = True) -> pa.Table:
+    """Dictionary columns as strings (`decode=False`: as stored, for readers that take either
+    and read the codes, like `record.table`'s checks), running totals derived, in the order
+    asked."""
     columns: dict[str, pa.Array | pa.ChunkedArray] = {}
     for name in fields:
         if name in CUM_FIELDS:
             continue
         column = table.column(name)
-        if pa.types.is_dictionary(column.type):
+        if decode and pa.types.is_dictionary(column.type):
             column = column.cast(pa.string())
         columns[name] = column
     wanted_cum = [name for name in fields if name in CUM_FIELDS]
