@@ -63,6 +63,14 @@ def arrow_array(values: list[Any] | np.ndarray) -> Any:
     return pa.array(values)
 
 
+def masked_array(values: np.ndarray, valid: np.ndarray | None = None) -> Any:
+    """An Arrow array over a 1-D NumPy array of numbers or bools, null where `valid` is False
+    (None: no null); what `pyarrow.array` gives for the same values as a list with None."""
+    import pyarrow as pa
+
+    return _from_numpy(pa, np.ascontiguousarray(values), valid)
+
+
 def _from_numpy(pa: Any, values: np.ndarray, valid: np.ndarray | None) -> Any:
     """An Arrow array over a 1-D NumPy array of numbers or bools (valid: False for a null)."""
     n = len(values)

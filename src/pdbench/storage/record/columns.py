@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pdbench.errors import RunError
-from pdbench.storage.parquet import arrow_array
+from pdbench.storage.parquet import arrow_array, masked_array
 from pdbench.storage.record.fields import (
     CUM_FIELDS,
     LLM_FIELDS,
@@ -203,9 +203,13 @@ def _per_game(
         return pa.DictionaryArray.from_arrays(arrow_array(indices), arrow_array(uniq))
     if all(v is None for v in per_game):
         return pa.nulls(len(game_of_row), kind)
-    if any(v is None for v in per_game):
-        return pa.array([v for v, k in zip(per_game, lengths, strict=True) for _ in range(k)], kind)
-    return arrow_array(np.repeat(np.array(per_game), lengths)).cast(kind)
+    dtype = {pa.int64(): np.int64, pa.float64(): np.float64}.get(kind)
+    if dtype is None or any(isinstance(v, bool) for v in per_game):  # no such field today
+        rows = [v for v, k in zip(per_game, lengths, strict=True) for _ in range(k)]
+        return pa.array(rows, kind)
+    valid = np.array([v is not None for v in per_game], dtype=bool)
+    filled = np.array([0 if v is None else v for v in per_game], dtype=dtype)
+    return masked_array(np.repeat(filled, lengths), None if valid.all() else valid[game_of_row])
 
 
 def rewrite_columns(run_dir: Path, batches: Iterable[pa.RecordBatch]) -> None:
