@@ -254,8 +254,11 @@ def _bootstrap_t(
         valid = (b_se > scale) & (drawn >= 2)
         t_stats = b_mean
         t_stats -= mean
-        t_stats /= np.where(valid, b_se, 1.0)
-        t_stats[~valid] = np.nan
+        if valid.all():  # the usual case: the same divisions, nothing to mark
+            t_stats /= b_se
+        else:
+            t_stats /= np.where(valid, b_se, 1.0)
+            t_stats[~valid] = np.nan
         alpha = (1.0 - level) / 2.0
         t_low, t_high = column_nanquantiles(t_stats, [alpha, 1.0 - alpha])
     se = sd / np.sqrt(k)
@@ -282,10 +285,10 @@ def _weighted_sums(
         quarters = filled * 4.0
         bound = 16.0 * float(squares.max()) * float(weights.sum(axis=1).max())
         if bound < _FLOAT32_EXACT and np.array_equal(quarters, np.floor(quarters)):
-            both = np.concatenate((filled, squares), axis=1).astype(np.float32)
-            sums = (weights.astype(np.float32) @ both).astype(np.float64)
-            columns = filled.shape[1]
-            return sums[:, :columns], sums[:, columns:]
+            counts = weights.astype(np.float32)
+            sums = counts @ filled.astype(np.float32)
+            sums_of_squares = counts @ squares.astype(np.float32)
+            return sums.astype(np.float64), sums_of_squares.astype(np.float64)
     return weights @ filled, weights @ squares
 
 
@@ -305,7 +308,10 @@ def column_nanquantiles(values: np.ndarray, q: Sequence[float]) -> np.ndarray:
     if rows == 0:
         return out
     known = rows - np.isnan(values).sum(axis=0)
-    signed_zero = (np.signbit(values) & (values == 0.0)).any(axis=0)
+    zero = values == 0.0
+    signed_zero = np.zeros(values.shape[1], dtype=bool)
+    if zero.any():
+        signed_zero = (np.signbit(values) & zero).any(axis=0)
     quantiles = np.asarray(q, dtype=np.float64)
     sortable = np.flatnonzero((known > 0) & ~signed_zero)
     if sortable.size:

@@ -5,6 +5,7 @@ knows that version. pyarrow is imported only here, when a Parquet file is touche
 from __future__ import annotations
 
 import io
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -92,7 +93,7 @@ def write_rows(path: Path, rows: list[dict[str, Any]], schema: Any) -> None:
     so that writing needs no pandas."""
     import pyarrow as pa
 
-    arrays = [typed_array([row.get(f.name) for row in rows], f.type) for f in schema]
+    arrays = [typed_array(list(map(dict.get, rows, repeat(f.name))), f.type) for f in schema]
     _write(path, pa.Table.from_arrays(arrays, schema=schema))
 
 
