@@ -262,6 +262,10 @@ class ColumnsReader:
             self._files[path] = parquet
             for condition, replicate, first, n in games:
                 self.index[(condition, replicate)] = (path, first, n)
+        # The last row group `games` read (part, columns, group, its rows): the next batch of
+        # games usually starts in it (a condition's games end mid-group), so it is not decoded
+        # twice.
+        self._last: tuple[Path, tuple[str, ...], int, pa.Table] | None = None
 
     def game(self, key: tuple[str, int], fields: tuple[str, ...]) -> pa.Table | None:
         """One game's rounds (plain types), or None when it is not stored."""
@@ -304,8 +308,30 @@ class ColumnsReader:
                 ):
                     rows += spans[j][1]
                     j += 1
-                yield plain(_read_rows(self._files[path], start, rows, stored), fields, decode)
+                yield plain(self._batch_rows(path, start, rows, stored), fields, decode)
                 i = j
+
+
+    def _batch_rows(self, path: Path, first: int, n: int, columns: list[str]) -> pa.Table:
+        """`_read_rows`, reusing the last row group read when the rows start in it."""
+        parquet = self._files[path]
+        sizes = [parquet.metadata.row_group(g).num_rows for g in range(parquet.num_row_groups)]
+        starts = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64))).tolist()
+        groups = [g for g in range(len(sizes)) if starts[g + 1] > first and starts[g] < first + n]
+        if not groups:
+            return _read_rows(parquet, first, n, columns)
+        key = (path, tuple(columns))
+        pieces: list[pa.Table] = []
+        todo = groups
+        if self._last is not None and self._last[:3] == (*key, groups[0]):
+            pieces.append(self._last[3])
+            todo = groups[1:]
+        if todo:
+            pieces.append(parquet.read_row_groups(todo, columns=columns))
+        table = pieces[0] if len(pieces) == 1 else pa.concat_tables(pieces)
+        at = starts[groups[0]]
+        self._last = (*key, groups[-1], table.slice(starts[groups[-1]] - at))
+        return table.slice(first - at, n)
 
 
 def plain(table: pa.Table, fields: tuple[str, ...], decode: bool = True) -> pa.Table:
