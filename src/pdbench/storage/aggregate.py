@@ -4,6 +4,7 @@ aggregate`, one condition at a time."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -148,12 +149,18 @@ def aggregate_games(
             f"{run_dir / 'run_manifest.json'}: collapse, intervals or conditions malformed "
             "(a damaged or hand-edited manifest)"
         ) from None
-    rows: list[dict[str, Any]] = []
-    for condition, outcomes in games:
-        order = condition_order if condition is None else [condition]
-        rows += aggregate_rows(manifest.get("run_id", ""), outcomes, order, collapse)
-    rows = add_usage_columns(rows, usage_by_game(run_dir))
-    rows = with_intervals(rows, settings, designs)
+    usage = usage_by_game(run_dir)
+    # Each condition's intervals are computed in a thread while the next condition's games are
+    # read and measured (NumPy and pyarrow work without the GIL). A condition's intervals use
+    # its own rows only (its games, its generator), so computing them apart changes nothing.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pdbench-intervals") as pool:
+        pending = []
+        for condition, outcomes in games:
+            order = condition_order if condition is None else [condition]
+            part = aggregate_rows(manifest.get("run_id", ""), outcomes, order, collapse)
+            part = add_usage_columns(part, usage)
+            pending.append(pool.submit(with_intervals, part, settings, designs))
+        rows = [row for done in pending for row in done.result()]
     rows = add_sweep_columns(rows, coordinates)
     write_aggregates(rows, run_dir / AGGREGATES_FILE)
     return rows
