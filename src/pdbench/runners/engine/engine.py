@@ -13,7 +13,6 @@ evolutions share every capability: budgets, the call log, stored prompts, progre
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -203,7 +202,9 @@ class Engine:
             (rest if plan.has_llm else batched if plan.batchable else direct).append(plan)
         self._play_batched(batched)
         self._play_direct(direct)
-        if rest:
+        if rest:  # asyncio is imported only here: policies play without it
+            import asyncio
+
             asyncio.run(self._play_round_by_round(rest))
 
     def _tick(self, rounds: int) -> None:
@@ -286,6 +287,8 @@ class Engine:
     # Round-by-round speed
 
     async def _play_round_by_round(self, plans: list[GamePlan]) -> None:
+        import asyncio
+
         pool = ProviderPool()
         # Games in flight may exceed calls in flight (the broker's limit), so that call slots
         # freed between a game's rounds are taken by other games and the call limit stays
@@ -346,6 +349,8 @@ class Engine:
         the plan's full length, as in the whole game); returns the result and the agents. The
         app's Play tab replays a person's game so far with this, so the opponent moves exactly
         as it will in the saved run."""
+        import asyncio
+
         return asyncio.run(self._play_prefix(plan, rounds))
 
     async def _play_prefix(
@@ -364,6 +369,8 @@ class Engine:
     ) -> GameResult:
         """Play one game round by round (its records encoded when it is logged); `rounds`: stop
         after that many (default: the whole game)."""
+        import asyncio
+
         seeds = (agent_seed(plan.seed, 0), agent_seed(plan.seed, 1))
         for agent, seed in zip(agents, seeds, strict=True):
             agent.reset(seed)
