@@ -311,7 +311,6 @@ class ColumnsReader:
                 yield plain(self._batch_rows(path, start, rows, stored), fields, decode)
                 i = j
 
-
     def _batch_rows(self, path: Path, first: int, n: int, columns: list[str]) -> pa.Table:
         """`_read_rows`, reusing the last row group read when the rows start in it."""
         parquet = self._files[path]
