@@ -29,6 +29,11 @@ from pdbench.redact import redact
 if TYPE_CHECKING:
     from pdbench.runners.config.loader import LoadedConfig
 
+# pdbench's matrix products are small (bootstrap resamples x games): OpenBLAS's extra threads
+# gain little there and busy-wait after each product, which doubled the CPU time of the
+# intervals and slowed them on a loaded machine. Set before numpy loads; a user's setting wins.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,

@@ -10,7 +10,6 @@ synchronous form, is `AgentBase.act`, a wrapper for use outside an event loop. A
 
 from __future__ import annotations
 
-import asyncio
 from typing import Protocol, runtime_checkable
 
 from pdbench.core.types import Decision, Observation
@@ -42,4 +41,6 @@ class AgentBase:
 
     def act(self, obs: Observation) -> str:
         """Return exactly "C" or "D" (not for use inside a running event loop)."""
+        import asyncio
+
         return asyncio.run(self.decide(obs)).action.value

@@ -387,12 +387,19 @@ def _mean_ignoring_none(values: Iterable[Any]) -> float | None:
     if isinstance(values, np.ndarray) and values.dtype.kind == "f":
         kept = values[~np.isnan(values)].tolist()
     else:
-        kept = [
-            float(v)
-            for v in values
-            if v is not None and not (isinstance(v, float) and math.isnan(v))
-        ]
+        values = values if isinstance(values, list) else list(values)
+        if set(map(type, values)) <= _PLAIN_NUMBERS:  # a NaN is the float unequal to itself
+            kept = [float(v) for v in values if v is not None and v == v]
+        else:
+            kept = [
+                float(v)
+                for v in values
+                if v is not None and not (isinstance(v, float) and math.isnan(v))
+            ]
     return sum(kept) / len(kept) if kept else None
+
+
+_PLAIN_NUMBERS = frozenset({float, int, type(None)})
 
 
 def mean_over_time(series: Sequence[Sequence[float]]) -> list[float]:
@@ -423,7 +430,7 @@ def condition_summary(replicate_rows: Sequence[Mapping[str, Any]]) -> dict[str, 
             visits, coops = _pooled(replicate_rows, column)
             out[column] = float(coops.sum() / visits.sum()) if visits.sum() > 0 else None
         else:
-            out[column] = _mean_ignoring_none(r.get(column) for r in replicate_rows)
+            out[column] = _mean_ignoring_none([r.get(column) for r in replicate_rows])
     return out
 
 
@@ -432,6 +439,13 @@ def _pooled(rows: Sequence[Mapping[str, Any]], column: str) -> tuple[np.ndarray,
     visits = np.array([float(r.get(POOLED_COLUMNS[column]) or 0) for r in rows])
     ratio = np.array([float(r.get(column) or 0.0) for r in rows])
     return visits, np.round(ratio * visits)
+
+
+def _numbers(values: list[Any]) -> list[float]:
+    """`_numeric` of each value (None, text: NaN)."""
+    if set(map(type, values)) <= _PLAIN_NUMBERS:
+        return [math.nan if v is None else float(v) for v in values]
+    return [_numeric(v) for v in values]
 
 
 def _numeric(value: Any) -> float:
@@ -578,13 +592,11 @@ def add_intervals(
     for row in rows:
         if row.get("scope") == "replicate":
             by_condition.setdefault(str(row["condition"]), []).append(row)
+    ends = [f"{column}_ci_{end}" for column in names for end in ("low", "high")]
+    ends += ["cooperation_rate_over_time_ci_low", "cooperation_rate_over_time_ci_high"]
+    empty = dict.fromkeys([*ends, CLIPPED_COLUMN])
     for row in rows:
-        for column in names:
-            row[f"{column}_ci_low"] = None
-            row[f"{column}_ci_high"] = None
-        row["cooperation_rate_over_time_ci_low"] = None
-        row["cooperation_rate_over_time_ci_high"] = None
-        row[CLIPPED_COLUMN] = None
+        row.update(empty)
         if row.get("scope") != "condition":
             continue
         games = by_condition.get(str(row["condition"]), [])
@@ -595,7 +607,10 @@ def add_intervals(
         weights = resample_weights(len(games), settings.resamples, rng)
         found: dict[str, tuple[float | None, float | None]] = {}
         plain = [c for c in names if interval_kind(c) == KIND_MEAN]
-        matrix = np.array([[_numeric(g.get(c)) for c in plain] for g in games], dtype=np.float64)
+        # games x metrics in row-major order, as the products of the bootstrap expect it (a
+        # matrix product's floats depend on the operands' memory layout)
+        columns = np.array([_numbers([g.get(c) for g in games]) for c in plain], dtype=np.float64)
+        matrix = np.ascontiguousarray(columns.T)
         means = clipped_mean_intervals(
             matrix.reshape(len(games), len(plain)),
             weights,

@@ -244,16 +244,19 @@ def _bootstrap_t(
     with np.errstate(all="ignore"):
         # Every value known and whole weights (counts of draws): the games drawn are the
         # same in every column, the weights' row sums (exact, as the product with the mask).
-        if defined.all() and np.array_equal(weights, np.floor(weights)):
-            drawn = weights.sum(axis=1, keepdims=True)
+        drawn = None
+        if np.array_equal(weights, np.floor(weights)):
+            drawn = weights.sum(axis=1, keepdims=True) if defined.all() else None
+            whole = True
         else:
-            drawn = weights @ mask
+            whole = False
         # In place, the same operations in the same order as
         # b_var = ((weights @ filled**2) / drawn - b_mean**2) * drawn / (drawn - 1),
         # b_se = sqrt(max(b_var, 0) / drawn), t = (b_mean - mean) / b_se where valid.
-        b_mean = weights @ filled
+        b_mean, b_se = _weighted_sums(weights, filled, whole)
+        if drawn is None:
+            drawn = weights @ mask
         b_mean /= drawn
-        b_se = weights @ (filled * filled)
         b_se /= drawn
         b_se -= b_mean**2
         b_se *= drawn
@@ -265,8 +268,11 @@ def _bootstrap_t(
         valid = (b_se > scale) & (drawn >= 2)
         t_stats = b_mean
         t_stats -= mean
-        t_stats /= np.where(valid, b_se, 1.0)
-        t_stats[~valid] = np.nan
+        if valid.all():  # the usual case: the same divisions, nothing to mark
+            t_stats /= b_se
+        else:
+            t_stats /= np.where(valid, b_se, 1.0)
+            t_stats[~valid] = np.nan
         alpha = (1.0 - level) / 2.0
         t_low, t_high = column_nanquantiles(t_stats, [alpha, 1.0 - alpha])
     se = sd / np.sqrt(k)
@@ -276,26 +282,83 @@ def _bootstrap_t(
     return low, high
 
 
+_FLOAT32_EXACT = 2**24  # integers up to this are exact in float32
+
+
+def _weighted_sums(
+    weights: np.ndarray, filled: np.ndarray, whole: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """(weights @ filled, weights @ filled**2), the same floats as float64 products.
+
+    When every product and partial sum is exact (whole weights, values on a grid of quarters
+    whose squares' sums stay below 2**24 sixteenths, like the per-round values 0, 0.5 and 1 of
+    cooperation_rate_over_time), both products are computed in one float32 product: exact
+    there, hence equal to the exact float64 ones whatever the order of the sums."""
+    squares = filled * filled
+    if whole and filled.size and weights.size and float(weights.min()) >= 0.0:
+        quarters = filled * 4.0
+        bound = 16.0 * float(squares.max()) * float(weights.sum(axis=1).max())
+        if bound < _FLOAT32_EXACT and np.array_equal(quarters, np.floor(quarters)):
+            counts = weights.astype(np.float32)
+            sums = counts @ filled.astype(np.float32)
+            sums_of_squares = counts @ squares.astype(np.float32)
+            return sums.astype(np.float64), sums_of_squares.astype(np.float64)
+    return weights @ filled, weights @ squares
+
+
 def column_nanquantiles(values: np.ndarray, q: Sequence[float]) -> np.ndarray:
     """`np.nanquantile(values, q, axis=0)` (the default, linear method), with identical results:
     the quantiles of each column's known values, NaN for a column with none (and no warning).
 
-    numpy computes nanquantile column by column in Python; here the columns with every value
-    known are done in one `np.quantile` call, and the others by how many values they know: sorted
-    (NaN last), the first k rows of a column that knows k values are exactly those values."""
+    numpy computes nanquantile column by column in Python, and `np.quantile` partitions each
+    column. Here the columns are sorted once (NaN last: the first k rows of a column that
+    knows k values are exactly those values, in order), and each quantile is numpy's: the
+    same order statistics, interpolated by numpy's formula (`_lerp`). A column holding -0.0
+    goes to `np.quantile` itself, as before: sorting and partitioning may order 0.0 and -0.0
+    differently."""
     values = np.asarray(values, dtype=np.float64)
+    rows = values.shape[0]
     out = np.full((len(q), values.shape[1]), np.nan)
-    known = values.shape[0] - np.isnan(values).sum(axis=0)
-    full = np.flatnonzero(known == values.shape[0])
-    if full.size and values.shape[0]:
-        out[:, full] = np.quantile(values[:, full], q, axis=0)
-    partial = np.flatnonzero((known < values.shape[0]) & (known > 0))
-    if partial.size:
-        ordered = np.sort(values[:, partial], axis=0)
-        for k in np.unique(known[partial]):
-            which = known[partial] == k
-            out[:, partial[which]] = np.quantile(ordered[:k, which], q, axis=0)
+    if rows == 0:
+        return out
+    known = rows - np.isnan(values).sum(axis=0)
+    zero = values == 0.0
+    signed_zero = np.zeros(values.shape[1], dtype=bool)
+    if zero.any():
+        signed_zero = (np.signbit(values) & zero).any(axis=0)
+    quantiles = np.asarray(q, dtype=np.float64)
+    sortable = np.flatnonzero((known > 0) & ~signed_zero)
+    if sortable.size:
+        ordered = np.sort(values[:, sortable], axis=0)
+        for k in np.unique(known[sortable]).tolist():
+            which = np.flatnonzero(known[sortable] == k)
+            out[:, sortable[which]] = _sorted_quantiles(ordered[:k, which], quantiles)
+    for column in np.flatnonzero((known > 0) & signed_zero).tolist():
+        column_values = values[:, column]
+        out[:, column] = np.quantile(column_values[~np.isnan(column_values)], quantiles)
     return out
+
+
+def _sorted_quantiles(ordered: np.ndarray, quantiles: np.ndarray) -> np.ndarray:
+    """`np.quantile(ordered, quantiles, axis=0)` of columns already sorted, without NaN: numpy's
+    indexes (`_get_indexes`), weights (`_get_gamma`) and interpolation (`_lerp`)."""
+    count = ordered.shape[0]
+    virtual = (count - 1) * quantiles
+    previous = np.floor(virtual)
+    following = previous + 1
+    above = virtual >= count - 1
+    previous[above] = -1
+    following[above] = -1
+    below = virtual < 0
+    previous[below] = 0
+    following[below] = 0
+    previous_at, following_at = previous.astype(np.intp), following.astype(np.intp)
+    gamma = (virtual - previous_at)[:, None]
+    low, high = ordered[previous_at], ordered[following_at]
+    diff = high - low
+    result = np.add(low, diff * gamma)
+    np.subtract(high, diff * (1 - gamma), out=result, where=gamma >= 0.5)
+    return result
 
 
 def _hall(values: np.ndarray, defined: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:

@@ -3,18 +3,17 @@ calls and tokens a run would need), and the text tables the commands print after
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pdbench.agents.llm import render_round, render_system
-from pdbench.core.config import LLMAgentConfig
-from pdbench.core.transcript import Transcript
-from pdbench.core.types import Action
-from pdbench.runners.config.loader import LoadedConfig
-from pdbench.runners.engine.engine import GamePlan
+if TYPE_CHECKING:  # the tables below serve `aggregate` too, which loads no config or agent
+    from pdbench.runners.config.loader import LoadedConfig
+    from pdbench.runners.engine.engine import GamePlan
 
 
 def expected_llm_calls(plans: list[GamePlan]) -> tuple[int, int]:
     """(minimum, maximum) provider calls: one per LLM agent per round, up to 1 + max_retries each."""
+    from pdbench.core.config import LLMAgentConfig
+
     low = high = 0
     for plan in plans:
         for spec in plan.agents:
@@ -50,7 +49,11 @@ def estimate_tokens(loaded: LoadedConfig, plans: list[GamePlan]) -> tuple[int, i
 def estimate_per_model(loaded: LoadedConfig, plans: list[GamePlan]) -> dict[str, dict[str, Any]]:
     """Per "provider:model": games, calls (one per round; up to 1 + max_retries), tokens (as
     `estimate_tokens`) and the estimated cost in USD from its price (None when unknown)."""
+    from pdbench.agents.llm import render_round, render_system
     from pdbench.agents.providers.pricing import price_per_token
+    from pdbench.core.config import LLMAgentConfig
+    from pdbench.core.transcript import Transcript
+    from pdbench.core.types import Action
 
     matrix = loaded.matrix()
     out: dict[str, dict[str, Any]] = {}

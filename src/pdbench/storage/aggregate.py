@@ -4,6 +4,7 @@ aggregate`, one condition at a time."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -149,12 +150,18 @@ def aggregate_games(
             f"{run_dir / 'run_manifest.json'}: collapse, intervals or conditions malformed "
             "(a damaged or hand-edited manifest)"
         ) from None
-    rows: list[dict[str, Any]] = []
-    for condition, outcomes in games:
-        order = condition_order if condition is None else [condition]
-        rows += aggregate_rows(manifest.get("run_id", ""), outcomes, order, collapse)
-    rows = add_usage_columns(rows, usage_by_game(run_dir))
-    rows = with_intervals(rows, settings, designs)
+    usage = usage_by_game(run_dir)
+    # Each condition's intervals are computed in a thread while the next condition's games are
+    # read and measured (NumPy and pyarrow work without the GIL). A condition's intervals use
+    # its own rows only (its games, its generator), so computing them apart changes nothing.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pdbench-intervals") as pool:
+        pending = []
+        for condition, outcomes in games:
+            order = condition_order if condition is None else [condition]
+            part = aggregate_rows(manifest.get("run_id", ""), outcomes, order, collapse)
+            part = add_usage_columns(part, usage)
+            pending.append(pool.submit(with_intervals, part, settings, designs))
+        rows = [row for done in pending for row in done.result()]
     rows = add_sweep_columns(rows, coordinates)
     write_aggregates(rows, run_dir / AGGREGATES_FILE)
     return rows
@@ -169,7 +176,8 @@ def condition_outcomes(
     current: str | None = None
     outcomes: list[GameOutcome] = []
     started = False
-    for condition, table in checked_condition_tables(run_dir, manifest, input_fields(manifest)):
+    tables = checked_condition_tables(run_dir, manifest, input_fields(manifest), decode=False)
+    for condition, table in tables:
         if started and condition != current:
             yield current, outcomes
             outcomes = []
@@ -190,15 +198,20 @@ def input_fields(manifest: dict[str, Any]) -> tuple[str, ...]:
 
 
 def checked_condition_tables(
-    run_dir: Path, manifest: dict[str, Any], fields: tuple[str, ...] = AGGREGATE_INPUT_FIELDS
+    run_dir: Path,
+    manifest: dict[str, Any],
+    fields: tuple[str, ...] = AGGREGATE_INPUT_FIELDS,
+    decode: bool = True,
 ) -> Iterator[tuple[str | None, Any]]:
     """The run's rounds one condition at a time (`record.reader.condition_tables`), each
-    checked against the manifest's plan (`check_rounds`) before it is used."""
+    checked against the manifest's plan (`check_rounds`) before it is used; `decode=False`
+    leaves the columnar parts' text dictionary-encoded (what `outcomes_from_table` reads
+    fastest)."""
     from pdbench.storage.record.reader import condition_tables, uses_columns
 
     where = run_dir / (ROUNDS_COLUMNS_DIR if uses_columns(run_dir, manifest) else ROUNDS_FILE)
     seen: list[tuple[str, int]] = []
-    for condition, table in condition_tables(run_dir, manifest, fields):
+    for condition, table in condition_tables(run_dir, manifest, fields, decode):
         seen += check_rounds(table, manifest, where, whole_run=False)
         yield condition, table
     check_all_games(manifest, seen, where)

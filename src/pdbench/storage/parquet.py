@@ -5,6 +5,7 @@ knows that version. pyarrow is imported only here, when a Parquet file is touche
 from __future__ import annotations
 
 import io
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,14 @@ def arrow_array(values: list[Any] | np.ndarray) -> Any:
     return pa.array(values)
 
 
+def masked_array(values: np.ndarray, valid: np.ndarray | None = None) -> Any:
+    """An Arrow array over a 1-D NumPy array of numbers or bools, null where `valid` is False
+    (None: no null); what `pyarrow.array` gives for the same values as a list with None."""
+    import pyarrow as pa
+
+    return _from_numpy(pa, np.ascontiguousarray(values), valid)
+
+
 def _from_numpy(pa: Any, values: np.ndarray, valid: np.ndarray | None) -> Any:
     """An Arrow array over a 1-D NumPy array of numbers or bools (valid: False for a null)."""
     n = len(values)
@@ -79,10 +88,54 @@ def _from_numpy(pa: Any, values: np.ndarray, valid: np.ndarray | None) -> Any:
 
 
 def write_rows(path: Path, rows: list[dict[str, Any]], schema: Any) -> None:
-    """Write rows (dicts) with an explicit pyarrow schema."""
+    """Write rows (dicts) with an explicit pyarrow schema: the table
+    `pyarrow.Table.from_pylist(rows, schema=schema)` builds, column by column (`typed_array`),
+    so that writing needs no pandas."""
     import pyarrow as pa
 
-    _write(path, pa.Table.from_pylist(rows, schema=schema))
+    arrays = [typed_array(list(map(dict.get, rows, repeat(f.name))), f.type) for f in schema]
+    _write(path, pa.Table.from_arrays(arrays, schema=schema))
+
+
+_EXACT_INT = 2**53  # beyond this, an int has no exact float64 (pyarrow refuses it)
+
+
+def typed_array(values: list[Any], arrow_type: Any) -> Any:
+    """`pyarrow.array(values, arrow_type)` (same values and nulls), built from buffers for a
+    string, int64 or float64 column of plain Python values with None for missing (ints in a
+    float64 column within 2**53, where the conversion is exact); anything else goes to
+    `pyarrow.array` itself (which imports pandas, see `arrow_array`)."""
+    import pyarrow as pa
+
+    kinds = {type(v) for v in values}
+    nulls = type(None) in kinds
+    kinds.discard(type(None))
+    valid = np.array([v is not None for v in values], dtype=bool) if nulls else None
+    if arrow_type == pa.string() and kinds <= {str}:
+        data = [b"" if v is None else v.encode() for v in values]
+        offsets = np.zeros(len(data) + 1, dtype=np.int64)
+        np.cumsum([len(b) for b in data], out=offsets[1:])
+        if offsets[-1] < 2**31:
+            mask = None
+            if valid is not None and not valid.all():
+                mask = pa.py_buffer(np.packbits(valid, bitorder="little"))
+            buffers = [mask, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(b"".join(data))]
+            return pa.Array.from_buffers(pa.string(), len(data), buffers)
+    elif arrow_type == pa.int64() and kinds <= {int}:
+        filled = [0 if v is None else v for v in values] if nulls else values
+        try:
+            return _from_numpy(pa, np.array(filled, dtype=np.int64), valid)
+        except OverflowError:
+            pass
+    elif arrow_type == pa.float64() and kinds <= {int, float}:
+        filled = [0.0 if v is None else v for v in values] if nulls else values
+        if int not in kinds or all(
+            -_EXACT_INT <= v <= _EXACT_INT for v in filled if type(v) is int
+        ):
+            return _from_numpy(pa, np.array(filled, dtype=np.float64), valid)
+    elif not kinds:  # every value missing
+        return pa.nulls(len(values), arrow_type)
+    return pa.array(values, arrow_type)
 
 
 def _write(path: Path, table: Any) -> None:

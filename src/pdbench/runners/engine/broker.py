@@ -12,14 +12,13 @@ provider's `max_concurrency`) and the budget are then kept in one place for all 
 
 from __future__ import annotations
 
-import asyncio
 import random
 import time
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pdbench.agents.providers.base import Completion, CompletionRequest, Provider, ProviderError
 from pdbench.agents.providers.pricing import call_cost
@@ -29,6 +28,9 @@ from pdbench.redact import redact, redact_url
 from pdbench.storage.cache import ResponseCache, cache_key
 from pdbench.storage.record.fields import ROUND_INDEX, TIMESTAMP
 from pdbench.storage.schema import SCHEMA_VERSION
+
+if TYPE_CHECKING:  # asyncio is imported where games ask LLMs (a policy-only run needs none)
+    import asyncio
 
 
 class ProviderFatalError(RunError):
@@ -152,6 +154,8 @@ class CallBroker:
 
     def gates(self, cfg: LLMAgentConfig) -> tuple[asyncio.Semaphore, asyncio.Semaphore]:
         """The run-wide gate and the gate of this provider, model and server."""
+        import asyncio
+
         if self._global is None:
             self._global = asyncio.Semaphore(max(1, self.concurrency))
         key = self.provider_key(cfg)
@@ -170,6 +174,8 @@ class CallBroker:
         """Hold the gates for one provider call, counted against the budget: this process's
         gates, or the cluster's when `shared` is set. Raises BudgetExhausted when a limit is
         reached, CancelledError (or RunHalted) when the run is stopping."""
+        import asyncio
+
         if self.shared is not None:
             if self.stopping:  # before a slot is taken: the cluster counts the call on grant
                 raise asyncio.CancelledError
@@ -294,6 +300,8 @@ class BoundClient:
 
     async def complete(self, request: CompletionRequest) -> Completion:
         """Cached, rate-limited, retried call; raises ProviderFatalError or BudgetExhausted."""
+        import asyncio
+
         key = self.key_for(request)
         cached = self._from_cache(key, request)
         if cached is not None:
@@ -343,6 +351,8 @@ class BoundClient:
 
     async def _send(self, request: CompletionRequest, transport_try: int) -> Completion:
         """One call through the gates, counted against the budget; ProviderError on failure."""
+        import asyncio
+
         async with self.broker.call_slot(self.cfg):
             start = time.monotonic()
             # SDK adapters enforce timeout_s on the HTTP call themselves; the outer limit is a

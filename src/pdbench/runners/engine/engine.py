@@ -13,7 +13,6 @@ evolutions share every capability: budgets, the call log, stored prompts, progre
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -36,7 +35,6 @@ from pdbench.core.talk_metrics import talk_tracks
 from pdbench.core.transcript import Transcript
 from pdbench.core.types import Action, Message, Observation, Utterance
 from pdbench.runners.engine.broker import BoundClient, CallBroker
-from pdbench.runners.engine.chat import Chat
 from pdbench.runners.engine.direct import play_direct
 from pdbench.storage.record.jsonl import RoundsEncoder, game_key
 from pdbench.storage.schema import GameKey, RoundValues
@@ -217,7 +215,9 @@ class Engine:
             (rest if round_by_round else batched if plan.batchable else direct).append(plan)
         self._play_batched(batched)
         self._play_direct(direct)
-        if rest:
+        if rest:  # asyncio is imported only here: policies play without it
+            import asyncio
+
             asyncio.run(self._play_round_by_round(rest))
 
     def _tick(self, rounds: int) -> None:
@@ -300,6 +300,8 @@ class Engine:
     # Round-by-round speed
 
     async def _play_round_by_round(self, plans: list[GamePlan]) -> None:
+        import asyncio
+
         pool = ProviderPool()
         # Games in flight may exceed calls in flight (the broker's limit), so that call slots
         # freed between a game's rounds are taken by other games and the call limit stays
@@ -363,6 +365,8 @@ class Engine:
         app's Play tab replays a person's game so far with this, so the opponent moves exactly
         as it will in the saved run. `talk_next`: then the first that many speaking groups of
         the exchange before the next move (`GameResult.pending`)."""
+        import asyncio
+
         return asyncio.run(self._play_prefix(plan, rounds, talk_next))
 
     async def _play_prefix(
@@ -388,6 +392,8 @@ class Engine:
         game): after them, let the first that many speaking groups write in the exchange before
         the next move, and keep what they said and what each agent is then shown in the
         result's `pending` and `pending_obs` (the app's live play)."""
+        import asyncio
+
         seeds = (agent_seed(plan.seed, 0), agent_seed(plan.seed, 1))
         for agent, seed in zip(agents, seeds, strict=True):
             agent.reset(seed)
@@ -398,7 +404,11 @@ class Engine:
         failures = [0, 0]
         fallback: tuple[list[bool], list[bool]] = ([], [])
         p_coop: tuple[list[float | None], list[float | None]] = ([], [])
-        chat = Chat(plan.communication, plan.agents) if plan.talks else None
+        chat = None
+        if plan.talks:
+            from pdbench.runners.engine.chat import Chat  # asyncio and the agents' talk
+
+            chat = Chat(plan.communication, plan.agents)
         chose: tuple[list[bool], list[bool]] = ([], [])
         entries = 0  # message entries recorded (a game with none has no talk metrics)
 

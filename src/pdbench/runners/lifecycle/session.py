@@ -153,9 +153,13 @@ class RunSession:
                 self._play_on_ray(todo, broker, writer, result, calls_log)
             else:
                 self._play(todo, broker, writer, result)
-            writer.close()
+            if writer.pending or kept:
+                writer.close()
+            else:  # the last columnar part is written while `finish` computes the aggregate
+                writer.close_soon()
             self._reorder(writer.out_of_order or bool(kept))
             manifest.update(finish(result.outcomes, self.run_dir))
+            writer.close()
         except (ParseFailureAbort, ProviderFatalError) as exc:
             status, error = "failed", str(exc)
         except BudgetExhausted as exc:
@@ -175,7 +179,7 @@ class RunSession:
             if status != "completed" and keeps_jsonl(self._rounds_log):
                 # A stopped session's log is rounds.jsonl: its games are not parsed into
                 # rounds/ now (nothing slow on the way out of Ctrl-C); resume rebuilds rounds/.
-                writer.columns = None
+                writer.drop_columns()
             closing = close_all(writer, calls_log, cache)
             if closing and status == "completed":
                 status, error = "failed", f"cannot write to {self.run_dir} ({closing})"

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pdbench.errors import RunError
-from pdbench.storage.parquet import arrow_array
+from pdbench.storage.parquet import arrow_array, masked_array
 from pdbench.storage.record.fields import (
     CUM_FIELDS,
     LLM_FIELDS,
@@ -203,9 +203,13 @@ def _per_game(
         return pa.DictionaryArray.from_arrays(arrow_array(indices), arrow_array(uniq))
     if all(v is None for v in per_game):
         return pa.nulls(len(game_of_row), kind)
-    if any(v is None for v in per_game):
-        return pa.array([v for v, k in zip(per_game, lengths, strict=True) for _ in range(k)], kind)
-    return arrow_array(np.repeat(np.array(per_game), lengths)).cast(kind)
+    dtype = {pa.int64(): np.int64, pa.float64(): np.float64}.get(kind)
+    if dtype is None or any(isinstance(v, bool) for v in per_game):  # no such field today
+        rows = [v for v, k in zip(per_game, lengths, strict=True) for _ in range(k)]
+        return pa.array(rows, kind)
+    valid = np.array([v is not None for v in per_game], dtype=bool)
+    filled = np.array([0 if v is None else v for v in per_game], dtype=dtype)
+    return masked_array(np.repeat(filled, lengths), None if valid.all() else valid[game_of_row])
 
 
 def rewrite_columns(run_dir: Path, batches: Iterable[pa.RecordBatch]) -> None:
@@ -258,6 +262,10 @@ class ColumnsReader:
             self._files[path] = parquet
             for condition, replicate, first, n in games:
                 self.index[(condition, replicate)] = (path, first, n)
+        # The last row group `games` read (part, columns, group, its rows): the next batch of
+        # games usually starts in it (a condition's games end mid-group), so it is not decoded
+        # twice.
+        self._last: tuple[Path, tuple[str, ...], int, pa.Table] | None = None
 
     def game(self, key: tuple[str, int], fields: tuple[str, ...]) -> pa.Table | None:
         """One game's rounds (plain types), or None when it is not stored."""
@@ -277,9 +285,11 @@ class ColumnsReader:
         fields: tuple[str, ...],
         keys: Iterable[tuple[str, int]] | None = None,
         batch_rounds: int = 1 << 20,
+        decode: bool = True,
     ) -> Iterator[pa.Table]:
         """Tables of whole games (about `batch_rounds` rounds each, a game never split), in
-        the order the parts hold them; `keys` limits the games read."""
+        the order the parts hold them; `keys` limits the games read; `decode=False` leaves
+        text columns dictionary-encoded as stored (see `plain`)."""
         wanted = self.index if keys is None else {k: self.index[k] for k in keys if k in self.index}
         by_part: dict[Path, list[tuple[int, int]]] = {}
         for path, first, n in wanted.values():
@@ -298,13 +308,36 @@ class ColumnsReader:
                 ):
                     rows += spans[j][1]
                     j += 1
-                yield plain(_read_rows(self._files[path], start, rows, stored), fields)
+                yield plain(self._batch_rows(path, start, rows, stored), fields, decode)
                 i = j
 
+    def _batch_rows(self, path: Path, first: int, n: int, columns: list[str]) -> pa.Table:
+        """`_read_rows`, reusing the last row group read when the rows start in it."""
+        parquet = self._files[path]
+        sizes = [parquet.metadata.row_group(g).num_rows for g in range(parquet.num_row_groups)]
+        starts = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64))).tolist()
+        groups = [g for g in range(len(sizes)) if starts[g + 1] > first and starts[g] < first + n]
+        if not groups:
+            return _read_rows(parquet, first, n, columns)
+        key = (path, tuple(columns))
+        pieces: list[pa.Table] = []
+        todo = groups
+        if self._last is not None and self._last[:3] == (*key, groups[0]):
+            pieces.append(self._last[3])
+            todo = groups[1:]
+        if todo:
+            pieces.append(parquet.read_row_groups(todo, columns=columns))
+        table = pieces[0] if len(pieces) == 1 else pa.concat_tables(pieces)
+        at = starts[groups[0]]
+        self._last = (*key, groups[-1], table.slice(starts[groups[-1]] - at))
+        return table.slice(first - at, n)
 
-def plain(table: pa.Table, fields: tuple[str, ...]) -> pa.Table:
-    """Dictionary columns as strings, running totals derived, in the order asked; a JSON
-    field the part does not hold (`messages` in a part written before it existed) is null."""
+
+def plain(table: pa.Table, fields: tuple[str, ...], decode: bool = True) -> pa.Table:
+    """Dictionary columns as strings (`decode=False`: as stored, for readers that take either
+    and read the codes, like `record.table`'s checks), running totals derived, in the order
+    asked; a JSON field the part does not hold (the exchange, in a part written before it
+    existed) is null."""
     columns: dict[str, pa.Array | pa.ChunkedArray] = {}
     for name in fields:
         if name in CUM_FIELDS:
@@ -313,7 +346,7 @@ def plain(table: pa.Table, fields: tuple[str, ...]) -> pa.Table:
             columns[name] = pa.nulls(len(table), pa.string())  # a part older than the field
             continue
         column = table.column(name)
-        if pa.types.is_dictionary(column.type):
+        if decode and pa.types.is_dictionary(column.type):
             column = column.cast(pa.string())
         columns[name] = column
     wanted_cum = [name for name in fields if name in CUM_FIELDS]

@@ -402,6 +402,27 @@ class OrderedRoundsWriter:
             self._write(self.pending.pop(self.order[self.position]))
             self.position += 1
 
+    def close_soon(self) -> None:
+        """`close`, with the columnar log's last part written in the background when every
+        game came in order (see `ColumnarRoundsWriter.close_in_background`); `close` then
+        waits for that part."""
+        if self.pending or self.columns is None:
+            self.close()
+            return
+        if self.jsonl and (self.order or self._appender is not None):
+            self.appender.close()
+        self.columns.close_in_background()
+
+    def drop_columns(self) -> None:
+        """Write no more columnar parts (a stopped session keeps rounds.jsonl as its log): a
+        part being written in the background is finished first, its error ignored."""
+        if self.columns is not None:
+            try:
+                self.columns.wait()
+            except OSError:
+                pass
+        self.columns = None
+
     def close(self) -> None:
         """Write games still held (a run that stopped early), then fsync and close."""
         for index in sorted(self.pending):

@@ -57,12 +57,14 @@ def condition_tables(
     run_dir: Path,
     manifest: dict[str, Any],
     fields: tuple[str, ...] = AGGREGATE_INPUT_FIELDS,
+    decode: bool = True,
 ) -> Iterator[tuple[str | None, Any]]:
     """(condition, rounds of some of its games) in batches of whole games of about
     `BATCH_ROUNDS` rounds, the conditions in the manifest's order (a condition's batches one
     after the other; one empty table for a condition without games; conditions stored but not
     planned come last), so a caller holds one batch of rounds at a time. Without columnar
-    parts, the whole of rounds.jsonl comes as one table, with condition None."""
+    parts, the whole of rounds.jsonl comes as one table, with condition None. `decode=False`
+    leaves the parts' dictionary-encoded text as stored (`columns.plain`)."""
     if not uses_columns(run_dir, manifest):
         yield None, read_rounds(run_dir, manifest, fields)
         return
@@ -76,7 +78,7 @@ def condition_tables(
     names += [c for c in by_condition if c not in names]
     for name in names:
         found = False
-        for table in reader.games(fields, by_condition.get(name, []), BATCH_ROUNDS):
+        for table in reader.games(fields, by_condition.get(name, []), BATCH_ROUNDS, decode):
             found = True
             yield name, table
         if not found:

@@ -18,6 +18,7 @@ from pdbench.core.payoff import PayoffMatrix
 from pdbench.core.talk_metrics import talk_tracks
 from pdbench.core.types import Action, Message
 from pdbench.errors import PdbenchError
+from pdbench.storage.record.arrays import column_values, text_codes, text_is
 from pdbench.storage.record.fields import (
     AGGREGATE_INPUT_FIELDS,
     MESSAGES,
@@ -132,16 +133,15 @@ def check_rounds(
     the order of their first records.
     """
     for side in ("agent_a", "agent_b"):
-        actions = _text(table.column(f"{side}_action"))
+        actions = table.column(f"{side}_action")
         bad = np.flatnonzero(~_valid_actions(actions))
         if len(bad):
+            shown = _shown(_text(actions)[int(bad[0])].as_py())
             raise RunDirError(
                 f"{path}: record {int(bad[0]) + first_record}: {side}_action must be C or D "
-                f"(got {_shown(actions[int(bad[0])].as_py())}); the file was damaged or edited"
+                f"(got {shown}); the file was damaged or edited"
             )
-        values = np.asarray(
-            table.column(f"{side}_payoff").to_numpy(zero_copy_only=False), dtype=np.float64
-        )
+        values = column_values(table.column(f"{side}_payoff"), np.float64, np.nan)
         bad = np.flatnonzero(~np.isfinite(values))
         if len(bad):
             raise RunDirError(
@@ -170,7 +170,7 @@ def check_rounds(
             f"{path}: record {int(first[g]) + first_record}: condition {condition!r} replicate "
             f"{replicate}: not a game of this run's plan (run_manifest.json)"
         )
-    rounds = np.asarray(table.column("round_index").to_numpy(zero_copy_only=False), np.int64)
+    rounds = column_values(table.column("round_index"), np.int64, 0)
     for g in np.flatnonzero(_games_not_whole(codes, rounds, planned))[:1]:
         condition, replicate = games[g]
         rows = np.flatnonzero(codes == g)
@@ -243,9 +243,7 @@ def _check_payoffs(table: Any, manifest: dict[str, Any], path: Path, first_recor
     cell = 2 * _cooperated(table.column("agent_a_action")).astype(np.int64)
     cell += _cooperated(table.column("agent_b_action"))
     for side, k in (("agent_a", 0), ("agent_b", 1)):
-        got = np.asarray(
-            table.column(f"{side}_payoff").to_numpy(zero_copy_only=False), dtype=np.float64
-        )
+        got = column_values(table.column(f"{side}_payoff"), np.float64, np.nan)
         cells = [matrix.payoffs(x, y)[k] for x in ACTIONS[::-1] for y in ACTIONS[::-1]]
         want = np.array(cells, dtype=np.float64)[cell]
         # np.isclose(got, want, rtol=1e-12, atol=1e-9) for finite values, as checked before
@@ -266,13 +264,6 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 40 else text[:36] + "...'"
 
 
-def _floats(values: np.ndarray) -> np.ndarray:
-    """Probabilities as float64, NaN where none was recorded (null reads as None or NaN)."""
-    if values.dtype.kind == "f":
-        return values.astype(np.float64)
-    return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
-
-
 def _text(column: Any) -> Any:
     """A text column as plain strings (a dictionary-encoded one decoded)."""
     import pyarrow as pa
@@ -282,27 +273,20 @@ def _text(column: Any) -> Any:
 
 def _valid_actions(actions: Any) -> np.ndarray:
     """Per record: whether the action is C or D (null is not)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    found = [pc.equal(actions, pa.scalar(value, type=actions.type)) for value in ACTIONS]
-    valid = pc.fill_null(pc.or_(*found), False)
-    return np.asarray(valid.to_numpy(zero_copy_only=False), dtype=bool)
+    return text_is(actions, ACTIONS)
 
 
 def _cooperated(actions: Any) -> np.ndarray:
     """Per record: whether the action is C (False for D and for null)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    column = _text(actions)
-    found = pc.fill_null(pc.equal(column, pa.scalar("C", type=column.type)), False)
-    return np.asarray(found.to_numpy(zero_copy_only=False), dtype=bool)
+    return text_is(actions, ("C",))
 
 
 def _flags(column: Any) -> np.ndarray:
     """A yes/no column as booleans (null is no)."""
     import pyarrow as pa
+
+    if pa.types.is_boolean(column.type):
+        return column_values(column, bool, False)
     import pyarrow.compute as pc
 
     found = pc.fill_null(column.cast(pa.bool_()), False)
@@ -312,29 +296,32 @@ def _flags(column: Any) -> np.ndarray:
 def _game_codes(table: Any) -> tuple[np.ndarray, np.ndarray, list[tuple[str, int]]]:
     """Each record's game as a code 0..G-1, games numbered in the order of their first
     records; the row of each game's first record; each game's (condition, replicate)."""
-    import pyarrow.compute as pc
-
     for name in ("condition", "replicate"):
         if table.column(name).null_count:
             raise RunDirError(f"a round record has no {name}; the file was damaged or edited")
     n = len(table)
-    condition = _text(table.column("condition"))
-    replicate = np.asarray(table.column("replicate").to_numpy(zero_copy_only=False), np.int64)
+    condition = table.column("condition")
+    names, texts = text_codes(condition)
+    replicate = column_values(table.column("replicate"), np.int64, 0)
     changed = np.ones(n, dtype=bool)
     if n > 1:
         changed[1:] = replicate[1:] != replicate[:-1]
-        changed[1:] |= np.asarray(
-            pc.not_equal(condition.slice(1), condition.slice(0, n - 1)), dtype=bool
-        )
+        changed[1:] |= names[1:] != names[:-1]  # equal texts share a code
     starts = np.flatnonzero(changed)
     if len(starts) > max(64, n // 16):  # records not grouped in runs of a game's rounds
-        return _hashed_game_codes(condition, replicate)
+        return _hashed_game_codes(_text(condition), replicate)
     index: dict[tuple[str, int], int] = {}
-    keys = zip(condition.take(starts).to_pylist(), replicate[starts].tolist(), strict=True)
+    keys = zip([texts[c] for c in names[starts].tolist()], replicate[starts].tolist(), strict=True)
     run_codes = np.array([index.setdefault(key, len(index)) for key in keys], dtype=np.int64)
     codes = np.repeat(run_codes, np.diff(np.append(starts, n)))
     _, first_run = np.unique(run_codes, return_index=True)
     return codes, starts[first_run], [(str(c), int(r)) for c, r in index]
+
+
+def _texts_at(column: Any, rows: np.ndarray) -> list[Any]:
+    """The values of a text column at these rows (None where null)."""
+    codes, texts = text_codes(column)
+    return [None if c < 0 else texts[c] for c in codes[rows].tolist()]
 
 
 def _hashed_game_codes(
@@ -395,11 +382,10 @@ def outcomes_from_table(table: Any) -> list[GameOutcome]:
     if len(table) == 0:
         return []
     codes, first, games = _game_codes(table)
-    rounds = np.asarray(table.column("round_index").to_numpy(zero_copy_only=False), np.int64)
+    rounds = column_values(table.column("round_index"), np.int64, 0)
     order, bounds, repeated = _by_game_and_round(codes, rounds, len(games))
     names = {
-        side: table.column(f"{side}_name").take(first).to_pylist()
-        for side in ("agent_a", "agent_b")
+        side: _texts_at(table.column(f"{side}_name"), first) for side in ("agent_a", "agent_b")
     }
 
     def ordered(values: np.ndarray) -> np.ndarray:
@@ -409,8 +395,8 @@ def outcomes_from_table(table: Any) -> list[GameOutcome]:
     for side in ("agent_a", "agent_b"):
         cols[f"{side}_coop"] = ordered(_cooperated(table.column(f"{side}_action")))
         for name in ("payoff", "p_cooperate"):
-            column = table.column(f"{side}_{name}").to_numpy(zero_copy_only=False)
-            cols[f"{side}_{name}"] = ordered(_floats(np.asarray(column)))
+            column = table.column(f"{side}_{name}")
+            cols[f"{side}_{name}"] = ordered(column_values(column, np.float64, np.nan))
         cols[f"{side}_fallback"] = ordered(_flags(table.column(f"{side}_parse_failure")))
     talk = _talk_columns(table, ordered)
     # games in the order of "condition\x1freplicate" as text

@@ -8,6 +8,7 @@ while it loads.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,8 @@ class ColumnarRoundsWriter:
         self._rows = 0
         existing = part_paths(run_dir)
         self._next = part_number(existing[-1]) + 1 if existing else 0
+        self._closing: threading.Thread | None = None
+        self._problem: BaseException | None = None
 
     def add_game(self, key: GameKey, arrays: dict[str, np.ndarray], timestamp: str) -> None:
         """One game of the vectorized engine (played_a/b, intended_a/b, payoffs_a/b)."""
@@ -88,8 +91,37 @@ class ColumnarRoundsWriter:
         self._held, self._rows = [], 0
 
     def close(self) -> None:
-        """Write what is held."""
+        """Write what is held (after a `close_in_background`: wait for it, and raise what it
+        raised)."""
+        self.wait()
         self.flush()
+
+    def wait(self) -> None:
+        """Wait for a part being written in the background (`close_in_background`), and raise
+        what writing it raised."""
+        if self._closing is None:
+            return
+        self._closing.join()
+        self._closing = None
+        problem, self._problem = self._problem, None
+        if problem is not None:
+            raise problem
+
+    def close_in_background(self) -> None:
+        """Start writing what is held in a thread, so the caller goes on (the aggregate is
+        computed while the last part is written: pyarrow writes without the GIL); `close`
+        waits for it."""
+        if self._closing is not None or not self._held:
+            return
+
+        def write() -> None:
+            try:
+                self.flush()
+            except BaseException as exc:  # noqa: BLE001 - raised again by close()
+                self._problem = exc
+
+        self._closing = threading.Thread(target=write, name="rounds-part", daemon=True)
+        self._closing.start()
 
 
 class _ArrayGames:
