@@ -314,7 +314,7 @@ def test_fuzz_damaged_run_dirs_refuse_in_one_line_or_give_the_right_output(
     monkeypatch.setattr(
         compare_module,
         "contrast",
-        lambda a, b, rng: contrast(a, b, rng, resamples=20, permutations=20),
+        lambda a, b, rng, **kw: contrast(a, b, rng, resamples=20, permutations=20, **kw),
     )
     monkeypatch.setattr(profile_module.profile_run, "__defaults__", ("builtin", 5))
     outcomes: dict[str, int] = {}

@@ -143,3 +143,18 @@ def test_a_cached_rerun_sends_no_request(talk_run: tuple[Path, Path], tmp_path: 
     first = [{k: v for k, v in r.items() if k not in strip} for r in _records(run_dir)]
     second = [{k: v for k, v in r.items() if k not in strip} for r in _records(tmp_path / "again")]
     assert first == second
+
+
+def test_the_app_s_metric_table_shows_the_talk_metrics_of_a_talking_condition(
+    talk_run: tuple[Path, Path],
+) -> None:
+    import pandas as pd
+
+    from pdbench.ui import tables
+
+    aggregates = pd.read_parquet(talk_run[0] / "aggregates.parquet")
+    talking = tables.metric_summary(aggregates, LIAR, 0).set_index("metric")
+    assert talking.loc["agent_a_deception_rate", "condition_mean"] == 1.0
+    assert talking.loc["agent_a_deception_rate", "label"] == "A deception (promised C, chose D)"
+    silent = tables.metric_summary(aggregates, SILENT, 0).set_index("metric")
+    assert not set(silent.index) & tables.TALK_METRICS
