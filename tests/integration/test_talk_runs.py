@@ -158,3 +158,47 @@ def test_the_app_s_metric_table_shows_the_talk_metrics_of_a_talking_condition(
     assert talking.loc["agent_a_deception_rate", "label"] == "A deception (promised C, chose D)"
     silent = tables.metric_summary(aggregates, SILENT, 0).set_index("metric")
     assert not set(silent.index) & tables.TALK_METRICS
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (
+            lambda d: d["communication"].update(mode="sometimes"),
+            "talk.yaml: communication.mode: Input should be 'none', 'pregame' or 'every_round' "
+            "(got 'sometimes')",
+        ),
+        (
+            lambda d: d["experiment"]["conditions"][0]["agent_a"]["overrides"].update(talk="lie"),
+            "talk.yaml: experiment.conditions[0].agent_a.overrides.talk: unknown message rule "
+            "(got 'lie'; valid: silent, honest, always_promise, fixed)",
+        ),
+        (
+            lambda d: d["experiment"]["conditions"][1]["agent_a"]["overrides"].update(talk="fixed"),
+            "agents/policies.yaml: talk_text: the message of talk: fixed, and only of it: set it "
+            "beside `talk` (got None)",
+        ),
+        (
+            lambda d: d["run"].update(rounds_log="columns"),
+            "talk.yaml: run.rounds_log: columns keeps no log of the messages of a game with a "
+            "message channel",
+        ),
+    ],
+)
+def test_talk_config_errors_are_one_line_each(tmp_path: Path, edit: Any, expected: str) -> None:
+    import yaml
+
+    from pdbench.errors import ConfigError
+    from pdbench.runners.config.loader import load_config
+
+    shutil.copytree(REPO / "configs", tmp_path / "configs")
+    path = tmp_path / "configs" / "talk.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    edit(data)
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(path, "experiment")
+    lines = info.value.lines()
+    assert any(line.startswith(str(path.parent / expected.split(": ")[0]) + ": ") for line in lines)
+    assert any(expected.split(": ", 1)[1] in line for line in lines), lines
+    assert all("\n" not in line for line in lines)

@@ -16,7 +16,7 @@ import re
 from typing import Annotated, Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BeforeValidator, Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, ValidationInfo, field_validator, model_validator
 
 from pdbench.core.horizon import FixedHorizon, GeometricHorizon, Horizon
 from pdbench.core.metrics import CollapseParams
@@ -187,17 +187,25 @@ class PolicyAgentConfig(Strict):
     params: PolicyParams = Field(default_factory=PolicyParams)
     # What it says when the game has a message channel (pdbench.core.talk's message rules).
     talk: str = "silent"
-    talk_text: str | None = Field(default=None, min_length=1, max_length=10_000)
+    talk_text: str | None = Field(
+        default=None, min_length=1, max_length=10_000, validate_default=True
+    )
 
-    @model_validator(mode="after")
-    def _known_talk(self) -> PolicyAgentConfig:
-        if self.talk not in MESSAGE_RULES:
+    @field_validator("talk")
+    @classmethod
+    def _known_talk(cls, value: str) -> str:
+        if value not in MESSAGE_RULES:
             raise ValueError(
-                f"talk: unknown message rule (got {self.talk!r}; valid: {', '.join(rule_names())})"
+                f"unknown message rule (got {value!r}; valid: {', '.join(rule_names())})"
             )
-        if (self.talk == "fixed") != (self.talk_text is not None):
-            raise ValueError("talk_text is the message of talk: fixed, and only of it")
-        return self
+        return value
+
+    @field_validator("talk_text")
+    @classmethod
+    def _text_of_fixed(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if (info.data.get("talk") == "fixed") != (value is not None):
+            raise ValueError("the message of talk: fixed, and only of it: set it beside `talk`")
+        return value
 
     def display_name(self) -> str:
         """Name used in artifacts."""
