@@ -115,6 +115,12 @@ _FLOOR = 1e-9  # log-probability floor for an answer the mock never gives
 _MESSAGE_LINE = re.compile(r"^- before round (\d+), (you|the other player): (.*)$", re.MULTILINE)
 
 
+def _persona(system: str) -> str | None:
+    """The persona a system prompt names ("persona: cooperative"), lower case; None if none."""
+    found = _PERSONA_RE.search(system)
+    return found.group(1).lower() if found else None
+
+
 def _promised_c(prompt: str) -> bool:
     """Whether the agent's own message of the latest exchange shown in a prompt promises C."""
     lines = _MESSAGE_LINE.findall(prompt)
@@ -187,8 +193,7 @@ class MockProvider(ProviderBase):
     ) -> str:
         """The reply text for this call (pure function of the arguments and settings), in the
         call's action labels."""
-        persona_match = _PERSONA_RE.search(system)
-        persona = persona_match.group(1).lower() if persona_match else None
+        persona = _persona(system)
         history = read_history(prompt, labels)
         wants_json = bool(_JSON_RE.search(system) or _JSON_RE.search(prompt))
         if self.invalid_rate and _unit("invalid", seed, system, prompt) < self.invalid_rate:
@@ -201,13 +206,18 @@ class MockProvider(ProviderBase):
         return f'{{"action": "{word}"}}' if wants_json else word
 
     def _message(self, request: CompletionRequest) -> Completion:
-        """A message call: the persona's talk (see `mock_message`). The move draw is the one
-        the round's move call will use, so an honest persona's intention is its coming move."""
-        persona_match = _PERSONA_RE.search(request.system)
-        persona = persona_match.group(1).lower() if persona_match else None
+        """A message call: the persona's talk (see `mock_message`), its draw keyed apart from
+        the move calls'."""
         history = read_history(request.prompt, request.labels)
         u = _unit("talk", request.seed, request.system, request.prompt)
-        text = mock_message(persona, history, u, request.labels)
+        return self._completion(
+            request, mock_message(_persona(request.system), history, u, request.labels)
+        )
+
+    def _completion(
+        self, request: CompletionRequest, text: str, tokens: tuple[TokenLogprobs, ...] | None = None
+    ) -> Completion:
+        """A reply with word-count usage, free, from the configured model."""
         return Completion(
             text=text,
             input_tokens=len(request.system.split()) + len(request.prompt.split()),
@@ -215,6 +225,7 @@ class MockProvider(ProviderBase):
             cost_usd=0.0,
             finish_reason="stop",
             served_model=self.model,
+            tokens=tokens,
         )
 
     async def complete(self, request: CompletionRequest) -> Completion:
@@ -236,18 +247,7 @@ class MockProvider(ProviderBase):
             text = " " + text  # a continuation of the text, as after "A: Option"
         tokens = None
         if request.logprobs:
-            persona_match = _PERSONA_RE.search(request.system)
-            persona = persona_match.group(1).lower() if persona_match else None
             history = read_history(request.prompt, labels)
-            tokens = mock_tokens(
-                text, mock_p_cooperate(persona, history), request.output_format, labels
-            )
-        return Completion(
-            text=text,
-            input_tokens=len(request.system.split()) + len(request.prompt.split()),
-            output_tokens=max(1, len(text.split())),
-            cost_usd=0.0,
-            finish_reason="stop",
-            served_model=self.model,
-            tokens=tokens,
-        )
+            p_c = mock_p_cooperate(_persona(request.system), history)
+            tokens = mock_tokens(text, p_c, request.output_format, labels)
+        return self._completion(request, text, tokens)
