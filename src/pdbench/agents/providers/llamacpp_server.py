@@ -59,9 +59,15 @@ def _wait_for_eof() -> None:
         pass
 
 
-def _hard_exit_later() -> None:
-    """End the process if the server's shutdown hangs."""
-    timer = threading.Timer(EXIT_GRACE_S, os._exit, args=(0,))
+def _exit_now(parent_pid: int, log_dir: str | None) -> None:
+    """End the process at once, removing the log directory first if the parent died."""
+    _clean_up_after_parent(parent_pid, log_dir)
+    os._exit(0)
+
+
+def _hard_exit_later(parent_pid: int, log_dir: str | None) -> None:
+    """End the process if the server's shutdown hangs (the log still goes if the parent died)."""
+    timer = threading.Timer(EXIT_GRACE_S, _exit_now, args=(parent_pid, log_dir))
     timer.daemon = True
     timer.start()
 
@@ -109,7 +115,7 @@ def serve(args: argparse.Namespace, out: TextIO) -> int:
         out.flush()
         _wait_for_eof()
     finally:
-        _hard_exit_later()
+        _hard_exit_later(args.parent_pid, args.log_dir)
         del server  # stops the HTTP server and frees the model
     return 0
 
@@ -129,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 0
     finally:
+        # The parent's death brings both EOF and SIGTERM: a SIGTERM that lands during the
+        # removal would stop it half-way, so it is ignored from here on.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         _clean_up_after_parent(args.parent_pid, args.log_dir)
 
 
