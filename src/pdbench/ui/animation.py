@@ -102,6 +102,7 @@ def _page(data: dict[str, Any], script: str) -> str:
         f"<style>{_asset('anim.css')}</style></head>"
         '<body><div id="pdb-root" tabindex="0"></div><script>'
         f"{_asset('timeline.js')}\n{_asset('player.js')}\n{_asset('replies.js')}\n"
+        f"{_asset('place.js')}\n"
         f"var DATA = {payload};\nvar COLORS = {json.dumps(COLORS)};\n"
         'var ROOT = document.getElementById("pdb-root");\n'
         f"{script}</script></body></html>"
@@ -118,11 +119,16 @@ def replay_page(
     labels: Sequence[str],
     speed_ms: int = 400,
     replies: Mapping[str, Any] | None = None,
+    place: Mapping[str, Any] | None = None,
 ) -> str:
     """The animated replay of one game, with its timeline and jumps to the next defection,
-    noise flip or fallback, and the LLM agents' replies under their moves when given."""
+    noise flip or fallback, and the LLM agents' replies under their moves when given. With
+    `place` (`url_state.replay_options`) it opens on that round and zoom window and writes
+    its place into the app's URL (`assets/place.js`)."""
+    options = json.dumps(dict(place or {}), separators=(",", ":")).replace("<", "\\u003c")
     return _page(
-        game_data(table, labels, replies), f"PDB.replay(ROOT, DATA, COLORS, {int(speed_ms)});"
+        game_data(table, labels, replies),
+        f"PDB.replay(ROOT, DATA, COLORS, {int(speed_ms)}, {options});",
     )
 
 

@@ -14,11 +14,12 @@ import pandas as pd
 import streamlit as st
 
 from pdbench.errors import PdbenchError
-from pdbench.ui import data, launcher, replies, saved_runs, tables
+from pdbench.ui import data, launcher, replies, saved_runs, tables, url_state
 from pdbench.ui.style import CSS, GAMES_CSS, Profile, agent_profile, card_html
+from pdbench.ui.url_state import SEL_CONDITION as SEL_CONDITION  # the shared selection's keys
+from pdbench.ui.url_state import SEL_REPLICATE as SEL_REPLICATE
+from pdbench.ui.url_state import SEL_RUN as SEL_RUN
 
-# Session-state keys of the shared selection (plain keys, not widget keys).
-SEL_RUN, SEL_CONDITION, SEL_REPLICATE = "sel_run", "sel_condition", "sel_replicate"
 FLASH = "flash_message"
 
 
@@ -125,6 +126,7 @@ def pick_game(prefix: str, ctx: AppContext) -> Game | None:
         path = synced_select(
             "Run", list(by_path), f"{prefix}_run", SEL_RUN, lambda p: by_path[p].label()
         )
+    url_state.check("run", path, "among the saved runs", "the first run listed")
     try:
         manifest = data.check_run(path)
         aggregates, source = data.load_aggregates(path, manifest)
@@ -152,10 +154,14 @@ def pick_game(prefix: str, ctx: AppContext) -> Game | None:
         condition = synced_select(
             "Condition", list(index), f"{prefix}_condition", SEL_CONDITION, cond_label
         )
+    url_state.check("condition", condition, "a condition of this run", f"{condition!r}")
     with col_rep:
         replicate = synced_select(
             "Replicate", index[condition], f"{prefix}_replicate", SEL_REPLICATE
         )
+    url_state.check(
+        "replicate", int(replicate), "a replicate of this condition", f"replicate {replicate}"
+    )
     configs, profs = condition_profiles(manifest, aggregates, condition)
     try:  # the rounds of this game only, read now that it is shown
         rounds = data.load_game_rounds(path, condition, int(replicate))
@@ -269,7 +275,10 @@ def saved_results(
         return None
     by_path = {e.path: e for e in entries}
     key, kept = f"{prefix}_dir", f"{prefix}_chosen"
-    if st.session_state.get(key) not in by_path:
+    linked = url_state.wanted_saved(kind, list(by_path))  # a link's choice (Back, Forward)
+    if linked is not None:
+        st.session_state[key] = st.session_state[kept] = linked
+    elif st.session_state.get(key) not in by_path:
         # The box was not drawn while another tab was open: Streamlit forgot its value; the
         # last choice (kept under a plain key) comes back, else the newest result.
         remembered = st.session_state.get(kept)
@@ -279,6 +288,7 @@ def saved_results(
             f"Saved {kind}s", list(by_path), key=key, format_func=lambda p: by_path[p].label()
         )
     st.session_state[kept] = path
+    url_state.show_saved(kind, path)
     try:
         return data.load_tournament(path) if kind == "tournament" else data.load_evolution(path)
     except data.RunLoadError as exc:

@@ -7,6 +7,10 @@ the `--run-dir` argument after `--`, or the PDBENCH_RUN_DIR environment variable
 `data/tournaments/` and `data/evolutions/` (relative to the working directory) are listed too.
 
 Tabs are lazy (`on_change="rerun"`): only the open tab's code runs on each rerun.
+
+The view (tab, run, condition, replicate, the replay's place, the saved tournament and evolution)
+is kept in the URL's query parameters by `pdbench.ui.url_state`: read at the start of each run
+when it changed, written at the end.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from pdbench.ui import url_state
 from pdbench.ui.components import LAST_TAB, AppContext, inject_css
 from pdbench.ui.data import RUNS_ROOT, run_kind
 from pdbench.ui.tabs import TABS, tab_order
@@ -59,17 +64,23 @@ def main() -> None:
         "🟢 C = cooperate · 🔴 D = defect · look and feel after Nicky Case's "
         "[The Evolution of Trust](https://ncase.me/trust/)"
     )
+    notes = st.container()  # the link's bad or stale parameters, filled in last
+    applied = url_state.sync_in([t.key for t in tabs], MAIN_TAB, {t.key: t.label for t in tabs})
     pending = st.session_state.pop(PENDING_TAB, None)
     if pending in TABS and TABS[pending] in tabs:
         st.session_state[MAIN_TAB] = TABS[pending].label
     containers = st.tabs([t.label for t in tabs], key=MAIN_TAB, on_change="rerun")
+    shown = tabs[0]
     for tab, container in zip(tabs, containers, strict=True):
         if container.open:
             with container:
                 tab.render(ctx)
             st.session_state[LAST_TAB] = tab.label
+            shown = tab
         elif tab.on_hidden is not None:
             tab.on_hidden()
+    url_state.sync_out(shown.key, applied)
+    url_state.show_notes(notes)
 
 
 main()

@@ -15,6 +15,7 @@ PDB.Playback = function (root, first, last, start, speed, unit, show) {
   this.frame = start;
   this.playing = false;
   this.speed = speed;
+  this.onChange = null;  // called when the frame changes or playback pauses
   var bar = el("div", "pdb-controls", root);
   this.play = el("button", "pdb-btn primary", bar, "▶ Play");
   this.play.id = "pdb-play";
@@ -89,6 +90,7 @@ PDB.Playback.prototype.go = function (f) {
   this.slider.value = f;
   this.root.dataset.frame = f;
   this.show(f);
+  if (this.onChange) this.onChange();
 };
 
 PDB.Playback.prototype.start = function () {
@@ -120,6 +122,7 @@ PDB.Playback.prototype.pause = function () {
   this.playing = false;
   this.root.dataset.playing = "0";
   this.play.textContent = "▶ Play";
+  if (this.onChange) this.onChange();
 };
 
 var OUTCOMES = {CC: "both cooperate 🤝", DD: "both defect 🗡️", CD: "B exploits A", DC: "A exploits B"};
@@ -137,8 +140,11 @@ function num(x) {
 
 /* The replay of game `g` (see PDB.prepareGame; also pa/pb, each round's payoffs, for LLM
    agents `replies`, shown under each move by PDB.replyPanel, and in a game with messages
-   `talk`, each agent's messages before the move, shown under it by PDB.talkPanel). */
-PDB.replay = function (root, g, colors, speed) {
+   `talk`, each agent's messages before the move, shown under it by PDB.talkPanel). With
+   `place` (round, zoom: [first, last]) it opens there, and keeps its place in the app's URL
+   (place.js). */
+PDB.replay = function (root, g, colors, speed, place) {
+  place = place || {};
   var el = PDB.el;
   PDB.prepareGame(g);
   var ca = cumsum(g.pa), cb = cumsum(g.pb);
@@ -166,7 +172,8 @@ PDB.replay = function (root, g, colors, speed) {
     if (s === 0) mid = el("div", "pdb-lead", stage);
   }
   var tl = null;
-  var pb = new PDB.Playback(panel, 1, g.n, 1, speed, "ms per round",
+  var start = Math.max(1, Math.min(g.n, place.round || 1));
+  var pb = new PDB.Playback(panel, 1, g.n, start, speed, "ms per round",
     function (r) {
       var mv = [g.a[r - 1], g.b[r - 1]], meant = [g.fa[r - 1], g.fb[r - 1]];
       var fb = [g.xa[r - 1] === "1", g.xb[r - 1] === "1"], pay = [g.pa[r - 1], g.pb[r - 1]];
@@ -213,8 +220,15 @@ PDB.replay = function (root, g, colors, speed) {
       };
     });
   });
-  tl = PDB.timeline(el("div", "", root), g, colors, {onSeek: function (r) { pb.pause(); pb.go(r); }});
+  var changed = function () {};
+  tl = PDB.timeline(el("div", "", root), g, colors, {
+    onSeek: function (r) { pb.pause(); pb.go(r); },
+    onWindow: function () { changed(); },
+  });
+  if (place.zoom) tl.setWindow(place.zoom[0], place.zoom[1]);
   tl.setCursor(pb.frame);
+  if (PDB.keepPlace) changed = PDB.keepPlace(pb, tl, place);
+  pb.onChange = function () { changed(); };
   return pb;
 };
 

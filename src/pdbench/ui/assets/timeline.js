@@ -221,7 +221,8 @@ function drawMark(ctx, kind, x, y, size, color) {
 }
 
 /* The timeline widget in `root` for prepared game `g`; opts.onSeek(round) makes the zoomed rows
-   clickable, tl.setCursor(round) draws a cursor. Returns the widget. */
+   clickable, opts.onWindow(first, last) hears of each window drawn, tl.setCursor(round) draws
+   a cursor. Returns the widget. */
 PDB.timeline = function (root, g, colors, opts) {
   opts = opts || {};
   var GUT = 190, tl = {lo: 1, hi: Math.min(g.n, opts.window || 100), cursor: null};
@@ -320,6 +321,7 @@ PDB.timeline = function (root, g, colors, opts) {
     bIn.disabled = span <= 10;
     bOut.disabled = span >= g.n;
     tl.placeCursor();
+    if (opts.onWindow) opts.onWindow(lo, hi);
   };
 
   tl.placeCursor = function () {
