@@ -8,7 +8,7 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 from tests.ui.sample import make_tournament
-from tests.ui.test_app import APP, RUN, TOURNAMENT, VIEW, assert_clean, show_tab
+from tests.ui.test_app import APP, RUN, TOURNAMENT, VIEW, assert_clean, make_app, show_tab
 
 
 def app() -> AppTest:
@@ -58,3 +58,69 @@ def test_a_typed_directory_of_another_kind_is_refused(tmp_path: Path) -> None:
     at.text_input(key="tn_path").set_value(str(not_a_run)).run()
     assert any("not a pdbench tournament" in e.value for e in at.error)
     assert list(at.selectbox(key="tn_dir").options) == before
+
+
+# The view in the URL (url_state): a link opens its view; a stale one falls back with a note.
+
+
+def test_a_link_opens_its_view_and_the_view_is_written(sample_run: Path) -> None:
+    at = make_app(sample_run)
+    at.query_params.update(
+        {"tab": "replay", "run": str(sample_run), "cond": "GTFT_vs_WSLS_noisy", "rep": "1"}
+    )
+    at.query_params["game"] = "g-42"  # another tab's parameter (Play's game in progress)
+    at.run()
+    assert_clean(at)
+    assert at.selectbox(key="rp_condition").value == "GTFT_vs_WSLS_noisy"
+    assert at.selectbox(key="rp_replicate").value == 1
+    assert not at.info  # no note: every value was good
+    at.selectbox(key="rp_replicate").set_value(0).run()
+    assert at.query_params["rep"] == "0"
+    assert at.query_params["tab"] == "replay"
+    assert at.query_params["game"] == "g-42"
+    show_tab(at, TOURNAMENT)
+    assert at.query_params["tab"] == "tournament"
+    assert at.query_params["cond"] == "GTFT_vs_WSLS_noisy"  # the selection stays in the URL
+
+
+def test_a_stale_link_falls_back_with_one_note_each(sample_run: Path) -> None:
+    at = make_app(sample_run)
+    at.query_params.update({"tab": "view", "run": str(sample_run), "cond": "gone", "rep": "x"})
+    at.run()
+    assert not at.exception
+    notes = [i.value for i in at.info if "The link's" in i.value]
+    assert len(notes) == 2, notes
+    assert "rep='x' is not a replicate number" in notes[0]
+    assert "cond='gone' is not a condition of this run" in notes[1]
+    shown = at.selectbox(key="vr_condition").value
+    assert shown != "gone" and at.query_params["cond"] == shown  # the URL says what is shown
+    # A run that no longer exists: one note, not one more for its condition.
+    at = make_app(sample_run)
+    at.query_params.update({"run": "data/runs/deleted", "cond": "TFT_vs_ALLD", "rep": "0"})
+    at.run()
+    assert not at.exception
+    notes = [i.value for i in at.info if "The link's" in i.value]
+    assert notes == [
+        "The link's run='data/runs/deleted' is not among the saved runs: showing the first run "
+        "listed."
+    ]
+    assert at.selectbox(key="vr_run").value == str(sample_run.resolve())
+    at.selectbox(key="vr_replicate").set_value(1).run()  # the user moves on: the note goes
+    assert not [i for i in at.info if "The link's" in i.value]
+
+
+def test_a_link_to_a_saved_tournament_opens_it(tmp_path: Path) -> None:
+    root = Path("data/tournaments")
+    older = make_tournament(root / "older", ["TFT", "ALLD"], run_id="older")
+    make_tournament(root / "newer", ["GRIM", "WSLS"], run_id="newer")
+    at = AppTest.from_file(str(APP), default_timeout=60)
+    at.query_params.update({"tab": "tournament", "tournament": "data/tournaments/older"})
+    at.run()
+    assert_clean(at)
+    assert at.selectbox(key="tn_dir").value == str(older.resolve())
+    at = AppTest.from_file(str(APP), default_timeout=60)
+    at.query_params.update({"tab": "tournament", "tournament": "data/tournaments/nope"})
+    at.run()
+    assert any("tournament='data/tournaments/nope'" in i.value for i in at.info)
+    assert "newer" in at.selectbox(key="tn_dir").value
+    assert at.query_params["tournament"] == "data/tournaments/newer"
