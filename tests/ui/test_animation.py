@@ -48,7 +48,11 @@ def test_pages_embed_the_frames_safely() -> None:
     page = animation.replay_page(_game(), ["A </script><b>", "B"], 20)
     assert "</script><b>" not in page  # a label cannot end the script
     assert _data(page)["labels"][0] == "A </script><b>"
-    assert "PDB.replay(ROOT, DATA, COLORS, 20);" in page
+    assert "PDB.replay(ROOT, DATA, COLORS, 20, {});" in page
+    place = {"round": 3, "game": {"cond": "x</script><b>"}}  # the replay's place (url_state)
+    page = animation.replay_page(_game(), ["A", "B"], 20, None, place)
+    assert "x</script><b>" not in page
+    assert 'PDB.replay(ROOT, DATA, COLORS, 20, {"round":3,"game":{"cond":"x\\u003c/script>' in page
     assert "PDB.timeline(ROOT" in animation.timeline_page(_game(), ["A", "B"])
     for asset in ("anim.css", "timeline.js", "player.js"):
         assert (animation.ASSETS / asset).is_file()
