@@ -14,6 +14,8 @@ after a tab switch, a refresh or from a link.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import streamlit as st
 
 from pdbench.ui import animation, data, url_state
@@ -32,7 +34,18 @@ KEY = "replay"  # the tab's name in the session state (e.g. a pending tab switch
 POSITION = 2  # its place among the tabs, left to right
 PREFIX = "rp"
 SPEED_MS = 200  # the default speed (ms per round)
-OPENED = "rp_opened"  # (game, place) the replay on the page was opened on
+OPENED = "rp_opened"  # the replay on the page: Opened
+
+
+@dataclass(frozen=True)
+class Opened:
+    """The replay drawn: its game, its page (opened on the kept place), the iframe's height
+    and why the replies could not be read, if so."""
+
+    game: tuple[str, str, int]
+    page: str
+    height: int
+    problem: data.RunLoadError | None
 
 
 def render(ctx: AppContext) -> None:
@@ -41,20 +54,10 @@ def render(ctx: AppContext) -> None:
     if game is None:
         return
     matchup(game)
-    try:
-        replies = game_replies(game)
-    except data.RunLoadError as exc:  # the replay still runs, without the replies
-        show_error(exc)
-        replies = None
-    key = (game.run.path, game.condition, game.replicate)
-    st.iframe(
-        animation.replay_page(
-            game.table, game.labels, SPEED_MS, replies, url_state.replay_options(_place(game), key)
-        ),
-        height=animation.REPLAY_HEIGHT
-        + (animation.REPLY_HEIGHT if replies else 0)
-        + (animation.TALK_HEIGHT if animation.has_talk(game.table) else 0),
-    )
+    opened = _opened(game)
+    if opened.problem is not None:  # the replay still runs, without the replies
+        show_error(opened.problem)
+    st.iframe(opened.page, height=opened.height)
     st.caption(
         "Rounds are numbered from 1. Space plays or pauses, ← and → step (click the replay "
         "first). Click a round in the timeline to jump there; drag on the whole-game strip to "
@@ -62,15 +65,28 @@ def render(ctx: AppContext) -> None:
     )
 
 
-def _place(game: Game) -> url_state.Place | None:
-    """The place the replay opens on: the kept one (`url_state`) when it is drawn anew (another
-    tab or game before, a new session); while it stays on the page, the one it was opened on,
-    so its page does not change and the browser does not reload it when it reports its place
-    (which reruns the script)."""
+def _opened(game: Game) -> Opened:
+    """The replay of `game`, opened on the kept place (`url_state`) when it is drawn anew
+    (another tab or game before, a new session). While it stays on the page, the same page:
+    the browser does not reload it when it reports its place (which reruns the script), and a
+    long game's page (megabytes) is not built again."""
     key = (game.run.path, game.condition, game.replicate)
     opened = st.session_state.get(OPENED)
-    if st.session_state.get(LAST_TAB) == LABEL and opened is not None and opened[0] == key:
-        return opened[1]
+    if st.session_state.get(LAST_TAB) == LABEL and opened is not None and opened.game == key:
+        return opened
+    problem = None
+    try:
+        replies = game_replies(game)
+    except data.RunLoadError as exc:
+        problem, replies = exc, None
     place = url_state.opening_place(key, len(game.table))
-    st.session_state[OPENED] = (key, place)
-    return place
+    page = animation.replay_page(
+        game.table, game.labels, SPEED_MS, replies, url_state.replay_options(place, key)
+    )
+    height = (
+        animation.REPLAY_HEIGHT
+        + (animation.REPLY_HEIGHT if replies else 0)
+        + (animation.TALK_HEIGHT if animation.has_talk(game.table) else 0)
+    )
+    opened = st.session_state[OPENED] = Opened(key, page, height, problem)
+    return opened
