@@ -124,3 +124,11 @@ def test_a_link_to_a_saved_tournament_opens_it(tmp_path: Path) -> None:
     assert any("tournament='data/tournaments/nope'" in i.value for i in at.info)
     assert "newer" in at.selectbox(key="tn_dir").value
     assert at.query_params["tournament"] == "data/tournaments/newer"
+
+
+def test_a_session_without_a_view_in_its_url_keeps_what_is_set(sample_run: Path) -> None:
+    at = make_app(sample_run)
+    at.session_state["main_tab"] = RUN  # as a test, or a page opened without parameters
+    at.run()
+    assert_clean(at)
+    assert at.query_params["tab"] == "run"

@@ -243,7 +243,7 @@ def sync_in(tab_keys: Collection[str], tab_state: str, labels: Mapping[str, str]
     ss = st.session_state
     ss[RUN_NO] = ss.get(RUN_NO, 0) + 1
     query = _query()
-    if ours(query) == ss.get(WRITTEN):
+    if ours(query) == ss.get(WRITTEN, {}):  # a new session without a view in its URL: as set
         return False
     ss[WRITTEN] = ours(query)
     view, notes = parse(query, tab_keys, Path.cwd())
