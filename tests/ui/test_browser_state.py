@@ -77,10 +77,12 @@ def test_the_run_form_and_saved_selections_survive_tab_switches(
         assert "newer_one" in shown_choice(page, "Saved tournaments")
         select_option(page, "Saved tournaments", "older_one")
         assert "older_one" in shown_choice(page, "Saved tournaments")
+        assert "tournament=data%2Ftournaments%2Folder" in page.url  # the choice is in the URL
         open_tab(page, "🧬 Evolution")
         assert "newer_evolution" in shown_choice(page, "Saved evolutions")
         select_option(page, "Saved evolutions", "older_evolution")
         assert "older_evolution" in shown_choice(page, "Saved evolutions")
+        assert "evolution=data%2Fevolutions%2Folder" in page.url
 
         # Round trips through other tabs: nothing jumps back.
         open_tab(page, "📊 View Results")
