@@ -17,6 +17,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from pdbench.core.rounds_display import FIRST_ROUND
 from pdbench.storage.record.fields import side_field
 from pdbench.ui.style import AGENT_COLORS, Player, medal
 
@@ -56,7 +57,7 @@ def cooperation_chart(
     condition mean over replicates (rolling too)."""
     series: list[tuple[str, str, list[int] | None, pd.DataFrame]] = []
     if joint and len(joint) <= 400:
-        frame = pd.DataFrame({"round": np.arange(1, len(joint) + 1), "rate": joint})
+        frame = pd.DataFrame({"round": FIRST_ROUND + np.arange(len(joint)), "rate": joint})
         series.append(("both agents, per round", "#b8c2cc", None, frame))
     for side, label, color in zip(("a", "b"), labels, AGENT_COLORS.values(), strict=True):
         coop = game[side_field(side, "action")].eq("C").astype(float)
@@ -66,7 +67,7 @@ def cooperation_chart(
         series.append((f"{label}, rolling {window}", color, None, frame))
     if condition_mean:
         mean = pd.Series(condition_mean).rolling(window, min_periods=1).mean()
-        frame = pd.DataFrame({"round": np.arange(1, len(mean) + 1), "rate": mean})
+        frame = pd.DataFrame({"round": FIRST_ROUND + np.arange(len(mean)), "rate": mean})
         series.append((f"condition mean, rolling {window}", "#3e4c59", [5, 3], frame))
     data = pd.concat(
         [_thin(frame).assign(series=name) for name, _, _, frame in series], ignore_index=True
