@@ -11,7 +11,7 @@ marks.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import altair as alt
 import numpy as np
@@ -153,13 +153,20 @@ def _color_scale(players: Sequence[Player]) -> alt.Scale:
     return alt.Scale(domain=[p.label for p in players], range=[p.color for p in players])
 
 
-def leaderboard_chart(board: pd.DataFrame, players: Sequence[Player]) -> alt.LayerChart:
+def leaderboard_chart(
+    board: pd.DataFrame, players: Sequence[Player], medals: Mapping[str, str] | None = None
+) -> alt.LayerChart:
     """Mean score per round of each player (bars, best on top) with its 95% CI (error bars);
-    `board` is leaderboard.parquet."""
+    `board` is leaderboard.parquet; `medals`: the podium's medal of its players
+    (`tables.podium_medals`; players on a shared step share one)."""
     by_name = {p.name: p for p in players}
+    medals = medals or {}
     data = board.assign(
         label=[by_name[str(n)].label for n in board["player"]],
-        medal=[medal(r) for r in board["rank"]],
+        medal=[
+            medals.get(str(n), medal(r))
+            for n, r in zip(board["player"], board["rank"], strict=True)
+        ],
     )
     data["ci95_low"] = data["ci95_low"].fillna(data["mean_score_per_round"])
     data["ci95_high"] = data["ci95_high"].fillna(data["mean_score_per_round"])

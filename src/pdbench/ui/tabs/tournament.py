@@ -205,7 +205,9 @@ def _show(t: tables.Tournament) -> None:
     )
 
     st.markdown("##### 🏅 Leaderboard")
-    st.altair_chart(charts.leaderboard_chart(board, t.players), width="stretch")
+    st.altair_chart(
+        charts.leaderboard_chart(board, t.players, tables.podium_medals(steps)), width="stretch"
+    )
     table = tables.leaderboard_table(board, t.players, steps)
     st.dataframe(
         tables.in_percent(table, ["cooperation_rate"]),
