@@ -10,7 +10,7 @@ import re
 import pandas as pd
 import pytest
 
-from pdbench.ui import style, tables
+from pdbench.ui import podium, style, tables
 from pdbench.ui.style import make_players
 
 NAN = math.nan
@@ -85,22 +85,22 @@ CASES = {
 @pytest.mark.parametrize("name", list(CASES))
 def test_podium_steps(name: str) -> None:
     leaderboard, expected = CASES[name]
-    steps = tables.podium_steps(leaderboard)
+    steps = podium.podium_steps(leaderboard)
     assert [(s.rank, s.players, s.low, s.high) for s in steps] == expected
     # the rows' order in the file does not matter, the rank does (equal ranks keep file order)
     if not leaderboard["rank"].duplicated().any():
-        assert tables.podium_steps(leaderboard.sample(frac=1, random_state=1)) == steps
+        assert podium.podium_steps(leaderboard.sample(frac=1, random_state=1)) == steps
 
 
 def test_notes_and_medals_of_shared_steps() -> None:
     leaderboard, _ = CASES[
         "the issue's case: 2.450 and 2.440 both rank 1-2 share gold, bronze next"
     ]
-    gold, bronze = tables.podium_steps(leaderboard)
+    gold, bronze = podium.podium_steps(leaderboard)
     assert gold.tied and not bronze.tied and bronze.note == ""
     assert "not separable" in gold.note and "ranks 1–2" in gold.note
-    assert tables.podium_medals([gold, bronze]) == {"A": "🥇", "B": "🥇", "C": "🥉"}
-    exact, _ = tables.podium_steps(
+    assert podium.podium_medals([gold, bronze]) == {"A": "🥇", "B": "🥇", "C": "🥉"}
+    exact, _ = podium.podium_steps(
         CASES["no intervals (one repetition): only an exact tie shares a step"][0]
     )
     assert exact.note == "Tied: equal scores (rank 1)."
@@ -119,7 +119,7 @@ def test_the_leaderboard_table_gives_a_shared_step_one_medal() -> None:
     ).assign(
         ci95_low=NAN, ci95_high=NAN, wins=0, draws=0, losses=0, matches=1, cooperation_rate=0.5
     )
-    steps = tables.podium_steps(leaderboard)
+    steps = podium.podium_steps(leaderboard)
     table = tables.leaderboard_table(leaderboard, players, steps)
     assert list(table["rank"]) == ["🥇", "🥇", "🥉", "4"]
     assert list(table["rank_range"]) == ["1–2", "1–2", "3", "4"]
@@ -133,7 +133,7 @@ def test_the_podium_draws_a_tie_on_one_card() -> None:
         (players[1].name, 2, 2.44, 1, 2),
         (players[2].name, 3, 2.1, 3, 3),
     )
-    steps = tables.podium_steps(leaderboard)
+    steps = podium.podium_steps(leaderboard)
     html = style.podium_html(
         [(s.rank, [(by[n], n, f"{n} score") for n in s.players], s.note) for s in steps]
     )
@@ -164,7 +164,7 @@ def test_the_heatmap_follows_the_ranking_not_the_selection() -> None:
     leaderboard = board(
         (names[2], 1, 2.4, 1, 1), (names[1], 2, 2.3, 2, 2), (names[0], 3, 1.5, 3, 3)
     )
-    assert [p.name for p in tables.ranked_players(leaderboard, players)] == [
+    assert [p.name for p in podium.ranked_players(leaderboard, players)] == [
         names[2],
         names[1],
         names[0],

@@ -13,7 +13,7 @@ from typing import Any
 
 import streamlit as st
 
-from pdbench.ui import charts, data, launcher, planning, presets, tables
+from pdbench.ui import charts, data, launcher, planning, podium, presets, tables
 from pdbench.ui.components import (
     AppContext,
     agent_multiselect,
@@ -187,7 +187,7 @@ def _show(t: tables.Tournament) -> None:
     board = t.leaderboard
     by_name = t.by_name
     scores = dict(zip(board["player"].astype(str), board["mean_score_per_round"], strict=True))
-    steps = tables.podium_steps(board)
+    steps = podium.podium_steps(board)
     st.html(
         podium_html(
             [
@@ -206,7 +206,7 @@ def _show(t: tables.Tournament) -> None:
 
     st.markdown("##### 🏅 Leaderboard")
     st.altair_chart(
-        charts.leaderboard_chart(board, t.players, tables.podium_medals(steps)), width="stretch"
+        charts.leaderboard_chart(board, t.players, podium.podium_medals(steps)), width="stretch"
     )
     table = tables.leaderboard_table(board, t.players, steps)
     st.dataframe(
@@ -241,7 +241,7 @@ def _show(t: tables.Tournament) -> None:
         st.altair_chart(
             charts.payoff_heatmap(
                 t.pairwise,
-                tables.ranked_players(board, t.players),
+                podium.ranked_players(board, t.players),
                 m.sucker,
                 (m.reward + m.punishment) / 2,
                 m.temptation,
