@@ -411,21 +411,39 @@ def make_players(entries: Iterable[tuple[str, dict[str, Any] | None]]) -> list[P
     return players
 
 
-def podium_html(entries: Sequence[tuple[int, Profile, str, str]]) -> str:
-    """Up to three medal cards, arranged like a podium (🥈 🥇 🥉): (rank, profile, player name,
-    score text) each, best first."""
+PodiumMember = tuple[Profile, str, str]  # (profile, player name, score text)
+ON_STEP = 4  # players drawn on one podium step at most (the others are counted)
+
+
+def _podium_member(profile: Profile, name: str, score: str) -> str:
+    return (
+        f'<div class="pdb-member"><div class="pdb-emoji">{profile.emoji}</div>'
+        f'<div class="pdb-title">{escape(profile.title)}</div>'
+        f'<div class="pdb-sub">{escape(name)}</div>'
+        f'<div class="pdb-score">{escape(score)}</div></div>'
+    )
+
+
+def podium_html(steps: Sequence[tuple[int, Sequence[PodiumMember], str]]) -> str:
+    """Up to three steps arranged like a podium (🥈 🥇 🥉): (rank, members, note) each, best
+    first. Players the data do not separate share one step (one card, one medal, side by side,
+    at most ON_STEP of them drawn) and its `note` says so."""
     cards = []
-    podium = [entries[i] for i in (1, 0, 2) if i < len(entries)] if len(entries) > 1 else entries
-    for rank, profile, name, score in podium:
-        c1, c2 = profile.gradient
+    place = {2: 0, 1: 1, 3: 2}  # silver left of gold, bronze right (a tie for gold: no silver)
+    podium = sorted(steps, key=lambda step: place.get(int(step[0]), 3))
+    for rank, members, note in podium:
+        first, last = members[0][0].gradient, members[-1][0].gradient
+        tied = len(members) > 1
+        shown = "".join(_podium_member(*m) for m in members[:ON_STEP])
+        if len(members) > ON_STEP:
+            shown += f'<div class="pdb-member pdb-more">+ {len(members) - ON_STEP} more</div>'
         cards.append(
-            f'<div class="pdb-podium-card r{int(rank)}" '
-            f'style="background: linear-gradient(135deg, {c1}, {c2});">'
+            f'<div class="pdb-podium-card r{int(rank)}{" tied" if tied else ""}" '
+            f'style="background: linear-gradient(135deg, {first[0]}, {last[1]});">'
             f'<div class="pdb-medal">{medal(rank)}</div>'
-            f'<div class="pdb-emoji">{profile.emoji}</div>'
-            f'<div class="pdb-title">{escape(profile.title)}</div>'
-            f'<div class="pdb-sub">{escape(name)}</div>'
-            f'<div class="pdb-score">{escape(score)}</div></div>'
+            f'<div class="pdb-members">{shown}</div>'
+            + (f'<div class="pdb-tie">{escape(note)}</div>' if note else "")
+            + "</div>"
         )
     return f'<div class="pdb-podium">{"".join(cards)}</div>'
 
@@ -467,6 +485,13 @@ GAMES_CSS = f"""
 .pdb-podium-card .pdb-title {{ font-size: 18px; font-weight: 700; }}
 .pdb-podium-card .pdb-sub {{ font-size: 12px; opacity: .7; font-family: monospace; }}
 .pdb-podium-card .pdb-score {{ font-size: 15px; margin-top: 4px; }}
+.pdb-podium-card.tied {{ flex: 1.6; }}
+.pdb-members {{ display: flex; flex-wrap: wrap; justify-content: center; gap: 4px 18px; }}
+.pdb-podium-card.tied .pdb-emoji {{ font-size: 30px; }}
+.pdb-podium-card.tied .pdb-title {{ font-size: 16px; }}
+.pdb-more {{ align-self: center; font-size: 14px; opacity: .75; }}
+.pdb-tie {{ display: inline-block; margin-top: 8px; padding: 2px 10px; border-radius: 10px;
+  background: rgba(255,255,255,.65); font-size: 13px; font-weight: 600; }}
 .pdb-strip {{ margin: 6px 0 4px 0; }}
 .pdb-strip-row {{ display: flex; flex-wrap: nowrap; }}
 .pdb-ind {{ display: inline-flex; width: 30px; height: 30px; align-items: center;

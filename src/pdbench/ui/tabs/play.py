@@ -25,6 +25,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from pdbench.core.rounds_display import FIRST_ROUND, round_text
 from pdbench.errors import PdbenchError
 from pdbench.storage.record.fields import MESSAGES, ROUND_INDEX, side_field, side_fields
 from pdbench.ui import data, launcher, play_launcher, tables
@@ -262,7 +263,7 @@ def _quit() -> None:
 def _history(records: list[dict[str, Any]]) -> pd.DataFrame:
     """The rounds played as the trail wants them (a 1-based `round` column)."""
     frame = pd.DataFrame(records)
-    frame["round"] = frame[ROUND_INDEX] + 1
+    frame["round"] = frame[ROUND_INDEX] + FIRST_ROUND
     return frame
 
 
@@ -335,7 +336,7 @@ def _board(ctx: AppContext, game: dict[str, Any], config_dir: Path) -> None:
         with st.expander("💬 The conversation so far", expanded=False):
             for record in records:
                 if record.get(MESSAGES):
-                    st.caption(f"Before round {record[ROUND_INDEX] + 1}")
+                    st.caption(f"Before {round_text(record[ROUND_INDEX])}")
                     st.html(chat_html(record[MESSAGES], them.short))
 
     _agent_view(request, live)
