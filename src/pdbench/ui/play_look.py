@@ -7,7 +7,8 @@ buttons, the result cards, the history's tooltips, the outcome line and the less
 
 The buttons are filled (a gradient, white text); the result cards are white panels with a
 coloured coin and the move's word in its colour, so the two never look alike. Animations are
-off for a browser that asks for reduced motion.
+off for a browser that asks for reduced motion. No "<" may appear in the CSS: Streamlit's HTML
+sanitiser drops a style element whose text looks like markup.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ CSS = f"""<style>
 .pdb-res-pay {{ font-size: 28px; font-weight: 800; color: #1f2933;
   font-variant-numeric: tabular-nums; text-align: right; min-width: 56px; }}
 .pdb-res-pay small {{ display: block; font-size: 11px; font-weight: 600; color: #7b8794; }}
-@property --pdb-n {{ syntax: "<integer>"; inherits: false; initial-value: 0; }}
+@property --pdb-n {{ syntax: "\\3Cinteger\\3E"; inherits: false; initial-value: 0; }}
 .pdb-res-pay .count {{ counter-reset: pdbn var(--pdb-n);
   animation: pdb-count .7s ease-out both; animation-delay: calc(var(--pdb-delay) + .35s); }}
 .pdb-res-pay .count::after {{ content: counter(pdbn); }}

@@ -308,10 +308,7 @@ def _board(ctx: AppContext, game: dict[str, Any], config_dir: Path) -> None:
     heading = "Game over" if live.finished else f"Round {played + 1} of {n}"
     moves = "".join(last[name] for name in side_fields("action")) if last else ""
     outcome = play_look.OUTCOMES.get(moves, "")
-    status.html(
-        f'<div class="pdb-round">{heading}<div style="font-size:13px;font-weight:400">'
-        f"{outcome}</div></div>"
-    )
+    status.html(f'<div class="pdb-round">{heading}</div>')  # the outcome: in the result panel
     st.html(play_look.CSS)
     if last:
         st.html(_result(last, played, outcome, them.short))
