@@ -114,12 +114,12 @@ def test_played_like_is_the_best_named_strategy_with_its_ties() -> None:
     rows = [
         _row("GRIM", 3, -0.01),
         _row("MEMORY_ONE", 1, -0.001, 5),  # the free family is not a strategy to play like
-        _row("TFT", 2, -0.01, moves_explained=1.0),
+        _row("TFT", 2, -0.01, moves_explained=1.0, n_moves=9),
         _row("GTFT", 4, -0.01, 2),  # as likely, but one parameter more
         _row("ALLD", 5, -6.9),
     ]
     like = lesson.played_like(rows)
-    assert like == lesson.PlayedLike("TFT", ("GRIM",), 1.0, None)
+    assert like == lesson.PlayedLike("TFT", ("GRIM",), 1.0, None, 9)
     assert lesson.played_like([]) is None
 
 
@@ -165,13 +165,13 @@ def test_memory_one_reads_counts_from_the_aggregates_row() -> None:
     assert theirs[1].rate is None
     card = play_look.lesson_html(
         "A sentence.",
-        lesson.PlayedLike("TFT", ("GRIM",), 0.8, None),
+        lesson.PlayedLike("TFT", ("GRIM",), 0.8, None, 10),
         [lesson.memory_one(row, "a"), theirs],
         ["🧑 You", "🪞 Copycat"],
     )
     assert "2 of 3 · 67%" in card and "never came up" in card
     assert "🪞 Copycat (TFT)" in card and "💀 Grudger (GRIM)" in card
-    assert "which explains 80% of your moves" in card
+    assert "which explains 80% of your 10 moves" in card
 
 
 def test_the_css_holds_nothing_the_sanitiser_would_take_for_markup() -> None:

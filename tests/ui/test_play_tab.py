@@ -88,6 +88,7 @@ def assert_lesson(page: str, run_dir: Path) -> None:
     mine = fits[(fits["agent"] == "a") & (fits["strategy"] != "MEMORY_ONE")]
     best = mine.sort_values("rank").iloc[0]["strategy"]
     assert re.search(rf'You played (most )?like<span class="big">[^<]*\({best}\)</span>', page)
+    assert "of your 5 moves" in page
 
 
 def test_the_play_tab_offers_every_policy_and_the_llm_agents() -> None:

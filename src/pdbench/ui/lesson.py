@@ -102,13 +102,14 @@ def lesson(mine: str, theirs: str) -> str:
 class PlayedLike:
     """Which strategy of the library a person's moves fit best (the strategy card's best named
     strategy): its key, the other strategies that fit exactly as well (same likelihood and
-    number of parameters: the game cannot tell them apart), the share of moves it explains,
-    and the card's verdict when no strategy in the library fits (None when one does)."""
+    number of parameters: the game cannot tell them apart), the share of moves it explains
+    (of `moves` fitted), and the card's verdict when no strategy in the library fits (None when one does)."""
 
     strategy: str
     ties: tuple[str, ...]
     explained: float | None
     verdict: str | None
+    moves: int | None = None  # the decided moves fitted
 
 
 def played_like(rows: Sequence[Mapping[str, Any]]) -> PlayedLike | None:
@@ -126,11 +127,13 @@ def played_like(rows: Sequence[Mapping[str, Any]]) -> PlayedLike | None:
         and math.isclose(r["log_likelihood"], best["log_likelihood"], abs_tol=1e-9)
     )
     explained = best.get("moves_explained")
+    moves = best.get("n_moves")
     return PlayedLike(
         str(best["strategy"]),
         ties,
         None if explained is None or not math.isfinite(explained) else float(explained),
         card_verdict(ranked),
+        None if moves is None else int(moves),
     )
 
 

@@ -165,7 +165,8 @@ def lesson_html(
         lead = "You played most like" if like.verdict else "You played like"
         played = f'{lead}<span class="big">{escape(_strategy(like.strategy))}</span>'
         if like.explained is not None:
-            played += f"which explains {like.explained:.0%} of your moves."
+            of = f"{like.moves} " if like.moves else ""
+            played += f"which explains {like.explained:.0%} of your {of}moves."
         if like.ties:
             shown = ", ".join(escape(_strategy(k)) for k in like.ties[:3])
             more = f" and {len(like.ties) - 3} more" if len(like.ties) > 3 else ""
