@@ -32,7 +32,7 @@ import streamlit as st
 
 from pdbench.errors import PdbenchError
 from pdbench.storage.record.fields import MESSAGES, ROUND_INDEX, side_field, side_fields
-from pdbench.ui import data, launcher, lesson, play_launcher, play_look, tables
+from pdbench.ui import data, launcher, lesson, play_launcher, play_look, play_talk, tables
 from pdbench.ui.components import (
     SEL_CONDITION,
     SEL_REPLICATE,
@@ -44,7 +44,7 @@ from pdbench.ui.components import (
     save_widgets,
 )
 from pdbench.ui.style import card_html, human_profile, trail_html
-from pdbench.ui.tabs import play_talk, view_results
+from pdbench.ui.tabs import view_results
 from pdbench.ui.tabs.run_experiment import PENDING_TAB
 
 LABEL = "🎮 Play"

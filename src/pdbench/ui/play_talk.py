@@ -1,6 +1,6 @@
-"""The talking parts of the 🎮 Play tab (with "Talk before each move"): the setup's talk
-options, the exchange before each move (the messages the person may read now and the box to
-write theirs) and messages as chat bubbles."""
+"""The talking parts of the 🎮 Play tab (`tabs/play.py`, with "Talk before each move"): the
+setup's talk options, the exchange before each move (the messages the person may read now and
+the box to write theirs) and messages as chat bubbles."""
 
 from __future__ import annotations
 
