@@ -110,10 +110,11 @@ def _restore(ctx: AppContext, config_dir: Path) -> dict[str, Any] | None:
         play_launcher.discard_live(config_path)
         _show_error(exc)
         return None
-    if kept.saved:
+    saved = kept.saved if kept.saved and Path(kept.saved).is_dir() else None  # else: saved again
+    if saved:
         play_launcher.discard_live(config_path)
     game = _new_game(str(game_id), kept.request, config_path, live, _data_dir(ctx))
-    game.update(moves=kept.moves, messages=kept.messages, saved=kept.saved)
+    game.update(moves=kept.moves, messages=kept.messages, saved=saved)
     st.session_state[GAME] = game
     return game
 
@@ -436,7 +437,10 @@ def _finish(ctx: AppContext, game: dict[str, Any], config_dir: Path) -> None:
             "was not served from the cache?).",
             icon="🚫",
         )
-    st.html(_lesson_card(game, records))
+    try:
+        st.html(_lesson_card(game, records))
+    except (PdbenchError, OSError, ValueError, KeyError) as exc:
+        st.warning(f"No lesson card: {data.first_line(exc)}", icon="⚠️")
     if st.button("📊 Open in View Results", type="primary", key="pl_open"):
         st.session_state[SEL_RUN] = game["saved"]
         st.session_state[SEL_CONDITION] = request.condition_name
