@@ -1,5 +1,5 @@
 """The look of the app, after Nicky Case's "The Evolution of Trust": green C and red D, gradient
-agent cards, move cards, timelines, podium and population charts as HTML.
+agent cards, timelines, podium and population charts as HTML.
 
 A policy's emoji, nickname, chart colour, card gradient and description come from its class in
 `pdbench.agents.policy` (`POLICY_REGISTRY[key].look`), so a new policy needs nothing here; LLM
@@ -143,7 +143,7 @@ def agent_profile(config: Mapping[str, Any] | None, name: str = "") -> Profile:
 EMOJI_FONTS = '"Apple Color Emoji", "Segoe UI Emoji", "Noto Color Emoji"'
 CSS = f"""
 <style>
-.pdb-card, .pdb-move, .pdb-vs, .pdb-round, .pdb-tl .pdb-who, .pdb-tl .pdb-head {{
+.pdb-card, .pdb-vs, .pdb-round, .pdb-tl .pdb-who, .pdb-tl .pdb-head {{
   font-family: "Source Sans", "Source Sans Pro", "Source Sans 3", {EMOJI_FONTS}, sans-serif; }}
 .pdb-card .pdb-emoji, .pdb-t, .pdb-vs {{ font-family: {EMOJI_FONTS}, sans-serif; }}
 .pdb-card {{ border-radius: 16px; padding: 14px 18px; color: #1f2933;
@@ -154,12 +154,6 @@ CSS = f"""
 .pdb-card .pdb-desc {{ font-size: 14px; margin-top: 6px; }}
 .pdb-card .pdb-side {{ float: right; font-size: 12px; font-weight: 700; opacity: .6; }}
 .pdb-vs {{ text-align: center; font-size: 34px; padding-top: 38px; }}
-.pdb-move {{ border-radius: 14px; padding: 12px; text-align: center; color: white;
-  box-shadow: 0 2px 8px rgba(0,0,0,.15); }}
-.pdb-move.c {{ background: linear-gradient(135deg, #3fb866, {COOP_COLOR}); }}
-.pdb-move.d {{ background: linear-gradient(135deg, #e86363, {DEFECT_COLOR}); }}
-.pdb-move .pdb-big {{ font-size: 30px; font-weight: 800; }}
-.pdb-move .pdb-note {{ font-size: 13px; margin-top: 2px; opacity: .95; }}
 .pdb-round {{ text-align: center; font-size: 18px; font-weight: 700; padding-top: 22px; }}
 .pdb-tl {{ margin-bottom: 6px; }}
 .pdb-tl .pdb-head {{ font-size: 12px; color: #667; margin: 4px 0 2px 0; }}
@@ -201,22 +195,6 @@ def card_html(profile: Profile, side: str) -> str:
         f'<div class="pdb-title">{escape(profile.title)}</div>'
         f'<div class="pdb-sub">{escape(profile.subtitle)}</div>'
         f'<div class="pdb-desc">{escape(profile.description)}</div></div>'
-    )
-
-
-def move_html(played: str, intended: str, payoff: float, parse_failure: bool) -> str:
-    """A move card: '🤝 C +3' on green or '🗡️ D +5' on red, with notes for noise and fallbacks."""
-    notes = []
-    if played != intended:
-        notes.append(f"⚡ meant {escape(intended)}, flipped by noise")
-    if parse_failure:
-        notes.append("⚠️ fallback move after invalid replies")
-    note = f'<div class="pdb-note">{" · ".join(notes)}</div>' if notes else ""
-    return (
-        f'<div class="pdb-move {played.lower()}">'
-        f'<div class="pdb-big">{ACTION_EMOJI.get(played, "?")} {escape(played)} '
-        f"{payoff:+g}</div>"
-        f'<div class="pdb-note">{ACTION_WORD.get(played, "")}</div>{note}</div>'
     )
 
 
@@ -307,7 +285,7 @@ def trail_html(table: pd.DataFrame, labels: Sequence[str], current: int) -> str:
             cells.append(
                 _mark(
                     ["pdb-t"],
-                    f"Round {rnd}: {played}",
+                    f"Round {rnd}: {played} ({ACTION_WORD.get(played, '?')})",
                     played,
                     intended,
                     bool(failed),
