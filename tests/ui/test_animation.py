@@ -8,6 +8,7 @@ import re
 
 import pandas as pd
 
+from pdbench.storage.record.fields import side_field
 from pdbench.ui import animation, charts, style
 from pdbench.ui.style import Player, policy_profile
 
@@ -112,3 +113,29 @@ def test_equal_cumulative_payoffs_stay_visible_as_two_lines() -> None:
     assert solid == [1, 0] and dashed[1] > 0
     wide, narrow = enc["strokeWidth"]["scale"]["range"]
     assert wide > narrow * 1.5
+
+
+def test_game_data_numbers_and_flags_match_the_value_by_value_rules() -> None:
+    """The whole-column conversions give what `_number` and a per-round flag give one by one."""
+    payoffs = [3.0, 0.0, 5.0, 1.0, 2.5, -1.0, 1 / 3, 1e-7, 4.0000001]
+    fails = [False, None, True, False, True, None, False, False, True]
+    table = pd.DataFrame(
+        {
+            side_field(side, column): values
+            for side in ("a", "b")
+            for column, values in (
+                ("action", list("CDCDCDCDC")),
+                ("intended_action", list("CCCDDDCCD")),
+                ("parse_failure", pd.array(fails, dtype="boolean")),
+                ("payoff", payoffs),
+            )
+        }
+    )
+    data = animation.game_data(table, ["A", "B"])
+    assert data["a"] == "CDCDCDCDC" and data["fb"] == "CCCDDDCCD"
+    assert data["xa"] == "001010001"  # None counts as no fallback
+    assert data["pa"] == [3, 0, 5, 1, 2.5, -1, 0.333333, 0.0, 4.0]
+    assert [type(v) for v in data["pa"][:4]] == [int] * 4
+    assert data["pb"] == [animation._number(p) for p in payoffs]
+    whole = animation.game_data(table.assign(**{side_field("a", "payoff"): [1.0] * 9}), ["A", "B"])
+    assert whole["pa"] == [1] * 9 and all(type(v) is int for v in whole["pa"])

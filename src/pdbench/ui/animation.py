@@ -17,6 +17,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from pdbench.storage.record.fields import MESSAGES, side_field
@@ -42,6 +43,22 @@ def _number(x: float) -> float | int:
     return int(x) if float(x).is_integer() else round(float(x), 6)
 
 
+def _numbers(values: pd.Series) -> list[float | int]:
+    """`_number` of every value, whole ones found at once (a long game has a million)."""
+    floats = values.to_numpy(dtype=float)
+    whole = np.isfinite(floats) & (floats == np.floor(floats))
+    if whole.all():
+        return floats.astype(np.int64).tolist()
+    return [
+        int(v) if w else round(v, 6) for v, w in zip(floats.tolist(), whole.tolist(), strict=True)
+    ]
+
+
+def _letters(values: pd.Series) -> str:
+    """A column of one-letter moves as one string."""
+    return "".join(values.astype(str).tolist())
+
+
 def game_data(
     table: pd.DataFrame, labels: Sequence[str], replies: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
@@ -54,11 +71,11 @@ def game_data(
     if replies is not None:
         data["replies"] = dict(replies)
     for side in ("a", "b"):
-        data[side] = "".join(table[side_field(side, "action")].astype(str))
-        data[f"f{side}"] = "".join(table[side_field(side, "intended_action")].astype(str))
-        fails = table[side_field(side, "parse_failure")].fillna(False).astype(bool)
-        data[f"x{side}"] = "".join("1" if f else "0" for f in fails)
-        data[f"p{side}"] = [_number(p) for p in table[side_field(side, "payoff")].astype(float)]
+        data[side] = _letters(table[side_field(side, "action")])
+        data[f"f{side}"] = _letters(table[side_field(side, "intended_action")])
+        fails = table[side_field(side, "parse_failure")].fillna(False).astype(bool).to_numpy()
+        data[f"x{side}"] = (fails.astype(np.uint8) + ord("0")).tobytes().decode("ascii")
+        data[f"p{side}"] = _numbers(table[side_field(side, "payoff")])
     if MESSAGES in table.columns:
         said = talk.encode(table[MESSAGES].tolist(), data["fa"], data["fb"])
         if said is not None:
