@@ -4,6 +4,7 @@ aggregate`, one condition at a time."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,9 @@ from pdbench.storage.schema import (
     USAGE_FIELDS,
     aggregates_arrow_schema,
 )
+
+# Threads computing conditions' intervals: two where there are two cores or more.
+INTERVAL_WORKERS = 2 if (os.cpu_count() or 1) >= 2 else 1
 
 
 def write_aggregates(rows: list[dict[str, Any]], path: Path) -> None:
@@ -151,10 +155,11 @@ def aggregate_games(
             "(a damaged or hand-edited manifest)"
         ) from None
     usage = usage_by_game(run_dir)
-    # Each condition's intervals are computed in a thread while the next condition's games are
-    # read and measured (NumPy and pyarrow work without the GIL). A condition's intervals use
-    # its own rows only (its games, its generator), so computing them apart changes nothing.
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pdbench-intervals") as pool:
+    # Each condition's intervals are computed in a worker thread while the next condition's
+    # games are read and measured (NumPy and pyarrow work without the GIL); with two cores two
+    # conditions' intervals at once. A condition's intervals use its own rows only (its games,
+    # its generator), so computing them apart, in any order, changes nothing.
+    with ThreadPoolExecutor(INTERVAL_WORKERS, thread_name_prefix="pdbench-intervals") as pool:
         pending = []
         for condition, outcomes in games:
             order = condition_order if condition is None else [condition]
