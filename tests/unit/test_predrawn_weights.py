@@ -72,16 +72,23 @@ def test_aggregates_with_weights_drawn_ahead_are_the_same() -> None:
         plain = with_intervals([dict(r) for r in rows], settings)
         ahead = with_intervals([dict(r) for r in rows], settings, predrawn=predrawn)
         assert repr(ahead) == repr(plain), condition  # every float the same, NaN included
-    # the draws made ahead are those of each condition's own generator
+
+
+def test_the_draws_made_ahead_are_handed_out_once() -> None:
+    settings = IntervalSettings(resamples=300, seed=21)
+    predrawn = Predrawn(settings, {"x": 12})
+    predrawn.generator_for("nothing drawn")  # waits for the thread
+    made = predrawn._ahead["x"][0][2]
     generator = interval_generators(settings)("x")
     first = resample_weights(12, 300, generator)
     second = resample_weights(12, min(BAND_RESAMPLES, 300), generator)
     replay = predrawn.generator_for("x")
-    assert np.array_equal(resample_weights(12, 300, replay), first)
+    assert replay.multinomial(12, np.full(12, 1.0 / 12), size=300) is made  # not drawn again
+    assert np.array_equal(made, first)
     assert np.array_equal(resample_weights(12, min(BAND_RESAMPLES, 300), replay), second)
-    # and they are handed out, not drawn again
-    fresh = predrawn.generator_for("x")
-    assert fresh.multinomial(12, np.full(12, 1.0 / 12), size=300) is predrawn._ahead["x"][0][2]
+    again = predrawn.generator_for("x")  # asked again: drawn as usual, the same numbers
+    assert np.array_equal(resample_weights(12, 300, again), first)
+    assert "x" not in predrawn._ahead
 
 
 def test_other_settings_do_not_use_the_draws() -> None:

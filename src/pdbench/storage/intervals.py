@@ -100,9 +100,11 @@ class Predrawn:
             self._ahead[condition] = ahead
 
     def generator_for(self, condition: str) -> np.random.Generator:
-        """The condition's generator: `PredrawnGenerator` with its draws made ahead."""
+        """The condition's generator: `PredrawnGenerator` with its draws made ahead, handed
+        over once (the memory is freed as the conditions' intervals are computed); asked again,
+        a condition's generator draws as usual."""
         self._thread.join()
-        return PredrawnGenerator(_seed(self.settings, condition), self._ahead.get(condition, []))
+        return PredrawnGenerator(_seed(self.settings, condition), self._ahead.pop(condition, []))
 
 
 def predraw_for(manifest: dict[str, Any]) -> Predrawn | None:
