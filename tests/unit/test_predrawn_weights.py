@@ -77,7 +77,7 @@ def test_aggregates_with_weights_drawn_ahead_are_the_same() -> None:
 def test_the_draws_made_ahead_are_handed_out_once() -> None:
     settings = IntervalSettings(resamples=300, seed=21)
     predrawn = Predrawn(settings, {"x": 12})
-    predrawn.generator_for("nothing drawn")  # waits for the thread
+    assert predrawn._ready["x"].wait(timeout=60)  # the thread has drawn for "x"
     made = predrawn._ahead["x"][0][2]
     generator = interval_generators(settings)("x")
     first = resample_weights(12, 300, generator)

@@ -81,29 +81,38 @@ class Predrawn:
     def __init__(self, settings: IntervalSettings, games: Mapping[str, int]) -> None:
         self.settings = settings
         self._ahead: dict[str, list[tuple[int, int, np.ndarray, dict[str, Any]]]] = {}
-        self._thread = threading.Thread(
+        # set when a condition's draws are made (or given up): a condition waits for its own
+        self._ready = {condition: threading.Event() for condition in games}
+        threading.Thread(
             target=self._draw, args=(dict(games),), name="pdbench-draws", daemon=True
-        )
-        self._thread.start()
+        ).start()
 
     def _draw(self, games: dict[str, int]) -> None:
         sizes = (self.settings.resamples, min(BAND_RESAMPLES, self.settings.resamples))
-        for condition, n in games.items():
-            try:
-                rng = np.random.default_rng(_seed(self.settings, condition))
-                ahead = []
-                for size in sizes:
-                    result = rng.multinomial(n, _uniform(n), size=size)
-                    ahead.append((n, size, result, rng.bit_generator.state))
-            except (ValueError, TypeError, ZeroDivisionError):  # e.g. no games: drawn as usual
-                continue
-            self._ahead[condition] = ahead
+        try:
+            for condition, n in games.items():
+                try:
+                    rng = np.random.default_rng(_seed(self.settings, condition))
+                    ahead = []
+                    for size in sizes:
+                        result = rng.multinomial(n, _uniform(n), size=size)
+                        ahead.append((n, size, result, rng.bit_generator.state))
+                    self._ahead[condition] = ahead
+                except (ValueError, TypeError, ZeroDivisionError):  # no games: drawn as usual
+                    pass
+                self._ready[condition].set()
+        finally:
+            for ready in self._ready.values():
+                ready.set()
 
     def generator_for(self, condition: str) -> np.random.Generator:
-        """The condition's generator: `PredrawnGenerator` with its draws made ahead, handed
-        over once (the memory is freed as the conditions' intervals are computed); asked again,
-        a condition's generator draws as usual."""
-        self._thread.join()
+        """The condition's generator: `PredrawnGenerator` with its draws made ahead (waiting
+        for them if they are being made), handed over once (the memory is freed as the
+        conditions' intervals are computed); asked again, a condition's generator draws as
+        usual."""
+        ready = self._ready.get(condition)
+        if ready is not None:
+            ready.wait()
         return PredrawnGenerator(_seed(self.settings, condition), self._ahead.pop(condition, []))
 
 
