@@ -657,12 +657,12 @@ def _add_bands(
     bands = mean_intervals(matrix, weights, settings.level, [(0.0, 1.0)] * longest)
     if all(low is None for low, _ in bands):
         return
-    row["cooperation_rate_over_time_ci_low"] = _json_list([_rounded(low) for low, _ in bands])
-    row["cooperation_rate_over_time_ci_high"] = _json_list([_rounded(high) for _, high in bands])
-
-
-def _rounded(value: float | None) -> float | None:
-    return None if value is None else round(value, 6)
+    row["cooperation_rate_over_time_ci_low"] = _json_list(
+        [None if low is None else round(low, 6) for low, _ in bands]  # 6 decimals
+    )
+    row["cooperation_rate_over_time_ci_high"] = _json_list(
+        [None if high is None else round(high, 6) for _, high in bands]
+    )
 
 
 def mean_and_ci95(values: Sequence[float]) -> tuple[float | None, float | None, float | None]:

@@ -444,15 +444,19 @@ def clipped_mean_intervals(
     ceiling = np.array([math.inf if b is None else b[1] for b in limits], dtype=np.float64)
     clipped_low, clipped_high = np.maximum(low, floor), np.minimum(high, ceiling)
     was_clipped = (clipped_low != low) | (clipped_high != high)
+    # As Python numbers at once (`tolist`: the same floats, ints and bools, without a NumPy
+    # scalar per cell: the bands have a column per round).
+    known, same, lowest = counts.tolist(), constant.tolist(), low_values.tolist()
+    lows, highs, clipped = clipped_low.tolist(), clipped_high.tolist(), was_clipped.tolist()
     out: list[tuple[float | None, float | None, bool]] = []
     for col in range(n_cols):
-        if counts[col] < 2:
+        if known[col] < 2:
             out.append((None, None, False))
-        elif constant[col]:
-            c_low, c_high = constant_interval(float(low_values[col]), int(counts[col]), limits[col])
+        elif same[col]:
+            c_low, c_high = constant_interval(lowest[col], known[col], limits[col])
             out.append((c_low, c_high, False))
         else:
-            out.append((float(clipped_low[col]), float(clipped_high[col]), bool(was_clipped[col])))
+            out.append((lows[col], highs[col], clipped[col]))
     return out
 
 

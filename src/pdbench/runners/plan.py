@@ -225,6 +225,14 @@ def fallbacks(rows: list[dict[str, Any]], condition: str, side: str) -> tuple[in
     return (count, moves) if llm or count else None
 
 
+def by_condition(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Aggregate rows by condition (what `fallbacks` reads of a condition, found once)."""
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        grouped.setdefault(row["condition"], []).append(row)
+    return grouped
+
+
 def _fallback_text(counts: tuple[int, int] | None) -> str:
     if counts is None:
         return "-"
@@ -243,8 +251,9 @@ def summary_table(rows: list[dict[str, Any]]) -> str:
     cw = min(CONDITION_WIDTH, longest)
     names = [r[f"agent_{s}_name"] for r in conds for s in "ab"]
     nw = min(NAME_WIDTH, max([len(n) for n in names] + [len("agent A")]))
+    grouped = by_condition(rows)
     cells = {
-        (r["condition"], s): _fallback_text(fallbacks(rows, r["condition"], s))
+        (r["condition"], s): _fallback_text(fallbacks(grouped[r["condition"]], r["condition"], s))
         for r in conds
         for s in "ab"
     }
@@ -278,11 +287,12 @@ def summary_table(rows: list[dict[str, Any]]) -> str:
 def fallback_warnings(rows: list[dict[str, Any]]) -> list[str]:
     """A warning per condition and agent whose moves were more than 5% fallbacks."""
     out = []
+    grouped = by_condition(rows)
     for row in rows:
         if row["scope"] != "condition":
             continue
         for side in "ab":
-            counts = fallbacks(rows, row["condition"], side)
+            counts = fallbacks(grouped[row["condition"]], row["condition"], side)
             if counts is None or not counts[1] or counts[0] / counts[1] <= FALLBACK_WARN_SHARE:
                 continue
             count, moves = counts

@@ -9,6 +9,8 @@ prints) and the lines that report the outcome (what the CLI prints after a run).
 from __future__ import annotations
 
 import dataclasses
+import importlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,16 +24,36 @@ from pdbench.runners.plan import (
     shares_table,
     summary_table,
 )
-from pdbench.runners.science.evolve import plan_pool, run_evolution
-from pdbench.runners.science.experiment import plan_games, run_experiment
-from pdbench.runners.science.tournament import plan_matches, run_tournament
 from pdbench.storage.run_dir import read_manifest
 from pdbench.storage.schema import MANIFEST_FILES
 
 __all__ = ["RunOptions", "check_options", "plans_for", "report", "resume_cache", "start"]
 
-PLANNERS = {"experiment": plan_games, "tournament": plan_matches, "evolution": plan_pool}
-RUNNERS = {"experiment": run_experiment, "tournament": run_tournament, "evolution": run_evolution}
+# Each kind's module (package.module, planner, runner), imported when a run of that kind starts:
+# an experiment needs none of the tournament's and evolution's code.
+_KINDS = {
+    "experiment": ("experiment", "plan_games", "run_experiment"),
+    "tournament": ("tournament", "plan_matches", "run_tournament"),
+    "evolution": ("evolve", "plan_pool", "run_evolution"),
+}
+
+
+def _science(kind: str, which: int) -> Callable[..., Any]:
+    """The planner (which=1) or runner (which=2) of a kind, from its science module."""
+    module = importlib.import_module(f"pdbench.runners.science.{_KINDS[kind][0]}")
+    return getattr(module, _KINDS[kind][which])
+
+
+def _lazy(kind: str, which: int) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return _science(kind, which)(*args, **kwargs)
+
+    call.__name__ = _KINDS[kind][which]
+    return call
+
+
+PLANNERS = {kind: _lazy(kind, 1) for kind in _KINDS}
+RUNNERS = {kind: _lazy(kind, 2) for kind in _KINDS}
 
 
 def plans_for(loaded: LoadedConfig) -> list[GamePlan]:

@@ -3,6 +3,7 @@ aggregate`, one condition at a time."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -12,7 +13,13 @@ import orjson
 
 from pdbench.core.metrics import CollapseParams, GameOutcome, aggregate_rows
 from pdbench.errors import RunError
-from pdbench.storage.intervals import interval_settings, metric_designs, with_intervals
+from pdbench.storage.intervals import (
+    Predrawn,
+    interval_settings,
+    metric_designs,
+    predraw_for,
+    with_intervals,
+)
 from pdbench.storage.parquet import write_rows
 from pdbench.storage.record.fields import TALK_INPUT_FIELDS
 from pdbench.storage.record.table import (
@@ -31,6 +38,9 @@ from pdbench.storage.schema import (
     USAGE_FIELDS,
     aggregates_arrow_schema,
 )
+
+# Threads computing conditions' intervals: two where there are two cores or more.
+INTERVAL_WORKERS = 2 if (os.cpu_count() or 1) >= 2 else 1
 
 
 def write_aggregates(rows: list[dict[str, Any]], path: Path) -> None:
@@ -126,6 +136,7 @@ def aggregate_games(
     run_dir: Path,
     manifest: dict[str, Any],
     games: Iterable[tuple[str | None, list[GameOutcome]]],
+    predrawn: Predrawn | None = None,
 ) -> list[dict[str, Any]]:
     """The one aggregate pipeline: per condition its rows (`aggregate_rows`), then the LLM
     usage columns, the intervals and the sweep coordinates; writes aggregates.parquet and
@@ -133,7 +144,11 @@ def aggregate_games(
     their order, interval settings, metric designs, sweep). `games` gives the games one
     condition at a time ((condition, its outcomes); condition None: games of any conditions),
     so a caller holds one condition's rounds at a time: `pdbench run` from memory, `pdbench
-    aggregate` and `merge` from the rounds on disk."""
+    aggregate` and `merge` from the rounds on disk. `predrawn`: the intervals' resampling
+    weights drawn ahead (`pdbench run` starts them before play); else they are drawn from here
+    on, in a thread, while the first games are read and measured."""
+    if predrawn is None:
+        predrawn = predraw_for(manifest)
     try:
         collapse_cfg = manifest.get("collapse", {})
         collapse = CollapseParams(
@@ -151,16 +166,17 @@ def aggregate_games(
             "(a damaged or hand-edited manifest)"
         ) from None
     usage = usage_by_game(run_dir)
-    # Each condition's intervals are computed in a thread while the next condition's games are
-    # read and measured (NumPy and pyarrow work without the GIL). A condition's intervals use
-    # its own rows only (its games, its generator), so computing them apart changes nothing.
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pdbench-intervals") as pool:
+    # Each condition's intervals are computed in a worker thread while the next condition's
+    # games are read and measured (NumPy and pyarrow work without the GIL); with two cores two
+    # conditions' intervals at once. A condition's intervals use its own rows only (its games,
+    # its generator), so computing them apart, in any order, changes nothing.
+    with ThreadPoolExecutor(INTERVAL_WORKERS, thread_name_prefix="pdbench-intervals") as pool:
         pending = []
         for condition, outcomes in games:
             order = condition_order if condition is None else [condition]
             part = aggregate_rows(manifest.get("run_id", ""), outcomes, order, collapse)
             part = add_usage_columns(part, usage)
-            pending.append(pool.submit(with_intervals, part, settings, designs))
+            pending.append(pool.submit(with_intervals, part, settings, designs, predrawn))
         rows = [row for done in pending for row in done.result()]
     rows = add_sweep_columns(rows, coordinates)
     write_aggregates(rows, run_dir / AGGREGATES_FILE)

@@ -4,12 +4,13 @@ ranges (its MetricDesign, from the payoff matrix and the horizon)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
-from pdbench.core.metrics import MetricDesign, add_intervals
+from pdbench.core.metrics import BAND_RESAMPLES, MetricDesign, add_intervals
 from pdbench.core.rng import derive_seed
 from pdbench.core.stats import DEFAULT_RESAMPLES, LEVEL, IntervalSettings
 
@@ -29,20 +30,121 @@ def interval_generators(settings: IntervalSettings) -> Callable[[str], np.random
     condition's name (`derive_seed(seed, "intervals", condition)`)."""
 
     def generator_for(condition: str) -> np.random.Generator:
-        return np.random.default_rng(derive_seed(settings.seed, "intervals", condition))
+        return np.random.default_rng(_seed(settings, condition))
 
     return generator_for
+
+
+def _seed(settings: IntervalSettings, condition: str) -> int:
+    return derive_seed(settings.seed, "intervals", condition)
+
+
+class PredrawnGenerator(np.random.Generator):
+    """A condition's generator (`interval_generators`) whose first multinomial draws were made
+    ahead: each call that asks for the next draw made ahead (same n, size and probabilities)
+    gets its result, and the generator moves to the state that draw left; the first call that
+    asks for anything else, and every call after it, draws from that state as usual. So its
+    numbers are exactly those of `np.random.default_rng` on the same seed."""
+
+    def __init__(self, seed: int, ahead: list[tuple[int, int, np.ndarray, dict[str, Any]]]):
+        super().__init__(np.random.PCG64(seed))
+        self._ahead = list(ahead)  # (n, size, result, bit generator state after it)
+
+    def multinomial(self, n: Any, pvals: Any, size: Any = None) -> np.ndarray:
+        """`Generator.multinomial`, from the draws made ahead while they match."""
+        if self._ahead:
+            games, resamples, result, state = self._ahead.pop(0)
+            if (
+                isinstance(n, int)
+                and n == games
+                and size == resamples
+                and np.array_equal(pvals, _uniform(games))
+            ):
+                self.bit_generator.state = state
+                return result
+            self._ahead = []
+        return super().multinomial(n, pvals, size)
+
+
+def _uniform(n: int) -> np.ndarray:
+    """The probabilities `resample_weights` draws with: each of n games 1/n."""
+    return np.full(n, 1.0 / n)
+
+
+class Predrawn:
+    """The resampling weights `add_intervals` draws first for each condition (`resamples`
+    draws of its games, then the bands' draws), drawn in a thread started now, e.g. while
+    the games play (NumPy draws without holding the GIL); `generator_for` gives each
+    condition's `PredrawnGenerator`. `games`: each condition's number of games, as expected;
+    a condition whose games differ simply draws as usual."""
+
+    def __init__(self, settings: IntervalSettings, games: Mapping[str, int]) -> None:
+        self.settings = settings
+        self._ahead: dict[str, list[tuple[int, int, np.ndarray, dict[str, Any]]]] = {}
+        # set when a condition's draws are made (or given up): a condition waits for its own
+        self._ready = {condition: threading.Event() for condition in games}
+        threading.Thread(
+            target=self._draw, args=(dict(games),), name="pdbench-draws", daemon=True
+        ).start()
+
+    def _draw(self, games: dict[str, int]) -> None:
+        sizes = (self.settings.resamples, min(BAND_RESAMPLES, self.settings.resamples))
+        try:
+            for condition, n in games.items():
+                try:
+                    rng = np.random.default_rng(_seed(self.settings, condition))
+                    ahead = []
+                    for size in sizes:
+                        result = rng.multinomial(n, _uniform(n), size=size)
+                        ahead.append((n, size, result, rng.bit_generator.state))
+                    self._ahead[condition] = ahead
+                except (ValueError, TypeError, ZeroDivisionError):  # no games: drawn as usual
+                    pass
+                self._ready[condition].set()
+        finally:
+            for ready in self._ready.values():
+                ready.set()
+
+    def generator_for(self, condition: str) -> np.random.Generator:
+        """The condition's generator: `PredrawnGenerator` with its draws made ahead (waiting
+        for them if they are being made), handed over once (the memory is freed as the
+        conditions' intervals are computed); asked again, a condition's generator draws as
+        usual."""
+        ready = self._ready.get(condition)
+        if ready is not None:
+            ready.wait()
+        return PredrawnGenerator(_seed(self.settings, condition), self._ahead.pop(condition, []))
+
+
+def predraw_for(manifest: dict[str, Any]) -> Predrawn | None:
+    """`Predrawn` for a run's manifest (its interval settings, each condition's planned games);
+    None when the manifest lists no conditions' games."""
+    games: dict[str, int] = {}
+    try:
+        for condition in manifest.get("conditions") or []:
+            games[str(condition["name"])] = len(condition["games"])
+        settings = interval_settings(manifest)
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return None
+    return Predrawn(settings, games) if games else None
 
 
 def with_intervals(
     rows: list[dict[str, Any]],
     settings: IntervalSettings,
     designs: dict[str, MetricDesign] | None = None,
+    predrawn: Predrawn | None = None,
 ) -> list[dict[str, Any]]:
     """`rows` with the interval columns of every condition row (core.metrics.add_intervals),
-    clipped to each condition's feasible ranges (`designs`, by condition name)."""
+    clipped to each condition's feasible ranges (`designs`, by condition name); `predrawn`:
+    weights drawn ahead for these settings (the same numbers, sooner)."""
     found = designs or {}
-    return add_intervals(rows, settings, interval_generators(settings), found.get)
+    generators = (
+        predrawn.generator_for
+        if predrawn is not None and predrawn.settings == settings
+        else interval_generators(settings)
+    )
+    return add_intervals(rows, settings, generators, found.get)
 
 
 def metric_designs(manifest: dict[str, Any]) -> dict[str, MetricDesign]:

@@ -9,6 +9,7 @@ experiment then writes aggregates.parquet: per game and per condition, every met
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from pdbench.runners.config.loader import LoadedConfig
 from pdbench.runners.engine.engine import GamePlan, ProgressFn
 from pdbench.runners.lifecycle.session import RunOptions, RunSession
 from pdbench.storage.aggregate import aggregate_games
+from pdbench.storage.intervals import Predrawn
 from pdbench.storage.run_dir import read_manifest
 from pdbench.storage.schema import USAGE_COLUMNS
 
@@ -175,13 +177,15 @@ def run_experiment(loaded: LoadedConfig, options: RunOptions | None = None) -> R
         **({"published": loaded.published} if loaded.published is not None else {}),
     }
     rows: list[dict[str, Any]] = []
+    # The intervals' resampling weights are drawn while the games play (the same numbers).
+    predrawn = Predrawn(intervals, Counter(p.condition for p in plans))
 
     def finish(outcomes: dict[int, GameOutcome], run_dir: Path) -> dict[str, Any]:
         manifest = read_manifest(run_dir, "experiment")  # as this session wrote it
         by_condition: dict[str, list[GameOutcome]] = {}
         for plan in plans:
             by_condition.setdefault(plan.condition, []).append(outcomes[plan.index])
-        rows.extend(aggregate_games(run_dir, manifest, by_condition.items()))
+        rows.extend(aggregate_games(run_dir, manifest, by_condition.items(), predrawn))
         return {}
 
     result = RunSession(loaded, plans, options, extra).run(finish)
