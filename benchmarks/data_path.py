@@ -12,6 +12,9 @@ and measures, each in a fresh process:
                                 `pdbench ui RUN_DIR --print-command` gives), Chromium opens it on
                                 View Results; the time from navigation to the first drawn Vega
                                 chart, and the server's peak resident memory (VmHWM)
+  the app's floor               the same for a trivial page (one 10-point Altair chart) served
+                                by plain `streamlit run`: what Streamlit and Chromium alone take
+                                on this machine now (`--commands app,floor`)
 
 Wall time is measured around the child; its CPU time (user + system) and peak memory come from
 GNU time (`/usr/bin/time`, wait4's `ru_maxrss`: the child's own peak, or that of any child it
@@ -53,6 +56,14 @@ from run_throughput import PAIRS, count_lines, write_experiment  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 SIZES = {"quick": (10, 100), "1m": (100, 1_000), "10m": (1_000, 1_000)}  # games, rounds
 COMMANDS = ("run", "aggregate", "profile", "report")
+APPS = ("app", "floor")  # the app's first chart; a trivial one-chart page beside it
+FLOOR_APP = """import altair as alt
+import streamlit as st
+
+st.set_page_config(page_title="floor", layout="wide")
+data = alt.Data(values=[{"x": i, "y": i % 3} for i in range(10)])
+st.altair_chart(alt.Chart(data).mark_line().encode(x="x:Q", y="y:Q"), width="stretch")
+"""
 COLUMNAR_GOAL = "<= 10 B a policy round"
 CHROMIUM = Path("/usr/bin/chromium")
 TIME = Path("/usr/bin/time")  # GNU time
@@ -165,12 +176,20 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def measure_app(side: Side, log: Path, timeout_s: float = 300) -> Measure:
-    """A fresh server on the run directory: seconds from navigation to the first drawn chart in
-    Chromium, and the server's peak RSS once the page has finished its first script run."""
-    from playwright.sync_api import sync_playwright
-
-    port = free_port()
+def app_command(side: Side, port: int, floor: bool) -> list[str]:
+    """The server's command line: `pdbench ui RUN_DIR` as `--print-command` gives it, or for the
+    floor plain `streamlit run` of FLOOR_APP (written beside the side's run)."""
+    if floor:
+        app = side.run_dir.parent / "floor_app.py"
+        app.write_text(FLOOR_APP)
+        return [sys.executable, "-m", "streamlit", "run", str(app), "--server.headless", "true"] + [
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+            "--browser.gatherUsageStats",
+            "false",
+        ]
     printed = subprocess.run(
         [sys.executable, "-m", "pdbench.cli", "ui", str(side.run_dir), "--port", str(port)]
         + ["--print-command"],
@@ -179,9 +198,20 @@ def measure_app(side: Side, log: Path, timeout_s: float = 300) -> Measure:
         capture_output=True,
         text=True,
     ).stdout.strip()
+    return shlex.split(printed.splitlines()[-1])
+
+
+def measure_app(side: Side, log: Path, timeout_s: float = 300, floor: bool = False) -> Measure:
+    """A fresh server on the run directory (or the trivial page, `floor`): seconds from
+    navigation to the first drawn chart in Chromium, and the server's peak RSS once the page has
+    finished its first script run."""
+    from playwright.sync_api import sync_playwright
+
+    port = free_port()
+    command = app_command(side, port, floor)
     with open(log, "wb") as out, sync_playwright() as pw:
         server = subprocess.Popen(
-            shlex.split(printed.splitlines()[-1]),
+            command,
             cwd=log.parent,
             env=side.env(),
             stdout=out,
@@ -244,6 +274,7 @@ def goal(command: str, size: str, results: dict[str, dict[str, dict[str, list[Me
         "aggregate": "<= 1.5 s, <= 300 MB",
         "profile": "<= 3 s, <= 300 MB",
         "app": "< 2 s, < 400 MB",
+        "floor": "(Streamlit alone)",
     }.get(command, "")
 
 
@@ -267,7 +298,7 @@ def print_table(
     labels: list[str],
 ) -> None:
     """The medians of one size beside the goals, and bytes a round on disk."""
-    rows = [*COMMANDS, "app"]
+    rows = [*COMMANDS, *APPS]
     header = f"{'command':<18}" + "".join(f"| {label:<36}" for label in labels) + "| goal"
     print(
         f"\n{size}: {rounds:,} rounds (medians: wall s (CPU s) peak MB)\n{header}\n"
@@ -277,7 +308,7 @@ def print_table(
         by_side = results[size].get(command, {})
         if not by_side:
             continue
-        name = "app first chart" if command == "app" else f"pdbench {command}"
+        name = {"app": "app first chart", "floor": "app floor"}.get(command, f"pdbench {command}")
         cells = "".join(f"| {cell(by_side.get(label), rounds, command):<36}" for label in labels)
         print(f"{name:<18}{cells}| {goal(command, size, results)}")
     files = sorted({name for sizes in disk.values() for name in sizes})
@@ -305,7 +336,8 @@ def main() -> None:
     parser.add_argument(
         "--commands",
         default=",".join([*COMMANDS, "app"]),
-        help="comma-separated subset of run,aggregate,profile,report,app (run is always first)",
+        help="comma-separated subset of run,aggregate,profile,report,app,floor (run is always "
+        "first; floor: a trivial one-chart page, Streamlit's own time)",
     )
     parser.add_argument(
         "--rounds-log",
@@ -319,7 +351,8 @@ def main() -> None:
     sizes = ["quick"] if args.quick else [s.strip().lower() for s in args.sizes.split(",")]
     if unknown := [s for s in sizes if s not in SIZES]:
         parser.error(f"unknown size {unknown[0]!r} (valid: {', '.join(SIZES)})")
-    if not args.no_app and "app" in args.commands and not CHROMIUM.exists():
+    wants_app = any(a in args.commands for a in APPS)
+    if not args.no_app and wants_app and not CHROMIUM.exists():
         parser.error(f"{CHROMIUM} is missing (apt-get install -y chromium), or pass --no-app")
     sources = [("this", REPO / "src")]
     if args.baseline is not None:
@@ -328,9 +361,9 @@ def main() -> None:
         sources.append(("baseline", args.baseline.resolve()))
     labels = [label for label, _ in sources]
     wanted = {c.strip() for c in args.commands.split(",")} | {"run"}
-    if unknown := sorted(wanted - {*COMMANDS, "app"}):
+    if unknown := sorted(wanted - {*COMMANDS, *APPS}):
         parser.error(f"unknown command {unknown[0]!r}")
-    commands = [c for c in (*COMMANDS, "app") if c in wanted and not (c == "app" and args.no_app)]
+    commands = [c for c in (*COMMANDS, *APPS) if c in wanted and not (c in APPS and args.no_app)]
     results: dict[str, dict[str, dict[str, list[Measure]]]] = {}
     disk: dict[str, dict[str, dict[str, int]]] = {}
     for label, src in sources:
@@ -360,8 +393,8 @@ def main() -> None:
                 for command in commands:
                     for side in order:
                         log = side.run_dir.parent / f"{command}.log"
-                        if command == "app":
-                            m = measure_app(side, log)
+                        if command in APPS:
+                            m = measure_app(side, log, floor=command == "floor")
                         else:
                             m = measure(side.command(command), side.env(), log)
                         results[size][command][side.label].append(m)

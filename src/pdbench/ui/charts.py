@@ -5,7 +5,8 @@ population (shares over generations, mean fitness).
 Charts only draw numbers they are given: per-round actions and payoffs from rounds.jsonl, and
 metric series computed by `pdbench.core.metrics` (stored in aggregates.parquet). Rolling means are
 display smoothing; long games are binned or thinned so the browser draws at most a few thousand
-marks.
+marks, and a line's points that lie on the straight segment between their neighbours are left
+out (the same line is drawn: `_drop_straight`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,31 @@ def _thin(df: pd.DataFrame, max_points: int = MAX_POINTS) -> pd.DataFrame:
     keep[::step] = True
     keep[-1] = True
     return df.loc[keep]
+
+
+def _drop_straight(df: pd.DataFrame, x: str, y: str) -> pd.DataFrame:
+    """`df` (a line's points, `x` increasing) without the points that lie on the straight
+    segment between their two neighbours: the polyline through the rest is the same line, so
+    the chart draws the same picture from fewer points (a constant or evenly growing run keeps
+    only its two ends). A point next to a missing value is kept. Vega shows a line's tooltip
+    for its first point, which is always kept.
+
+    A run of such points lies on one line (neighbouring triples share a segment), so dropping
+    all of them is exact; "on the segment" allows a rounding error of 1e-9 of the values'
+    scale (rolling means are sums of floats), far below a pixel."""
+    if len(df) < 3:
+        return df
+    xs = df[x].to_numpy(dtype=float)
+    ys = df[y].to_numpy(dtype=float)
+    dx1, dx2 = xs[1:-1] - xs[:-2], xs[2:] - xs[1:-1]
+    dy1, dy2 = ys[1:-1] - ys[:-2], ys[2:] - ys[1:-1]
+    finite = np.isfinite(ys)
+    scale = float(np.abs(ys[finite]).max()) + 1.0 if finite.any() else 1.0
+    with np.errstate(invalid="ignore"):
+        straight = np.abs(dy1 * dx2 - dy2 * dx1) <= 1e-9 * scale * (dx1 + dx2)
+    keep = np.ones(len(df), dtype=bool)
+    keep[1:-1] = ~straight  # a NaN neighbour makes the test False: the point stays
+    return df.loc[keep] if not keep.all() else df
 
 
 def _round_axis(n: int) -> alt.X:
@@ -70,7 +96,11 @@ def cooperation_chart(
         frame = pd.DataFrame({"round": FIRST_ROUND + np.arange(len(mean)), "rate": mean})
         series.append((f"condition mean, rolling {window}", "#3e4c59", [5, 3], frame))
     data = pd.concat(
-        [_thin(frame).assign(series=name) for name, _, _, frame in series], ignore_index=True
+        [
+            _drop_straight(_thin(frame), "round", "rate").assign(series=name)
+            for name, _, _, frame in series
+        ],
+        ignore_index=True,
     )
     names = [name for name, _, _, _ in series]
     dashed = [name for name, _, dash, _ in series if dash]
@@ -118,7 +148,9 @@ def payoff_chart(game: pd.DataFrame, labels: Sequence[str]) -> alt.Chart:
         )
         for side, label in zip(("a", "b"), labels, strict=True)
     ]
-    data = pd.concat([_thin(f) for f in frames], ignore_index=True)
+    data = pd.concat(
+        [_drop_straight(_thin(f), "round", "payoff") for f in frames], ignore_index=True
+    )
     # A is a wide solid line and B a narrower dashed one drawn over it, so where the two
     # totals are equal (mutual cooperation from round 1, self-play) both stay visible.
     domain = list(labels)

@@ -8,12 +8,26 @@ here, they are in `sys.modules` when that session starts: the server starts list
 later, but the page comes that much sooner. Nothing is read from disk and no Streamlit cache is
 touched (the cached loaders are created here but fill on first use, in the running server).
 
+Three more things a fresh server did during its first page, all before the first chart:
+- Streamlit's one-time check whether it runs in a Python REPL (`inspect.stack()`, which looks up
+  the module of every frame among some 1,400 loaded modules: 0.3-1.3 s on the first element
+  drawn). Under `streamlit run` the answer is always no and no warning is printed, so the check
+  is marked done (`skip_repl_check`).
+- Altair's first chart loads the Vega-Lite JSON schema and builds its validator (about 60 ms more
+  than the ~5 ms a validation takes after it); a one-point chart is validated here instead
+  (`warm`). Every chart is still validated.
+- The file watcher: after each script run Streamlit resolves the path of every loaded module to
+  decide what to watch for source edits, for a developer's "rerun on save". `pdbench ui` serves
+  finished runs, so the watcher is off unless STREAMLIT_SERVER_FILE_WATCHER_TYPE (or
+  `--server.fileWatcherType`) says otherwise.
+
 `pdbench ui` launches the app through this module (`pdbench ui --print-command` shows it).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -21,11 +35,16 @@ from collections.abc import Sequence
 WARM_MODULES = (
     "pandas",
     "pyarrow",
+    "pyarrow.parquet",  # aggregates.parquet and a game's rounds, read by the first page
+    "pyarrow.dataset",
     "altair",
+    "narwhals._pandas_like.dataframe",  # how Altair reads a pandas frame (loaded lazily)
+    "pdbench.storage.record.reader",  # a game's rounds from the columnar parts
     "streamlit.emojis",  # the favicon's emoji check loads Streamlit's emoji catalogue
     "pdbench.ui.tabs",  # every tab module, and through them the app's own modules
 )
 CACHE_LOGGER = "streamlit.runtime.caching.cache_data_api"
+FILE_WATCHER_ENV = "STREAMLIT_SERVER_FILE_WATCHER_TYPE"
 
 
 def warm(modules: Sequence[str] = WARM_MODULES) -> None:
@@ -44,6 +63,26 @@ def warm(modules: Sequence[str] = WARM_MODULES) -> None:
             importlib.import_module(name)
     finally:
         cache_logger.setLevel(level)
+    if "altair" in modules:
+        _validate_a_chart()
+
+
+def _validate_a_chart() -> None:
+    """Convert and validate a one-point chart: Altair loads the Vega-Lite schema and builds its
+    validator on the first chart, which would otherwise be the first page's first chart."""
+    import altair as alt
+
+    alt.Chart(alt.Data(values=[{"x": 0}])).mark_point().encode(x="x:Q").to_dict()
+
+
+def skip_repl_check() -> None:
+    """Mark Streamlit's one-time "not run with `streamlit run`" check as done. It walks the
+    whole call stack with `inspect.stack()` on the first element a script draws; under
+    `streamlit run` it never warns. (A Streamlit without the flag is left as it is.)"""
+    from streamlit import delta_generator
+
+    if hasattr(delta_generator, "_use_warning_has_been_displayed"):
+        delta_generator._use_warning_has_been_displayed = True  # noqa: SLF001
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -53,6 +92,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args[:1] == ["streamlit"]:
         args = args[1:]
     warm()
+    skip_repl_check()
+    os.environ.setdefault(FILE_WATCHER_ENV, "none")
     from streamlit.web.cli import main as streamlit_main
 
     sys.argv = ["streamlit", *args]

@@ -43,9 +43,12 @@ def render(ctx: AppContext) -> None:
     if game is None:
         return
     matchup(game)
-    _headline(game)
-    timeline = st.container()  # drawn after the charts below it, so the first chart comes sooner
+    # The headline and the timeline are drawn into their places after the charts below them,
+    # so that the first chart reaches the browser sooner.
+    headline, timeline = st.container(), st.container()
     _charts(game)
+    with headline:
+        _headline(game)
     with timeline:
         _timeline(game)
     _metrics_table(game)
