@@ -97,6 +97,10 @@ class Appearance:
         """Unique among appearances: run, condition, side."""
         return f"{self.run_key}/{self.condition}/{self.side}"
 
+    def design_equal(self, other: Appearance) -> bool:
+        """Whether `other` faced the same opponent design."""
+        return not design_differences(self.design, other.design)
+
     @property
     def where(self) -> str:
         """'run · condition · A'."""
@@ -290,22 +294,34 @@ def _closest(first: Sequence[Appearance], other: Appearance) -> Appearance:
     )
 
 
-def across_runs(appearances: Sequence[Appearance], agent: str | None = None) -> list[AgentGroup]:
+def pairs(
+    appearances: Sequence[Appearance], agent: str | None = None
+) -> list[tuple[AgentIdentity, list[Appearance], list[tuple[Appearance, Appearance]]]]:
     """The agents that appear in two or more runs (those whose label contains `agent`, any
-    case, when given), in order of first appearance; each later run's appearances compared with
-    the first run's (`compare_appearances`)."""
+    case, when given), in order of first appearance: each with its appearances and, for each
+    appearance in a later run, the first run's appearance it is compared with (`_closest`)."""
     by_agent: dict[str, list[Appearance]] = {}
     for a in appearances:
         if agent is None or agent.lower() in a.identity.label.lower():
             by_agent.setdefault(a.identity.key, []).append(a)
-    groups = []
+    out = []
     for items in by_agent.values():
         runs = list(dict.fromkeys(a.run_key for a in items))
         if len(runs) < 2:
             continue
         first = [a for a in items if a.run_key == runs[0]]
-        comparisons = [
-            compare_appearances(_closest(first, a), a) for a in items if a.run_key != runs[0]
-        ]
-        groups.append(AgentGroup(items[0].identity, tuple(items), tuple(comparisons)))
-    return groups
+        matched = [(_closest(first, a), a) for a in items if a.run_key != runs[0]]
+        out.append((items[0].identity, items, matched))
+    return out
+
+
+def across_runs(appearances: Sequence[Appearance], agent: str | None = None) -> list[AgentGroup]:
+    """`pairs`, each pair compared (`compare_appearances`)."""
+    return [
+        AgentGroup(
+            identity,
+            tuple(items),
+            tuple(compare_appearances(first, other) for first, other in matched),
+        )
+        for identity, items, matched in pairs(appearances, agent)
+    ]

@@ -21,8 +21,8 @@ from pdbench.core.agents import difference_text, interval_text
 from pdbench.storage.agents import (
     Appearance,
     StrategyCard,
-    across_runs,
     compare_appearances,
+    pairs,
     scan_runs,
 )
 from pdbench.ui import data, saved_runs
@@ -52,6 +52,11 @@ def _stamp(path: str) -> tuple[int, ...]:
 def _scan(paths: tuple[str, ...], stamps: tuple[tuple[int, ...], ...]) -> tuple[list, list]:
     del stamps  # cache key only
     return scan_runs(paths)
+
+
+def _cell(text: str) -> str:
+    """A table cell: a lone '-' (no value) as a dash Markdown does not turn into a bullet."""
+    return "—" + text[1:] if text == "-" or text.startswith("- ") else text
 
 
 def _card_text(card: StrategyCard | None, note: str | None) -> str:
@@ -90,7 +95,7 @@ def _agents_table(appearances: list[Appearance]) -> pd.DataFrame:
 
 def _side_by_side(picked: list[Appearance]) -> pd.DataFrame:
     """Metrics as rows, the picked appearances as columns (mean [95% interval])."""
-    columns = [f"{i + 1}. {a.identity.label} — {a.where}" for i, a in enumerate(picked)]
+    columns = [f"({i + 1}) {a.identity.label} — {a.where}" for i, a in enumerate(picked)]
     rows: list[list[str]] = [
         ["opponent", *(a.design["opponent"] for a in picked)],
         ["games", *(str(a.n_games) for a in picked)],
@@ -100,8 +105,8 @@ def _side_by_side(picked: list[Appearance]) -> pd.DataFrame:
             [
                 value.label,
                 *(
-                    interval_text(a.profile[j].mean, a.profile[j].low, a.profile[j].high)
-                    for a in picked
+                    _cell(interval_text(p.mean, p.low, p.high))
+                    for p in (a.profile[j] for a in picked)
                 ),
             ]
         )
@@ -111,12 +116,12 @@ def _side_by_side(picked: list[Appearance]) -> pd.DataFrame:
 
 def _default(appearances: list[Appearance]) -> list[str]:
     """Two appearances of the first agent seen in two runs (an LLM agent first): its first
-    comparison with the same design, else its first comparison."""
-    groups = across_runs(appearances)
-    for group in sorted(groups, key=lambda g: g.identity.kind != "llm"):
-        same = [c for c in group.comparisons if c.same_design] or list(group.comparisons)
+    pair with the same design, else its first pair."""
+    found = pairs(appearances)
+    for _, _, matched in sorted(found, key=lambda p: p[0].kind != "llm"):
+        same = [(a, b) for a, b in matched if a.design_equal(b)] or matched
         if same:
-            return [same[0].first.key, same[0].other.key]
+            return [same[0][0].key, same[0][1].key]
     return []
 
 
@@ -127,7 +132,8 @@ def render(ctx: AppContext) -> None:
     if not runs:
         st.info(f"No experiment runs yet under `{ctx.runs_root}/`.", icon="🗂️")
         return
-    paths = tuple(r.path for r in reversed(runs))  # oldest first: later runs minus earlier ones
+    # oldest first (by start time, whatever the list's order): later runs minus earlier ones
+    paths = tuple(r.path for r in sorted(runs, key=lambda r: (r.started, r.run_id, r.path)))
     appearances, problems = _scan(paths, tuple(_stamp(p) for p in paths))
     st.markdown("#### 👥 Every agent seen in the saved runs")
     st.caption(
@@ -178,7 +184,7 @@ def _differences(picked: list[Appearance]) -> None:
     first = picked[0]
     for i, other in enumerate(picked[1:], start=2):
         comparison = compare_appearances(first, other)
-        title = f"{i}. {other.where}  minus  1. {first.where}"
+        title = f"({i}) {other.where}  minus  (1) {first.where}"
         if not comparison.same_design:
             st.warning(
                 f"{title}: the designs differ ({'; '.join(comparison.differences)}), so no "
@@ -191,9 +197,9 @@ def _differences(picked: list[Appearance]) -> None:
             [
                 {
                     "metric": mc.label,
-                    "first mean": interval_text(mc.result.baseline_mean, None, None),
-                    "this mean": interval_text(mc.result.condition_mean, None, None),
-                    "difference [95% CI]": difference_text(mc.result),
+                    "first mean": _cell(interval_text(mc.result.baseline_mean, None, None)),
+                    "this mean": _cell(interval_text(mc.result.condition_mean, None, None)),
+                    "difference [95% CI]": _cell(difference_text(mc.result)),
                     "p (permutation)": "-"
                     if mc.result.p_value is None
                     else f"{mc.result.p_value:.4f}",
