@@ -160,6 +160,7 @@ def test_compare_across_runs_command(
         (["{monday}", "{friday}", "--across-runs", "--metric", "x"], "drop --metric"),
         (["{monday}", "{nowhere}", "--across-runs"], "not a pdbench experiment directory"),
         (["{monday}", "--agent", "x"], "--agent needs --across-runs"),
+        (["{monday}", "{nowhere}/gone", "--across-runs"], "gone: not a directory"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(

@@ -16,6 +16,9 @@ def compare_across_runs(run_dirs: list[Path], agent: str | None = None) -> list[
     run cannot be read, fewer than two are given, or no agent is in two runs."""
     if len(run_dirs) < 2:
         raise RunError("--across-runs needs two or more run directories")
+    missing = next((d for d in run_dirs if not d.is_dir()), None)
+    if missing is not None:
+        raise RunError(f"{missing}: not a directory")
     resolved = [d.resolve() for d in run_dirs]
     if len(set(resolved)) < len(resolved):
         raise RunError("--across-runs: a run directory is given twice")
