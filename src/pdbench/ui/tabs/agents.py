@@ -200,7 +200,7 @@ def _differences(picked: list[Appearance]) -> None:
                     "first mean": _cell(interval_text(mc.result.baseline_mean, None, None)),
                     "this mean": _cell(interval_text(mc.result.condition_mean, None, None)),
                     "difference [95% CI]": _cell(difference_text(mc.result)),
-                    "p (permutation)": "-"
+                    "p (permutation)": "—"
                     if mc.result.p_value is None
                     else f"{mc.result.p_value:.4f}",
                 }
