@@ -51,7 +51,7 @@ def test_every_tab_renders(sample_run: Path) -> None:
     at = make_app(sample_run).run()
     assert_clean(at)
     assert [t.label for t in at.tabs] == [VIEW, REPLAY, RUN, TOURNAMENT, EVOLUTION, AGENTS, PLAY]
-    for label in (VIEW, REPLAY, RUN, TOURNAMENT, EVOLUTION, AGENTS):
+    for label in (VIEW, REPLAY, RUN, TOURNAMENT, AGENTS, EVOLUTION):
         show_tab(at, label)
         assert_clean(at)
         if label == RUN:
