@@ -25,10 +25,11 @@ def test_two_agents_from_two_runs_with_the_clis_difference(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     expected = cli_cooperation(two_runs, capsys)
+    # Opened on an empty directory: the first tab (View Results) only says it holds no run,
+    # which is quicker than drawing a game first; the Agents tab lists data/runs.
+    (tmp_path / "empty").mkdir()
     with (
-        streamlit_server(
-            two_runs / "data" / "runs" / "monday", two_runs, tmp_path / "st.log"
-        ) as url,
+        streamlit_server(tmp_path / "empty", two_runs, tmp_path / "st.log") as url,
         chromium_page(1400, 900) as (page, errors),
     ):
         page.goto(url)

@@ -251,9 +251,10 @@ def difference_text(result: Contrast) -> str:
 
 
 def interval_text(mean: float | None, low: float | None, high: float | None) -> str:
-    """'0.873 [0.770, 0.977]': a mean and its 95% interval ('-' without a mean)."""
+    """'0.873 [0.770, 0.977]': a mean and its 95% interval ('-' without a mean; '0.333 (no
+    interval)' when the run has none for it, e.g. a memory-one state visited in one game)."""
     if mean is None:
         return "-"
     if low is None or high is None:
-        return f"{mean:.3f}"
+        return f"{mean:.3f} (no interval)"
     return f"{mean:.3f} [{low:.3f}, {high:.3f}]"

@@ -59,6 +59,10 @@ def _cell(text: str) -> str:
     return "—" + text[1:] if text == "-" or text.startswith("- ") else text
 
 
+def _plain(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
 def _card_text(card: StrategyCard | None, note: str | None) -> str:
     if card is None:
         return note or "no strategy card for this agent"
@@ -127,7 +131,7 @@ def _default(appearances: list[Appearance]) -> list[str]:
 
 def render(ctx: AppContext) -> None:
     """Draw the tab."""
-    given = ctx.run_dir is not None and data.run_kind(ctx.run_dir) in (None, "experiment")
+    given = ctx.run_dir is not None and data.run_kind(ctx.run_dir) == "experiment"
     runs = saved_runs.list_saved("experiment", [ctx.runs_root], [ctx.run_dir] if given else [])
     if not runs:
         st.info(f"No experiment runs yet under `{ctx.runs_root}/`.", icon="🗂️")
@@ -197,8 +201,8 @@ def _differences(picked: list[Appearance]) -> None:
             [
                 {
                     "metric": mc.label,
-                    "first mean": _cell(interval_text(mc.result.baseline_mean, None, None)),
-                    "this mean": _cell(interval_text(mc.result.condition_mean, None, None)),
+                    "first mean": _cell(_plain(mc.result.baseline_mean)),
+                    "this mean": _cell(_plain(mc.result.condition_mean)),
                     "difference [95% CI]": _cell(difference_text(mc.result)),
                     "p (permutation)": "—"
                     if mc.result.p_value is None
