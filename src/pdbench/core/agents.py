@@ -150,19 +150,22 @@ def agent_identity(
     )
 
 
-def side_payoffs(matrix: Mapping[str, Any] | None, side: str) -> tuple[tuple[str, float, float]]:
-    """The payoff matrix from one side: (own move + opponent's move, own payoff, opponent's)."""
-    out = []
+def side_payoffs(
+    matrix: Mapping[str, Any] | None, side: str
+) -> tuple[tuple[str, float, float], ...]:
+    """The payoff matrix from one side: (own move + opponent's move, own payoff, opponent's);
+    (("unknown", 0, 0),) when the manifest records no readable matrix."""
+    out: list[tuple[str, float, float]] = []
     for mine in "CD":
         for theirs in "CD":
             a_move, b_move = (mine, theirs) if side == "a" else (theirs, mine)
             try:
                 pa, pb = (matrix or {})[a_move][b_move]
             except (KeyError, TypeError, ValueError):
-                return (("unknown", 0.0, 0.0),)  # type: ignore[return-value]
+                return (("unknown", 0.0, 0.0),)
             own, other = (pa, pb) if side == "a" else (pb, pa)
             out.append((mine + theirs, float(own), float(other)))
-    return tuple(out)  # type: ignore[return-value]
+    return tuple(out)
 
 
 def condition_design(
