@@ -209,6 +209,32 @@ def test_timeline_of_a_10000_round_game(app: tuple[Any, list[str], str], tmp_pat
     frame.get_by_role("button", name="Whole game").click()
     assert _check_readable(frame, box) == (1, 10_000)
     page.locator("iframe").first.screenshot(path=str(tmp_path / "timeline_10k_whole.png"))
+    # How to move is said on the page, and aggregated stretches have a colour scale.
+    hint = frame.locator(".pdb-tl-hint").inner_text()
+    assert "Drag on the whole-game strip" in hint and "wheel" in hint, hint
+    scale = frame.locator(".pdb-share-scale")
+    assert scale.is_visible() and "share of C" in scale.inner_text()
+    assert "0% (all D)" in scale.inner_text() and "100% (all C)" in scale.inner_text()
+    assert _box(frame, ".pdb-share-grad")["width"] >= 100
+    # In the whole-game view a drag on the strip draws a new window: from 20% to 30% of it.
+    strip = _box(frame, ".pdb-tl-overview canvas")
+    page.mouse.move(strip["x"] + 0.2 * strip["width"], y0)
+    page.mouse.down()
+    page.mouse.move(strip["x"] + 0.3 * strip["width"], y0, steps=6)
+    page.mouse.up()
+    lo, hi = _check_readable(frame, box)
+    assert abs(lo - 2_000) <= 30 and abs(hi - 3_000) <= 30, (lo, hi)
+    # The wheel over the zoomed rows zooms in at the pointer: the round under it stays put.
+    rows = _box(frame, ".pdb-tl-detail canvas")
+    x = rows["x"] + 0.75 * rows["width"]
+    under = lo + 0.75 * (hi - lo + 1)
+    page.mouse.move(x, rows["y"] + rows["height"] / 2)
+    page.mouse.wheel(0, -120)
+    page.wait_for_timeout(150)
+    lo2, hi2 = _check_readable(frame, box)
+    assert hi2 - lo2 + 1 < hi - lo + 1, (lo, hi, lo2, hi2)  # narrower
+    assert abs(lo2 + 0.75 * (hi2 - lo2 + 1) - under) <= 0.02 * (hi - lo + 1), (lo2, hi2, under)
+    page.locator("iframe").first.screenshot(path=str(tmp_path / "timeline_10k_wheel.png"))
     full_page_screenshot(page, tmp_path / "view_results_10k.png", width=WIDTH)
     _no_errors(page, errors)
 

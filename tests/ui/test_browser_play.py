@@ -1,8 +1,10 @@
 """The 🎮 Play tab in a real browser (`streamlit run` and Debian's Chromium via Playwright): a
-person plays a whole 5-round game against TFT by clicking Cooperate and Cheat, the game is
-saved as a run with those moves and TFT's answers, and it opens in View Results. Screenshots of
-the setup, the game in progress, the finished game and the saved run are kept in the test's tmp
-dir; no exception element and no console error may appear."""
+person plays a whole 5-round game against TFT by clicking Cooperate and Defect; a Refresh in the
+middle keeps the game (the URL names it); each round's result panel looks unlike the move
+buttons; the game ends on its lesson card, is saved as a run with those moves and TFT's answers,
+and opens in View Results. Screenshots of the setup, the game in progress, the finished game
+and the saved run are kept in the test's tmp dir; no exception element and no console error may
+appear."""
 
 from __future__ import annotations
 
@@ -23,7 +25,8 @@ pytestmark = [
 
 MOVES = "CDDCC"
 TFT_ANSWERS = "CCDDC"  # tit for tat copies the person's previous move
-BUTTONS = {"C": "🤝 Cooperate", "D": "🗡️ Cheat"}
+BUTTONS = {"C": "🤝 Cooperate", "D": "🗡️ Defect"}
+WORDS = {"C": "Cooperate", "D": "Defect"}
 
 
 def _heading(page: Any) -> str:
@@ -36,9 +39,43 @@ def _trail(page: Any) -> tuple[str, str]:
     out = []
     for i in range(rows.count()):
         titles = rows.nth(i).locator(".pdb-t").evaluate_all("els => els.map(e => e.title)")
-        out.append("".join(re.sub(r"^Round \d+: ", "", t) for t in titles))
+        moves = [re.fullmatch(r"Round \d+: ([CD]) \((\w+)\)", t) for t in titles]
+        assert all(m and WORDS[m[1]] == m[2] for m in moves), titles  # the tab's words
+        out.append("".join(m[1] for m in moves if m))
     assert len(out) == 2, out
     return out[0], out[1]
+
+
+def _looks(page: Any) -> dict[str, dict[str, str]]:
+    """What sets a move button apart from a result card: background, text colour, cursor."""
+    return page.evaluate(
+        """() => Object.fromEntries([
+            ['button', document.querySelector('.st-key-pl_move_C button')],
+            ['card', document.querySelector('.pdb-res-card')],
+        ].map(([k, el]) => {
+            const s = getComputedStyle(el);
+            return [k, {image: s.backgroundImage, color: s.backgroundColor, text: s.color,
+                        cursor: s.cursor}];
+        }))"""
+    )
+
+
+def _result(page: Any) -> list[tuple[str, str, str]]:
+    """The last round's result cards: (move, word shown, payoff)."""
+    cards = page.locator(".pdb-res-card")
+    return [
+        (
+            cards.nth(i).get_attribute("data-move") or "",
+            cards.nth(i).locator(".pdb-res-word").inner_text(),
+            cards.nth(i).get_attribute("data-payoff") or "",
+        )
+        for i in range(cards.count())
+    ]
+
+
+def _animations_done(page: Any) -> None:
+    """Wait for the page's CSS animations to end."""
+    page.evaluate("() => Promise.all(document.getAnimations().map(a => a.finished))")
 
 
 def _set_rounds(page: Any, rounds: int) -> None:
@@ -74,20 +111,45 @@ def test_a_full_human_game_in_chromium(sample_run: Path, tmp_path: Path) -> None
         page.get_by_role("button", name="▶️ Start the game").click()
         wait_idle(page)
         assert _heading(page) == f"Round 1 of {len(MOVES)}"
+        assert re.search(r"[?&]game=[0-9a-f]{12}\b", page.url), page.url
         for k, move in enumerate(MOVES, start=1):
             page.get_by_role("button", name=BUTTONS[move]).click()
             wait_idle(page)
             if k < len(MOVES):
                 page.get_by_text(f"Round {k + 1} of {len(MOVES)}").first.wait_for()
                 assert _trail(page) == (MOVES[:k], TFT_ANSWERS[:k])
+            if k == 2:  # a Refresh mid-game: a new session finds the game by the URL
+                page.reload()
+                wait_idle(page)
+                if page.get_by_role("tab", name="🎮 Play").get_attribute("aria-selected") != "true":
+                    open_tab(page, "🎮 Play")
+                page.get_by_text(f"Round 3 of {len(MOVES)}").first.wait_for()
+                assert _trail(page) == (MOVES[:2], TFT_ANSWERS[:2])
             if k == 3:
+                # CDD against CCD: round 3 both defected, 1 point each (pdbench's payoffs)
+                assert _result(page) == [("D", "Defect", "1"), ("D", "Defect", "1")]
+                looks = _looks(page)
+                assert "gradient" in looks["button"]["image"], looks
+                assert looks["card"]["image"] == "none", looks
+                assert looks["card"]["color"] == "rgb(255, 255, 255)", looks
+                assert looks["button"]["text"] == "rgb(255, 255, 255)", looks
+                assert looks["card"]["cursor"] == "default", looks
+                _animations_done(page)  # the moves have flipped in, the payoffs counted up
                 full_page_screenshot(page, shots / "play_game.png")
 
-        page.get_by_text("Saved as run", exact=False).wait_for(timeout=30_000)
+        page.locator(".pdb-lesson").wait_for(timeout=30_000)
         wait_idle(page)
         assert _heading(page) == "Game over"
         assert _trail(page) == (MOVES, TFT_ANSWERS)
-        assert page.get_by_role("button", name=BUTTONS["C"]).is_disabled()
+        assert page.get_by_role("button", name=BUTTONS["C"]).count() == 0
+        lesson = page.locator(".pdb-lesson")
+        assert lesson.is_visible()
+        text = lesson.inner_text()
+        # CDDCC against Copycat: the person defected first, was answered, and both cooperated
+        # again in the last round
+        assert "You defected first and they hit back, but cooperation came back" in text
+        assert "You played" in text and "P(C | CC)" in text
+        _animations_done(page)
         full_page_screenshot(page, shots / "play_finished.png")
 
         (run_dir,) = (cwd / "data" / "runs").glob("ui_*")

@@ -264,7 +264,7 @@ def test_a_human_game_with_typed_messages_is_saved_as_a_run(
             assert _bubbles_fit(page) == []
             if k == 1:
                 full_page_screenshot(page, tmp_path / "play_talk_game.png")
-            button = {"C": "🤝 Cooperate", "D": "🗡️ Cheat"}[move]
+            button = {"C": "🤝 Cooperate", "D": "🗡️ Defect"}[move]
             page.get_by_role("button", name=button).click()
             wait_idle(page)
         page.get_by_text("Saved as run", exact=False).wait_for(timeout=30_000)

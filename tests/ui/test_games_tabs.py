@@ -91,10 +91,16 @@ def test_run_tournament_from_the_ui(tmp_path: Path) -> None:
     assert list(shown["score_per_round"]) == list(board["mean_score_per_round"])
     assert list(shown["wins"]) == list(board["wins"])
     assert "🥇" in html(at) and "pdb-podium" in html(at)
+    # The tie shares one podium step (one card, said to be tied); ALLD stands on bronze.
+    assert html(at).count('class="pdb-podium-card') == 2 and "Tied: equal scores" in html(at)
     specs = charts(at)
     assert len(specs) == 2  # leaderboard with CIs, payoff heatmap
     assert any("errorbar" in json.dumps(s) for s in specs)
-    assert any("redyellowgreen" in json.dumps(s) for s in specs)
+    (heatmap,) = [s for s in specs if "redyellowgreen" in json.dumps(s)]
+    # ... in leaderboard order (TFT, GRIM, ALLD), not in the order of selection (TFT, ALLD, GRIM)
+    order = heatmap["layer"][0]["encoding"]["x"]["sort"]
+    assert [label.split(" · ")[-1] for label in order] == ["TFT", "GRIM", "ALLD"]
+    assert heatmap["layer"][0]["encoding"]["y"]["sort"] == order
 
 
 def test_tournament_with_a_mock_llm_persona_copies_the_agent_files(tmp_path: Path) -> None:

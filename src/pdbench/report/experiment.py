@@ -5,6 +5,7 @@ pdbench computed them, never recomputed here."""
 from __future__ import annotations
 
 import json
+from functools import partial
 from html import escape
 from typing import Any
 
@@ -15,6 +16,7 @@ from pdbench.core.metrics import (
     horizons_differ,
     interval_kind,
 )
+from pdbench.core.rounds_display import NUMBERING_NOTE, metric_label, shown_value
 from pdbench.core.stats import METHODS
 from pdbench.report.format import fmt
 from pdbench.report.study import axes_section, published_section
@@ -33,7 +35,7 @@ KEY_METRICS: tuple[tuple[str, str, bool], ...] = (
     ("agent_a_payoff_per_round", "A payoff per round", False),
     ("agent_b_payoff_per_round", "B payoff per round", False),
     ("collapsed_fraction", "games that collapsed", True),
-    ("time_to_collapse", "collapse round (0-based, collapsed games)", False),
+    ("time_to_collapse", f"{metric_label('time_to_collapse')} (collapsed games)", False),
     ("agent_a_retaliation_rate", "A retaliation", True),
     ("agent_b_retaliation_rate", "B retaliation", True),
 )
@@ -86,7 +88,10 @@ def clipped_note(conditions: list[dict[str, Any]]) -> str:
 
 
 def cell(row: dict[str, Any], column: str, percent: bool) -> str:
-    return fmt(row.get(column), row.get(f"{column}_ci_low"), row.get(f"{column}_ci_high"), percent)
+    """A metric's value and interval; a round-valued metric as rounds numbered from 1."""
+    low, high = row.get(f"{column}_ci_low"), row.get(f"{column}_ci_high")
+    shown = partial(shown_value, column)
+    return fmt(shown(row.get(column)), shown(low), shown(high), percent)
 
 
 def _agents(row: dict[str, Any]) -> str:
@@ -167,7 +172,8 @@ def metrics_section(conditions: list[dict[str, Any]]) -> str:
         "brackets treats the game as the unit (never pooled moves), by the method of the "
         "metric's kind (share of games, ratio pooled over games, or mean of per-game values: "
         "see Setup and the kind column of the full table). Payoff totals of conditions with "
-        "different horizons are not comparable: payoffs per round are shown instead.</p>"
+        "different horizons are not comparable: payoffs per round are shown instead. "
+        f"{NUMBERING_NOTE}</p>"
         + clipped_note(conditions)
         + f"<figure>{chart}</figure><div class='scroll'><table><tr><th>condition</th><th>games</th>"
         f"{head}</tr>{body}</table></div>{every}</section>"
@@ -186,7 +192,7 @@ def _every_metric_table(conditions: list[dict[str, Any]]) -> str:
     ]
     head = "".join(f"<th>{escape(str(r['condition']))}</th>" for r in conditions)
     body = "".join(
-        f"<tr><th>{escape(c)}</th><td>{escape(interval_kind(c))}</td>"
+        f"<tr><th>{escape(metric_label(c))}</th><td>{escape(interval_kind(c))}</td>"
         + "".join(f"<td>{cell(r, c, False)}</td>" for r in conditions)
         + "</tr>"
         for c in columns
@@ -349,16 +355,18 @@ def comparisons_section(rows: list[dict[str, Any]] | None) -> str:
             "(one condition, or run <code>pdbench compare RUN_DIR</code>).</p></section>"
         )
     head = rows[0]
+    shown = partial(shown_value, str(head["metric"]))  # a difference of rounds is not shifted
     body = "".join(
         f"<tr><td>{escape(str(r['condition']))}</td><td>{r['n_condition']}</td>"
-        f"<td>{fmt(r['condition_mean'])}</td><td>{fmt(r['difference'], r['ci_low'], r['ci_high'])}</td>"
+        f"<td>{fmt(shown(r['condition_mean']))}</td>"
+        f"<td>{fmt(r['difference'], r['ci_low'], r['ci_high'])}</td>"
         f"<td>{fmt(r['p_value'])}</td><td>{fmt(r['p_holm'])}</td></tr>"
         for r in rows
     )
     return (
-        f"<section id='comparisons'><h2>Comparisons: {escape(str(head['metric']))}</h2>"
+        f"<section id='comparisons'><h2>Comparisons: {escape(metric_label(head['metric']))}</h2>"
         f"<p class='note'>Each condition minus the baseline {escape(str(head['baseline']))!r} "
-        f"(mean {fmt(head['baseline_mean'])}, {head['n_baseline']} games); bootstrap interval "
+        f"(mean {fmt(shown(head['baseline_mean']))}, {head['n_baseline']} games); bootstrap interval "
         "over games, permutation p-value, Holm-adjusted over the contrasts.</p><table><tr>"
         "<th>condition</th><th>games</th><th>mean</th><th>difference [95%]</th><th>p</th>"
         f"<th>p (Holm)</th></tr>{body}</table></section>"

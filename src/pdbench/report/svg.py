@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
+from pdbench.core.rounds_display import FIRST_ROUND, round_index_of
+
 FONT = "font-family='system-ui, -apple-system, Segoe UI, sans-serif'"
 GRID = "#e3e7ec"
 INK = "#1f2933"
@@ -173,7 +175,7 @@ def band_chart(
         )
     for r in round_ticks(n):
         out.append(
-            f"<text x='{_num(px(r - 1))}' y='{height - bottom + 16}' font-size='11' "
+            f"<text x='{_num(px(round_index_of(r)))}' y='{height - bottom + 16}' font-size='11' "
             f"text-anchor='middle' fill='{MUTED}'>{r}</text>"
         )
     out.append(
@@ -208,7 +210,7 @@ def round_ticks(n: int, target: int = 8) -> list[int]:
         step = base
         if n / base <= target:
             break
-    ticks = [1] + list(range(step, n + 1, step))
+    ticks = [FIRST_ROUND] + list(range(step, n + 1, step))
     return sorted(set(t for t in ticks if t <= n))
 
 

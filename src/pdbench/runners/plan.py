@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pdbench.core.rounds_display import shown_value
+
 if TYPE_CHECKING:  # the tables below serve `aggregate` too, which loads no config or agent
     from pdbench.runners.config.loader import LoadedConfig
     from pdbench.runners.engine.engine import GamePlan
@@ -230,16 +232,12 @@ def _fallback_text(counts: tuple[int, int] | None) -> str:
     return f"{count} ({count / moves:.1%})" if moves else str(count)
 
 
-def _one_based(round_index: float | None) -> float | None:
-    """A 0-based round index (as stored) as the 1-based "round N" people read."""
-    return None if round_index is None else round_index + 1
-
-
 def summary_table(rows: list[dict[str, Any]]) -> str:
     """An experiment's condition means as a fixed-width text table: whole names (long ones
     continue on the next lines), per agent its fallback moves (count over the replicates, and
-    share of its moves; `-` for a policy), and `collapse`, the mean 1-based round where the games
-    that collapsed did (aggregates store the 0-based index, `time_to_collapse`)."""
+    share of its moves; `-` for a policy), and `collapse`, the mean round (numbered from 1,
+    `rounds_display`) where the games that collapsed did (aggregates store the 0-based index,
+    `time_to_collapse`)."""
     conds = [r for r in rows if r["scope"] == "condition"]
     longest = max([len(r["condition"]) for r in conds] + [len("condition")])
     cw = min(CONDITION_WIDTH, longest)
@@ -266,7 +264,7 @@ def summary_table(rows: list[dict[str, Any]]) -> str:
             f"{_fmt(row['agent_b_cooperation_rate'], '.2f'):>6} "
             f"{_fmt(row['agent_a_total_payoff'], '.1f'):>8} "
             f"{_fmt(row['agent_b_total_payoff'], '.1f'):>8} "
-            f"{_fmt(_one_based(row['time_to_collapse']), '.1f'):>8} "
+            f"{_fmt(shown_value('time_to_collapse', row['time_to_collapse']), '.1f'):>8} "
             f"{cells[(cond, 'a')]:>{fw}} {cells[(cond, 'b')]:>{fw}}"
         )
         rest = [_wrap(cond, cw)[1:], _wrap(row["agent_a_name"], nw)[1:]]

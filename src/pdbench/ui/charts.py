@@ -11,12 +11,13 @@ marks.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import altair as alt
 import numpy as np
 import pandas as pd
 
+from pdbench.core.rounds_display import FIRST_ROUND
 from pdbench.storage.record.fields import side_field
 from pdbench.ui.style import AGENT_COLORS, Player, medal
 
@@ -56,7 +57,7 @@ def cooperation_chart(
     condition mean over replicates (rolling too)."""
     series: list[tuple[str, str, list[int] | None, pd.DataFrame]] = []
     if joint and len(joint) <= 400:
-        frame = pd.DataFrame({"round": np.arange(1, len(joint) + 1), "rate": joint})
+        frame = pd.DataFrame({"round": FIRST_ROUND + np.arange(len(joint)), "rate": joint})
         series.append(("both agents, per round", "#b8c2cc", None, frame))
     for side, label, color in zip(("a", "b"), labels, AGENT_COLORS.values(), strict=True):
         coop = game[side_field(side, "action")].eq("C").astype(float)
@@ -66,7 +67,7 @@ def cooperation_chart(
         series.append((f"{label}, rolling {window}", color, None, frame))
     if condition_mean:
         mean = pd.Series(condition_mean).rolling(window, min_periods=1).mean()
-        frame = pd.DataFrame({"round": np.arange(1, len(mean) + 1), "rate": mean})
+        frame = pd.DataFrame({"round": FIRST_ROUND + np.arange(len(mean)), "rate": mean})
         series.append((f"condition mean, rolling {window}", "#3e4c59", [5, 3], frame))
     data = pd.concat(
         [_thin(frame).assign(series=name) for name, _, _, frame in series], ignore_index=True
@@ -152,13 +153,20 @@ def _color_scale(players: Sequence[Player]) -> alt.Scale:
     return alt.Scale(domain=[p.label for p in players], range=[p.color for p in players])
 
 
-def leaderboard_chart(board: pd.DataFrame, players: Sequence[Player]) -> alt.LayerChart:
+def leaderboard_chart(
+    board: pd.DataFrame, players: Sequence[Player], medals: Mapping[str, str] | None = None
+) -> alt.LayerChart:
     """Mean score per round of each player (bars, best on top) with its 95% CI (error bars);
-    `board` is leaderboard.parquet."""
+    `board` is leaderboard.parquet; `medals`: the podium's medal of its players
+    (`tables.podium_medals`; players on a shared step share one)."""
     by_name = {p.name: p for p in players}
+    medals = medals or {}
     data = board.assign(
         label=[by_name[str(n)].label for n in board["player"]],
-        medal=[medal(r) for r in board["rank"]],
+        medal=[
+            medals.get(str(n), medal(r))
+            for n, r in zip(board["player"], board["rank"], strict=True)
+        ],
     )
     data["ci95_low"] = data["ci95_low"].fillna(data["mean_score_per_round"])
     data["ci95_high"] = data["ci95_high"].fillna(data["mean_score_per_round"])

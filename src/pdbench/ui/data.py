@@ -27,6 +27,7 @@ import pandas as pd
 import streamlit as st
 
 from pdbench.core.metrics import CollapseParams, aggregate_rows
+from pdbench.core.rounds_display import round_text
 from pdbench.core.tournament_metrics import LEADERBOARD_COLUMNS, PAIRWISE_COLUMNS
 from pdbench.errors import PdbenchError
 from pdbench.storage.parquet import read_frame
@@ -433,13 +434,13 @@ def load_round_record(
     path, lines = Path(game[0]), _game_lines(*game)
     hit = lines[lines[:, 0] == round_index]
     if not len(hit):
-        raise RoundsFileError(f"{condition} replicate {replicate}: no round {round_index + 1}")
+        raise RoundsFileError(f"{condition} replicate {replicate}: no {round_text(round_index)}")
     try:
         record = orjson.loads(game_lines.read_lines(path, hit[:1])[0])
     except orjson.JSONDecodeError:
         record = None
     if not isinstance(record, dict) or record.get(ROUND_INDEX) != round_index:
-        raise RoundsFileError(f"{path}: round {round_index + 1} of {condition} not readable")
+        raise RoundsFileError(f"{path}: {round_text(round_index)} of {condition} not readable")
     return record
 
 

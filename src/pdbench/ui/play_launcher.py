@@ -1,12 +1,19 @@
 """The Play tab's back end: the config of a person's game (agent type `human`) against any
 agent, the game so far replayed by the engine after each move, and the finished game saved as a
-run. With `launcher.py` and `planning.py`, the only part of the app that calls the runners."""
+run. With `launcher.py` and `planning.py`, the only part of the app that calls the runners.
+
+A game in progress is also kept in a small JSON file (`save_game`: the request and the moves and
+messages so far, and the saved run once finished) under the app's data folder, named by a random
+id the tab puts in the page's URL (`?game=<id>`): a browser Refresh opens a new session, which
+finds the game by that id (`load_game`) and replays it."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import tempfile
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from pdbench.core.payoff import PayoffMatrix
 from pdbench.core.talk import MESSAGE_RULES
-from pdbench.ui.launcher import AgentOption, agent_entry, prepare, run_section
+from pdbench.storage.files import write_json_atomic
+from pdbench.ui.launcher import AgentOption, agent_entry, agent_options, prepare, run_section
 
 if TYPE_CHECKING:
     from pdbench.runners.live import LiveGame
@@ -148,3 +156,109 @@ def discard_live(config_path: Path) -> None:
         ):
             shutil.rmtree(parent, ignore_errors=True)
             return
+
+
+def profile_saved(run_dir: Path) -> list[dict[str, Any]]:
+    """The strategy card of a saved game (`pdbench profile` on its run: writes
+    strategy_fit.parquet there, as `pdbench report` would), the person's (agent A's) rows."""
+    from pdbench.runners.science.profile import profile_run
+
+    return [row for row in profile_run(run_dir).rows if row["agent"] == "a"]
+
+
+# --------------------------------------------------------------------------------------------
+# A game kept across a browser Refresh
+
+GAME_ID = re.compile(r"[0-9a-f]{12}")  # what `new_game_id` makes; anything else is refused
+GAMES_FOLDER = "play"  # under the app's data folder (the parent of its runs folder)
+
+
+@dataclass(frozen=True, slots=True)
+class KeptGame:
+    """A game read back by `load_game`: the request, the moves and messages so far, and the
+    saved run's directory once the game was finished and saved."""
+
+    request: PlayRequest
+    moves: list[str]
+    messages: list[str]
+    saved: str | None
+
+
+def new_game_id() -> str:
+    """A random id for a new game (12 hex digits)."""
+    return uuid.uuid4().hex[:12]
+
+
+def game_file(data_dir: Path, game_id: str) -> Path | None:
+    """Where the game `game_id` is kept (None for an id `new_game_id` cannot have made: the id
+    comes from the URL and must not name another file)."""
+    if not GAME_ID.fullmatch(game_id):
+        return None
+    return data_dir / GAMES_FOLDER / f"{game_id}.json"
+
+
+def save_game(
+    data_dir: Path,
+    game_id: str,
+    request: PlayRequest,
+    moves: Sequence[str],
+    messages: Sequence[str],
+    saved: str | None = None,
+) -> None:
+    """Keep a game (see `load_game`); written atomically."""
+    path = game_file(data_dir, game_id)
+    if path is None:
+        raise ValueError(f"not a game id: {game_id!r}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(
+        path,
+        {
+            "opponent": request.opponent.key,
+            "name": request.name,
+            "n_rounds": request.n_rounds,
+            "seed": request.seed,
+            "payoff_matrix": request.matrix.as_nested(),
+            "talk": request.talk,
+            "order": request.order,
+            "rule": request.rule,
+            "moves": list(moves),
+            "messages": list(messages),
+            "saved": saved,
+        },
+    )
+
+
+def load_game(data_dir: Path, game_id: str, config_dir: Path) -> KeptGame | None:
+    """The game kept under `game_id`, or None when there is none (or it cannot be read, or its
+    opponent is no longer offered)."""
+    path = game_file(data_dir, game_id)
+    if path is None or not path.is_file():
+        return None
+    try:
+        kept = json.loads(path.read_text(encoding="utf-8"))
+        options = {o.key: o for o in agent_options(config_dir)}
+        request = PlayRequest(
+            opponent=options[kept["opponent"]],
+            name=str(kept["name"]),
+            n_rounds=int(kept["n_rounds"]),
+            seed=int(kept["seed"]),
+            matrix=PayoffMatrix.from_nested(kept["payoff_matrix"]),
+            talk=bool(kept["talk"]),
+            order=str(kept["order"]),
+            rule=str(kept["rule"]),
+        )
+        moves = [str(m) for m in kept["moves"]]
+        messages = [str(m) for m in kept["messages"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not set(moves) <= {"C", "D"} or len(moves) > request.n_rounds:
+        return None
+    saved = kept.get("saved")
+    return KeptGame(request, moves, messages, str(saved) if saved else None)
+
+
+def forget_game(data_dir: Path, game_id: str) -> None:
+    """Remove a kept game (nothing when there is none)."""
+    path = game_file(data_dir, game_id)
+    if path is not None:
+        path.unlink(missing_ok=True)

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import altair as alt
 import pandas as pd
 
+from pdbench.core import rounds_display
 from pdbench.ui.style import AGENT_COLORS
 from pdbench.ui.tables import METRICS, format_value
 
@@ -19,7 +20,8 @@ ROW_HEIGHT = 30
 def comparison_frame(
     aggregates: pd.DataFrame, metric: str, conditions: Sequence[str]
 ) -> pd.DataFrame:
-    """One row per condition: the metric's mean, its interval and a text of both."""
+    """One row per condition: the metric's mean, its interval and a text of both (a
+    round-valued metric as rounds numbered from 1)."""
     rows = aggregates[aggregates["scope"] == "condition"].set_index("condition")
     kind = METRICS.get(metric, (metric, "number"))[1]
     out = []
@@ -27,8 +29,9 @@ def comparison_frame(
         if condition not in rows.index:
             continue
         row = rows.loc[condition]
-        value = row.get(metric)
-        low, high = row.get(f"{metric}_ci_low"), row.get(f"{metric}_ci_high")
+        value = rounds_display.shown_value(metric, row.get(metric))
+        low = rounds_display.shown_value(metric, row.get(f"{metric}_ci_low"))
+        high = rounds_display.shown_value(metric, row.get(f"{metric}_ci_high"))
         known = value is not None and not pd.isna(value)
         has_ci = known and low is not None and high is not None and not pd.isna(low)
         text = "no value"

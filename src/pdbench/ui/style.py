@@ -1,5 +1,5 @@
 """The look of the app, after Nicky Case's "The Evolution of Trust": green C and red D, gradient
-agent cards, move cards, timelines, podium and population charts as HTML.
+agent cards, timelines, podium and population charts as HTML.
 
 A policy's emoji, nickname, chart colour, card gradient and description come from its class in
 `pdbench.agents.policy` (`POLICY_REGISTRY[key].look`), so a new policy needs nothing here; LLM
@@ -143,7 +143,7 @@ def agent_profile(config: Mapping[str, Any] | None, name: str = "") -> Profile:
 EMOJI_FONTS = '"Apple Color Emoji", "Segoe UI Emoji", "Noto Color Emoji"'
 CSS = f"""
 <style>
-.pdb-card, .pdb-move, .pdb-vs, .pdb-round, .pdb-tl .pdb-who, .pdb-tl .pdb-head {{
+.pdb-card, .pdb-vs, .pdb-round, .pdb-tl .pdb-who, .pdb-tl .pdb-head {{
   font-family: "Source Sans", "Source Sans Pro", "Source Sans 3", {EMOJI_FONTS}, sans-serif; }}
 .pdb-card .pdb-emoji, .pdb-t, .pdb-vs {{ font-family: {EMOJI_FONTS}, sans-serif; }}
 .pdb-card {{ border-radius: 16px; padding: 14px 18px; color: #1f2933;
@@ -154,12 +154,6 @@ CSS = f"""
 .pdb-card .pdb-desc {{ font-size: 14px; margin-top: 6px; }}
 .pdb-card .pdb-side {{ float: right; font-size: 12px; font-weight: 700; opacity: .6; }}
 .pdb-vs {{ text-align: center; font-size: 34px; padding-top: 38px; }}
-.pdb-move {{ border-radius: 14px; padding: 12px; text-align: center; color: white;
-  box-shadow: 0 2px 8px rgba(0,0,0,.15); }}
-.pdb-move.c {{ background: linear-gradient(135deg, #3fb866, {COOP_COLOR}); }}
-.pdb-move.d {{ background: linear-gradient(135deg, #e86363, {DEFECT_COLOR}); }}
-.pdb-move .pdb-big {{ font-size: 30px; font-weight: 800; }}
-.pdb-move .pdb-note {{ font-size: 13px; margin-top: 2px; opacity: .95; }}
 .pdb-round {{ text-align: center; font-size: 18px; font-weight: 700; padding-top: 22px; }}
 .pdb-tl {{ margin-bottom: 6px; }}
 .pdb-tl .pdb-head {{ font-size: 12px; color: #667; margin: 4px 0 2px 0; }}
@@ -201,22 +195,6 @@ def card_html(profile: Profile, side: str) -> str:
         f'<div class="pdb-title">{escape(profile.title)}</div>'
         f'<div class="pdb-sub">{escape(profile.subtitle)}</div>'
         f'<div class="pdb-desc">{escape(profile.description)}</div></div>'
-    )
-
-
-def move_html(played: str, intended: str, payoff: float, parse_failure: bool) -> str:
-    """A move card: '🤝 C +3' on green or '🗡️ D +5' on red, with notes for noise and fallbacks."""
-    notes = []
-    if played != intended:
-        notes.append(f"⚡ meant {escape(intended)}, flipped by noise")
-    if parse_failure:
-        notes.append("⚠️ fallback move after invalid replies")
-    note = f'<div class="pdb-note">{" · ".join(notes)}</div>' if notes else ""
-    return (
-        f'<div class="pdb-move {played.lower()}">'
-        f'<div class="pdb-big">{ACTION_EMOJI.get(played, "?")} {escape(played)} '
-        f"{payoff:+g}</div>"
-        f'<div class="pdb-note">{ACTION_WORD.get(played, "")}</div>{note}</div>'
     )
 
 
@@ -307,7 +285,7 @@ def trail_html(table: pd.DataFrame, labels: Sequence[str], current: int) -> str:
             cells.append(
                 _mark(
                     ["pdb-t"],
-                    f"Round {rnd}: {played}",
+                    f"Round {rnd}: {played} ({ACTION_WORD.get(played, '?')})",
                     played,
                     intended,
                     bool(failed),
@@ -411,21 +389,39 @@ def make_players(entries: Iterable[tuple[str, dict[str, Any] | None]]) -> list[P
     return players
 
 
-def podium_html(entries: Sequence[tuple[int, Profile, str, str]]) -> str:
-    """Up to three medal cards, arranged like a podium (🥈 🥇 🥉): (rank, profile, player name,
-    score text) each, best first."""
+PodiumMember = tuple[Profile, str, str]  # (profile, player name, score text)
+ON_STEP = 4  # players drawn on one podium step at most (the others are counted)
+
+
+def _podium_member(profile: Profile, name: str, score: str) -> str:
+    return (
+        f'<div class="pdb-member"><div class="pdb-emoji">{profile.emoji}</div>'
+        f'<div class="pdb-title">{escape(profile.title)}</div>'
+        f'<div class="pdb-sub">{escape(name)}</div>'
+        f'<div class="pdb-score">{escape(score)}</div></div>'
+    )
+
+
+def podium_html(steps: Sequence[tuple[int, Sequence[PodiumMember], str]]) -> str:
+    """Up to three steps arranged like a podium (🥈 🥇 🥉): (rank, members, note) each, best
+    first. Players the data do not separate share one step (one card, one medal, side by side,
+    at most ON_STEP of them drawn) and its `note` says so."""
     cards = []
-    podium = [entries[i] for i in (1, 0, 2) if i < len(entries)] if len(entries) > 1 else entries
-    for rank, profile, name, score in podium:
-        c1, c2 = profile.gradient
+    place = {2: 0, 1: 1, 3: 2}  # silver left of gold, bronze right (a tie for gold: no silver)
+    podium = sorted(steps, key=lambda step: place.get(int(step[0]), 3))
+    for rank, members, note in podium:
+        first, last = members[0][0].gradient, members[-1][0].gradient
+        tied = len(members) > 1
+        shown = "".join(_podium_member(*m) for m in members[:ON_STEP])
+        if len(members) > ON_STEP:
+            shown += f'<div class="pdb-member pdb-more">+ {len(members) - ON_STEP} more</div>'
         cards.append(
-            f'<div class="pdb-podium-card r{int(rank)}" '
-            f'style="background: linear-gradient(135deg, {c1}, {c2});">'
+            f'<div class="pdb-podium-card r{int(rank)}{" tied" if tied else ""}" '
+            f'style="background: linear-gradient(135deg, {first[0]}, {last[1]});">'
             f'<div class="pdb-medal">{medal(rank)}</div>'
-            f'<div class="pdb-emoji">{profile.emoji}</div>'
-            f'<div class="pdb-title">{escape(profile.title)}</div>'
-            f'<div class="pdb-sub">{escape(name)}</div>'
-            f'<div class="pdb-score">{escape(score)}</div></div>'
+            f'<div class="pdb-members">{shown}</div>'
+            + (f'<div class="pdb-tie">{escape(note)}</div>' if note else "")
+            + "</div>"
         )
     return f'<div class="pdb-podium">{"".join(cards)}</div>'
 
@@ -467,6 +463,13 @@ GAMES_CSS = f"""
 .pdb-podium-card .pdb-title {{ font-size: 18px; font-weight: 700; }}
 .pdb-podium-card .pdb-sub {{ font-size: 12px; opacity: .7; font-family: monospace; }}
 .pdb-podium-card .pdb-score {{ font-size: 15px; margin-top: 4px; }}
+.pdb-podium-card.tied {{ flex: 1.6; }}
+.pdb-members {{ display: flex; flex-wrap: wrap; justify-content: center; gap: 4px 18px; }}
+.pdb-podium-card.tied .pdb-emoji {{ font-size: 30px; }}
+.pdb-podium-card.tied .pdb-title {{ font-size: 16px; }}
+.pdb-more {{ align-self: center; font-size: 14px; opacity: .75; }}
+.pdb-tie {{ display: inline-block; margin-top: 8px; padding: 2px 10px; border-radius: 10px;
+  background: rgba(255,255,255,.65); font-size: 13px; font-weight: 600; }}
 .pdb-strip {{ margin: 6px 0 4px 0; }}
 .pdb-strip-row {{ display: flex; flex-wrap: nowrap; }}
 .pdb-ind {{ display: inline-flex; width: 30px; height: 30px; align-items: center;

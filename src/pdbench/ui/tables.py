@@ -9,16 +9,19 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from pdbench.core import rounds_display
 from pdbench.core.payoff import PayoffMatrix
 from pdbench.core.strategy_gof import card_verdict
 from pdbench.core.talk_metrics import TALK_COLUMNS
 from pdbench.storage.aggregate import series_cell
 from pdbench.storage.record.fields import ROUND_INDEX, side_field
+from pdbench.ui.podium import PodiumStep, podium_medals
 from pdbench.ui.style import Player, medal
 
 # --------------------------------------------------------------------------------------------
@@ -103,10 +106,11 @@ def agent_names(aggregates: pd.DataFrame, condition: str) -> tuple[str, str]:
 
 
 def game_rounds(rounds: pd.DataFrame, condition: str, replicate: int) -> pd.DataFrame:
-    """The rounds of one game, sorted by round, with a 1-based `round` column."""
+    """The rounds of one game, sorted by round, with a `round` column numbered from 1
+    (`rounds_display`)."""
     mask = (rounds["condition"] == condition) & (rounds["replicate"] == replicate)
     game = rounds.loc[mask].sort_values(ROUND_INDEX).reset_index(drop=True)
-    game["round"] = game[ROUND_INDEX] + 1
+    game["round"] = game[ROUND_INDEX] + rounds_display.FIRST_ROUND
     return game
 
 
@@ -153,7 +157,8 @@ def series_from_json(value: Any) -> list[float]:
 # --------------------------------------------------------------------------------------------
 # Metric tables
 
-# Aggregate column -> (label, kind); kind picks the number format.
+# Aggregate column -> (label, kind); kind picks the number format. Round-valued metrics (kind
+# "round") are shown as rounds numbered from 1 by every table below (core/rounds_display.py).
 METRICS: dict[str, tuple[str, str]] = {
     "n_rounds": ("rounds played", "count"),
     "agent_a_cooperation_rate": ("A cooperation rate", "rate"),
@@ -169,7 +174,7 @@ METRICS: dict[str, tuple[str, str]] = {
     "agent_b_payoff_per_round": ("B payoff per round", "per_round"),
     "agent_a_exploitability_payoff_gap": ("A exploitability gap (B − A)", "payoff"),
     "agent_b_exploitability_payoff_gap": ("B exploitability gap (A − B)", "payoff"),
-    "time_to_collapse": ("time to collapse (0-based round index)", "round"),
+    "time_to_collapse": (rounds_display.metric_label("time_to_collapse"), "round"),
     "agent_a_parse_failures": ("A parse failures", "count"),
     "agent_b_parse_failures": ("B parse failures", "count"),
     "agent_a_fallback_rate": ("A share of moves that were fallbacks", "rate"),
@@ -217,7 +222,8 @@ def _talked(rows: pd.DataFrame) -> bool:
 
 def metric_summary(aggregates: pd.DataFrame, condition: str, replicate: int) -> pd.DataFrame:
     """Per metric: this replicate's value, the condition mean (from the condition row) and the
-    spread (min, max, std) over the condition's replicate rows; numbers, not text."""
+    spread (min, max, std) over the condition's replicate rows; numbers, not text. A
+    round-valued metric's values are rounds numbered from 1 (its std is not shifted)."""
     reps = aggregates[(aggregates["scope"] == "replicate") & (aggregates["condition"] == condition)]
     mine = replicate_row(aggregates, condition, replicate)
     mean_row = condition_row(aggregates, condition)
@@ -226,6 +232,7 @@ def metric_summary(aggregates: pd.DataFrame, condition: str, replicate: int) -> 
         if column not in aggregates.columns:
             continue
         values = pd.to_numeric(reps[column], errors="coerce")
+        shown = partial(rounds_display.shown_value, column)
         if column in TALK_METRICS and not _talked(reps):
             continue  # no message in this condition
         records.append(
@@ -233,16 +240,28 @@ def metric_summary(aggregates: pd.DataFrame, condition: str, replicate: int) -> 
                 "metric": column,
                 "label": label,
                 "kind": kind,
-                "replicate": None if mine is None else mine[column],
-                "condition_mean": None if mean_row is None else mean_row[column],
-                "min": values.min(),
-                "max": values.max(),
+                "replicate": None if mine is None else shown(mine[column]),
+                "condition_mean": None if mean_row is None else shown(mean_row[column]),
+                "min": shown(values.min()),
+                "max": shown(values.max()),
                 "std": values.std(ddof=1) if values.notna().sum() > 1 else np.nan,
                 "n_replicates": int(values.notna().sum()),
                 "n_total": len(values),
             }
         )
     return pd.DataFrame.from_records(records)
+
+
+def round_chip(row: Mapping[str, Any]) -> tuple[str, str]:
+    """The headline's texts of a round-valued metric, from its `metric_summary` row (rounds
+    numbered from 1): this game's ('round 31', or 'never') and the condition's ('2/3 reps ·
+    mean round 30.5', or 'no replicate collapsed')."""
+    game, mean = row["replicate"], row["condition_mean"]
+    value = "never" if game is None or pd.isna(game) else f"round {int(game):,}"
+    if mean is None or pd.isna(mean):
+        return value, "no replicate collapsed"
+    reps = f"{row['n_replicates']}/{row['n_total']} reps"
+    return value, f"{reps} · mean round {format_value(mean, row['kind'])}"
 
 
 def metric_text_table(summary: pd.DataFrame, replicate: int) -> pd.DataFrame:
@@ -267,15 +286,16 @@ def metric_text_table(summary: pd.DataFrame, replicate: int) -> pd.DataFrame:
 
 def interval_table(aggregates: pd.DataFrame, condition: str) -> pd.DataFrame:
     """Per metric of the condition row: its value and 95% interval over games, as text (the
-    numbers are aggregates.parquet's, computed by pdbench.core)."""
+    numbers are aggregates.parquet's, computed by pdbench.core; rounds numbered from 1)."""
     row = condition_row(aggregates, condition)
     records = []
     if row is None:
         return pd.DataFrame(columns=["metric", "value", "95% interval (games as the unit)"])
     for column, (label, kind) in METRICS.items():
-        low, high = row.get(f"{column}_ci_low"), row.get(f"{column}_ci_high")
         if column not in row.index:
             continue
+        shown = partial(rounds_display.shown_value, column)
+        low, high = shown(row.get(f"{column}_ci_low")), shown(row.get(f"{column}_ci_high"))
         interval = (
             "—"
             if low is None or high is None or pd.isna(low) or pd.isna(high)
@@ -284,7 +304,7 @@ def interval_table(aggregates: pd.DataFrame, condition: str) -> pd.DataFrame:
         records.append(
             {
                 "metric": label,
-                "value": format_value(row[column], kind),
+                "value": format_value(shown(row[column]), kind),
                 "95% interval (games as the unit)": interval,
             }
         )
@@ -332,12 +352,17 @@ def in_percent(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
 
 
 def conditions_table(aggregates: pd.DataFrame) -> pd.DataFrame:
-    """One row per condition (its mean over replicates), in the file's order."""
+    """One row per condition (its mean over replicates), in the file's order; round-valued
+    metrics as rounds numbered from 1."""
     rows = aggregates[aggregates["scope"] == "condition"]
     columns = ["condition", "agent_a_name", "agent_b_name", "n_replicates"] + [
         c for c in METRICS if c in rows.columns
     ]
-    return rows[columns].reset_index(drop=True)
+    table = rows[columns].reset_index(drop=True)
+    for column in columns:
+        if rounds_display.is_round_metric(column):
+            table[column] = rounds_display.shown_value(column, table[column])
+    return table
 
 
 # --------------------------------------------------------------------------------------------
@@ -396,12 +421,19 @@ class Evolution:
         return rows.sort_values("strategy", key=lambda s: s.map(order)).reset_index(drop=True)
 
 
-def leaderboard_table(board: pd.DataFrame, players: Sequence[Player]) -> pd.DataFrame:
-    """leaderboard.parquet for display: medal, player label, then the library's columns."""
+def leaderboard_table(
+    board: pd.DataFrame, players: Sequence[Player], steps: Sequence[PodiumStep] = ()
+) -> pd.DataFrame:
+    """leaderboard.parquet for display: medal (a podium player's is its step's, `steps`), player
+    label, then the library's columns."""
     by_name = {p.name: p for p in players}
+    medals = podium_medals(steps)
     return pd.DataFrame(
         {
-            "rank": [medal(r) for r in board["rank"]],
+            "rank": [
+                medals.get(str(n), medal(r))
+                for n, r in zip(board["player"], board["rank"], strict=True)
+            ],
             "player": [by_name[str(n)].label for n in board["player"]],
             "score_per_round": board["mean_score_per_round"].to_numpy(),
             "ci95": [

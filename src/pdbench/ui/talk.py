@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pdbench.core.rounds_display import round_number
 from pdbench.core.talk_metrics import STATED_C, STATED_D, talk_tracks
 from pdbench.core.types import Action, Message
 from pdbench.ui.replies import clip
@@ -55,8 +56,12 @@ def stated_intentions(rounds: Sequence[Any], intended_a: str, intended_b: str) -
 
 
 def broken_promises(stated: str, intended: str) -> list[int]:
-    """The rounds (1-based) where an agent stated C and chose D."""
-    return [r + 1 for r, (s, m) in enumerate(zip(stated, intended, strict=True)) if s + m == "CD"]
+    """The rounds (numbered from 1) where an agent stated C and chose D."""
+    return [
+        round_number(r)
+        for r, (s, m) in enumerate(zip(stated, intended, strict=True))
+        if s + m == "CD"
+    ]
 
 
 def encode(rounds: Sequence[Any], intended_a: str, intended_b: str) -> dict[str, Any] | None:

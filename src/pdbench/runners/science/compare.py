@@ -18,6 +18,7 @@ from pdbench.core.metrics import (
     feasible_range,
 )
 from pdbench.core.rng import derive_seed
+from pdbench.core.rounds_display import is_round_metric, metric_label, shown_value
 from pdbench.errors import RunError
 from pdbench.storage.aggregate import aggregate_run_dir
 from pdbench.storage.intervals import metric_designs
@@ -154,10 +155,16 @@ def _num(value: float | None, digits: int = 3) -> str:
 
 
 def comparison_table(rows: list[dict[str, Any]]) -> str:
-    """The terminal table."""
+    """The terminal table (the means of a round-valued metric as rounds numbered from 1; a
+    difference of rounds is the same either way)."""
     if not rows:
         return "(only one condition: nothing to compare)"
     head = rows[0]
+    round_note = (
+        [f"(means: the {metric_label(head['metric'])}, rounds numbered from 1)"]
+        if is_round_metric(head["metric"])
+        else []
+    )
     lines = [
         f"{head['metric']}: each condition minus {head['baseline']!r} (games as the unit)",
         *(
@@ -165,11 +172,13 @@ def comparison_table(rows: list[dict[str, Any]]) -> str:
             if head["metric"].endswith("_payoff_per_round")
             else []
         ),
+        *round_note,
         f"{'condition':28} {'n':>4} {'mean':>8} {'difference [95% CI]':>30} {'p':>8} {'p (Holm)':>9}",
     ]
     for row in rows:
         ci = "" if row["ci_low"] is None else f" [{_num(row['ci_low'])}, {_num(row['ci_high'])}]"
-        mean = "-" if row["condition_mean"] is None else f"{row['condition_mean']:.3f}"
+        mean_value = shown_value(head["metric"], row["condition_mean"])
+        mean = "-" if mean_value is None else f"{mean_value:.3f}"
         p = "-" if row["p_value"] is None else f"{row['p_value']:.4f}"
         ph = "-" if row["p_holm"] is None else f"{row['p_holm']:.4f}"
         lines.append(

@@ -98,8 +98,10 @@ function mix(c1, c2, t) {
   return "rgb(" + r + "," + g + "," + bl + ")";
 }
 
+PDB.SHARE_MID = "#f3e6b3";  // the colour of a stretch with as many C as D
+
 PDB.shareColor = function (colors, share) {
-  var mid = "#f3e6b3";
+  var mid = PDB.SHARE_MID;
   return share <= 0.5 ? mix(colors.D, mid, share * 2) : mix(mid, colors.C, share * 2 - 1);
 };
 
@@ -254,6 +256,11 @@ PDB.timeline = function (root, g, colors, opts) {
     row.style.left = GUT + "px";
     rows.push(row);
   }
+  var hint = PDB.el("div", "pdb-tl-hint", box);
+  hint.textContent = "Drag on the whole-game strip to choose the rounds shown · mouse wheel " +
+    "over the timeline zooms at the pointer, Shift+wheel moves along" +
+    (opts.onSeek ? " · click a round to jump the replay there" : "");
+  box.insertBefore(hint, det);
   var dcanvas = PDB.el("canvas", "pdb-tl-canvas", det);
   dcanvas.style.left = GUT + "px";
   var dcur = PDB.el("div", "pdb-cursor", det);
@@ -312,8 +319,9 @@ PDB.timeline = function (root, g, colors, opts) {
     drawAxis(oaxis, 1, g.n, w, 80);
     brush.style.left = GUT + (lo - 1) * w / g.n + "px";
     brush.style.width = Math.max(3, span * w / g.n) + "px";
-    title.textContent = "Rounds " + PDB.fmt(lo) + "–" + PDB.fmt(hi) + " of " + PDB.fmt(g.n) +
-      (g.n > span ? " · drag on the whole-game strip below to move or resize the window" : "");
+    title.textContent = "Rounds " + PDB.fmt(lo) + "–" + PDB.fmt(hi) + " of " + PDB.fmt(g.n);
+    // the share-of-C scale is shown whenever a pixel column holds several rounds
+    scale.style.display = g.n > w ? "" : "none";
     box.dataset.lo = lo;
     box.dataset.hi = hi;
     bAll.disabled = span >= g.n;
@@ -363,6 +371,34 @@ PDB.timeline = function (root, g, colors, opts) {
     var ns = Math.max(10, Math.round(span * f));
     tl.setWindow(mid - ns / 2, mid - ns / 2 + ns - 1);
   }
+
+  /* Zoom by `f` keeping round `r` under the pointer where it is. */
+  function zoomAt(f, r) {
+    var span = tl.hi - tl.lo + 1;
+    var ns = Math.max(Math.min(10, g.n), Math.min(g.n, Math.round(span * f)));
+    var lo = r - (r - tl.lo) * ns / span;
+    tl.setWindow(lo, lo + ns - 1);
+  }
+
+  /* The wheel over either strip: zoom at the pointer; Shift (or a sideways wheel) moves the
+     window along. At a limit (whole game, or 10 rounds) the page scrolls as usual. */
+  function onWheel(ev, canvas, lo, span) {
+    var cur = tl.hi - tl.lo + 1;
+    var sideways = ev.shiftKey || Math.abs(ev.deltaX) > Math.abs(ev.deltaY);
+    if (sideways) {
+      var d = (ev.deltaX || ev.deltaY) > 0 ? 1 : -1;
+      if (cur >= g.n) return;
+      ev.preventDefault();
+      tl.setWindow(tl.lo + d * Math.max(1, Math.round(cur * 0.1)), tl.hi + d *
+        Math.max(1, Math.round(cur * 0.1)));
+      return;
+    }
+    var out = ev.deltaY > 0;
+    if ((out && cur >= g.n) || (!out && cur <= Math.min(10, g.n))) return;
+    ev.preventDefault();
+    var r = Math.max(1, Math.min(g.n, roundAt(ev, canvas, lo, span)));
+    zoomAt(out ? 1.25 : 0.8, r);
+  }
   bAll.onclick = function () { tl.setWindow(1, g.n); };
   bIn.onclick = function () { zoomBy(0.4); };
   bOut.onclick = function () { zoomBy(2.5); };
@@ -377,7 +413,9 @@ PDB.timeline = function (root, g, colors, opts) {
     var r = roundAt(ev, ocanvas, 1, g.n);
     var rect = brush.getBoundingClientRect();
     var edge = Math.min(5, rect.width / 4);
-    var mode = ev.clientX < rect.left - 4 || ev.clientX > rect.right + 4 ? "new" :
+    // the window is the whole game: any drag draws a new window
+    var mode = tl.hi - tl.lo + 1 >= g.n ? "new" :
+      ev.clientX < rect.left - 4 || ev.clientX > rect.right + 4 ? "new" :
       ev.clientX < rect.left + edge ? "left" : ev.clientX > rect.right - edge ? "right" : "move";
     drag = {mode: mode, start: r, lo: tl.lo, hi: tl.hi};
     ev.preventDefault();
@@ -395,6 +433,8 @@ PDB.timeline = function (root, g, colors, opts) {
   window.addEventListener("mouseup", function (ev) {
     if (drag && drag.mode === "new") {
       var r = roundAt(ev, ocanvas, 1, g.n), span = tl.hi - tl.lo + 1;
+      // a click on the strip centres the window there (from the whole game: the default width)
+      if (span >= g.n) span = Math.min(g.n, opts.window || 100);
       if (Math.abs(r - drag.start) * width() / g.n <= 3) tl.setWindow(r - span / 2, r + span / 2 - 1);
     }
     drag = null;
@@ -415,14 +455,14 @@ PDB.timeline = function (root, g, colors, opts) {
       parts.push(t);
     }
     tip.textContent = parts.join(" · ");
+    tip.style.top = hint.offsetTop + "px";  // on the hint line: never over the zoom buttons
     tip.style.display = "block";
   });
   det.addEventListener("mouseleave", function () { tip.style.display = "none"; });
   det.addEventListener("wheel", function (ev) {
-    if (!ev.ctrlKey && !ev.shiftKey) return;
-    ev.preventDefault();
-    zoomBy(ev.deltaY > 0 ? 1.25 : 0.8);
+    onWheel(ev, dcanvas, tl.lo, tl.hi - tl.lo + 1);
   }, {passive: false});
+  ov.addEventListener("wheel", function (ev) { onWheel(ev, ocanvas, 1, g.n); }, {passive: false});
   det.addEventListener("click", function (ev) {
     if (!opts.onSeek) return;
     var span = tl.hi - tl.lo + 1, r = Math.floor(roundAt(ev, dcanvas, tl.lo, span));
@@ -439,6 +479,14 @@ PDB.timeline = function (root, g, colors, opts) {
     "(black tick below the row, ▲ in wide cells)" +
     (g.talk ? '<span class="sw" style="background:' + colors.broken + '"></span>broken ' +
       "promise: promised C, chose D (purple tick above the row, ✗ in wide cells)" : "");
+  var scale = PDB.el("div", "pdb-share-scale", box);
+  scale.appendChild(document.createTextNode("Stretches of many rounds (one pixel column): " +
+    "colour = share of C  "));
+  PDB.el("span", "pdb-share-end", scale, "0% (all D)");
+  var grad = PDB.el("span", "pdb-share-grad", scale);
+  grad.style.background = "linear-gradient(to right, " + colors.D + ", " + PDB.SHARE_MID +
+    ", " + colors.C + ")";
+  PDB.el("span", "pdb-share-end", scale, "100% (all C)");
   window.addEventListener("resize", function () { tl.draw(); });
   tl.draw();
   return tl;

@@ -13,21 +13,27 @@ simultaneous order only once theirs is sent, otherwise when the opponent writes 
 run records the typed messages (the human agent's `messages`) and the opponent's, as seen.
 
 The game lives in session state under `pl_game` (a plain key), so switching tabs keeps it; the
-setup form's values are kept with `components.save_widgets`.
+setup form's values are kept with `components.save_widgets`. It is also kept on disk under the
+id in the URL's `game` parameter (`play_launcher.save_game`), so a browser Refresh, which starts
+a new session, finds it and replays it. The tab reads and writes only that parameter.
+
+The moves are called Cooperate and Defect throughout (`play_look`). Each round's result flips in
+(CSS); at the end a lesson card says which strategy the person played like (the saved run's
+strategy card), both players' memory-one profiles and one sentence of the lesson (`lesson`).
 """
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
+from pdbench.core.rounds_display import FIRST_ROUND, round_text
 from pdbench.errors import PdbenchError
 from pdbench.storage.record.fields import MESSAGES, ROUND_INDEX, side_field, side_fields
-from pdbench.ui import data, launcher, play_launcher, tables
+from pdbench.ui import data, launcher, lesson, play_launcher, play_look, play_talk, tables
 from pdbench.ui.components import (
     SEL_CONDITION,
     SEL_REPLICATE,
@@ -38,15 +44,7 @@ from pdbench.ui.components import (
     run_prepared,
     save_widgets,
 )
-from pdbench.ui.style import (
-    ACTION_EMOJI,
-    COOP_COLOR,
-    DEFECT_COLOR,
-    card_html,
-    human_profile,
-    move_html,
-    trail_html,
-)
+from pdbench.ui.style import card_html, human_profile, trail_html
 from pdbench.ui.tabs import view_results
 from pdbench.ui.tabs.run_experiment import PENDING_TAB
 
@@ -57,30 +55,8 @@ GAME = "pl_game"  # the game in progress: a plain session key (survives tab swit
 STORE = "pl_form"  # the setup form's saved values
 FORM_KEYS = ("pl_opponent", "pl_name", "pl_rounds", "pl_seed", "pl_talk", "pl_order", "pl_rule")
 DEFAULT_OPPONENT = "policy:TFT"
-MOVE_WORD = {"C": "Cooperate", "D": "Cheat"}  # The Evolution of Trust's words
 TRAIL = 20  # rounds shown in the history trail
-OUTCOMES = {
-    "CC": "you both cooperate 🤝",
-    "DD": "you both cheat 🗡️",
-    "CD": "you were cheated",
-    "DC": "you cheated them",
-}
-BUTTON_CSS = f"""<style>
-.st-key-pl_move_C button, .st-key-pl_move_D button {{ min-height: 84px; border: 0;
-  color: white; font-size: 26px; font-weight: 800; border-radius: 16px; }}
-.st-key-pl_move_C button p, .st-key-pl_move_D button p {{ font-size: 26px; font-weight: 800; }}
-.st-key-pl_move_C button {{ background: linear-gradient(135deg, #3fb866, {COOP_COLOR}); }}
-.st-key-pl_move_D button {{ background: linear-gradient(135deg, #e86363, {DEFECT_COLOR}); }}
-.st-key-pl_move_C button:disabled, .st-key-pl_move_D button:disabled {{ opacity: .35; }}
-.pdb-chat {{ display: flex; flex-direction: column; gap: 6px; margin: 4px 0 8px 0; }}
-.pdb-chat-row {{ display: flex; }}
-.pdb-chat-row.them {{ justify-content: flex-end; }}
-.pdb-chat-msg {{ max-width: 70%; padding: 6px 12px; border-radius: 14px; font-size: 15px;
-  line-height: 1.35; white-space: pre-wrap; overflow-wrap: anywhere; background: #eef2ff; }}
-.pdb-chat-row.them .pdb-chat-msg {{ background: #fff4e5; }}
-.pdb-chat-who {{ display: block; font-size: 12px; font-weight: 700; color: #52606d; }}
-.pdb-chat-msg.none {{ font-style: italic; color: #7b8794; }}
-</style>"""
+GAME_PARAM = "game"  # the URL's query parameter naming the game in progress
 
 
 def render(ctx: AppContext) -> None:
@@ -90,16 +66,86 @@ def render(ctx: AppContext) -> None:
         return
     game = st.session_state.get(GAME)
     if game is None:
-        _setup(config_dir)
+        game = _restore(ctx, config_dir)
+    if game is None:
+        _setup(ctx, config_dir)
     else:
+        if st.query_params.get(GAME_PARAM) != game["id"]:
+            st.query_params[GAME_PARAM] = game["id"]
         _board(ctx, game, config_dir)
+
+
+def _data_dir(ctx: AppContext) -> Path:
+    """The app's data folder (the parent of its runs folder), where games are kept."""
+    return ctx.runs_root.parent
+
+
+def _keep(game: dict[str, Any]) -> None:
+    """Write the game to disk under its id (see `_restore`)."""
+    play_launcher.save_game(
+        Path(game["data_dir"]),
+        game["id"],
+        game["request"],
+        game["moves"],
+        game["messages"],
+        game["saved"],
+    )
+
+
+def _restore(ctx: AppContext, config_dir: Path) -> dict[str, Any] | None:
+    """The game named by the URL's `game` parameter, replayed (after a browser Refresh); None
+    when the URL names none, or one that is not kept (the parameter is then removed)."""
+    game_id = st.query_params.get(GAME_PARAM)
+    if not game_id:
+        return None
+    kept = play_launcher.load_game(_data_dir(ctx), str(game_id), config_dir)
+    if kept is None:
+        del st.query_params[GAME_PARAM]
+        st.info("The game in this page's address is no longer kept: start a new one.", icon="🎮")
+        return None
+    config_path = play_launcher.prepare_play(kept.request, config_dir, Path())
+    try:
+        with st.spinner("Setting the table again…"):
+            live = play_launcher.replay_play(config_path, kept.moves, kept.messages)
+    except (PdbenchError, OSError, ValueError, RuntimeError) as exc:
+        play_launcher.discard_live(config_path)
+        _show_error(exc)
+        return None
+    saved = kept.saved if kept.saved and Path(kept.saved).is_dir() else None  # else: saved again
+    if saved:
+        play_launcher.discard_live(config_path)
+    game = _new_game(str(game_id), kept.request, config_path, live, _data_dir(ctx))
+    game.update(moves=kept.moves, messages=kept.messages, saved=saved)
+    st.session_state[GAME] = game
+    return game
+
+
+def _new_game(
+    game_id: str,
+    request: play_launcher.PlayRequest,
+    config_path: Path,
+    live: Any,
+    data_dir: Path,
+) -> dict[str, Any]:
+    """The session's record of a game (no move made yet)."""
+    return {
+        "id": game_id,
+        "data_dir": str(data_dir),
+        "request": request,
+        "config": str(config_path),
+        "moves": [],
+        "messages": [],
+        "live": live,
+        "error": None,
+        "saved": None,
+    }
 
 
 # --------------------------------------------------------------------------------------------
 # Setup
 
 
-def _setup(config_dir: Path) -> None:
+def _setup(ctx: AppContext, config_dir: Path) -> None:
     """Pick the opponent and the game; Start writes the live config and opens the board."""
     restore_widgets(STORE)
     options = {o.key: o for o in launcher.agent_options(config_dir)}
@@ -110,7 +156,7 @@ def _setup(config_dir: Path) -> None:
     st.markdown(
         "Play the iterated Prisoner's Dilemma yourself, as in "
         "[The Evolution of Trust](https://ncase.me/trust/): each round you and your opponent "
-        "choose at the same time to **cooperate** 🤝 or **cheat** 🗡️. Your game is saved as a "
+        "choose at the same time to **cooperate** 🤝 or **defect** 🗡️. Your game is saved as a "
         "run (agent type `human`) with the same artifacts and metrics as any other, so human "
         "baselines sit next to model results."
     )
@@ -126,13 +172,13 @@ def _setup(config_dir: Path) -> None:
         seed = c2.number_input("Seed", 0, 2**31 - 1, 1337, key="pl_seed")
     with right:
         st.html(card_html(opponent.profile, "B"))
-        talk, order, rule = _talk_options(opponent)
+        talk, order, rule = play_talk.talk_options(opponent)
     save_widgets(STORE, FORM_KEYS)
     st.markdown("#### 💰 Payoffs")
     st.caption(
-        "pdbench's default payoffs: both cooperate 3 each, both cheat 1 each, a cheater gets 5 "
-        "and the cheated 0 (The Evolution of Trust uses other numbers). Each cell: your "
-        "payoff, the opponent's."
+        "pdbench's default payoffs: both cooperate 3 each, both defect 1 each, whoever defects "
+        "against a cooperator gets 5 and the cooperator 0 (The Evolution of Trust uses other "
+        "numbers). Each cell: your payoff, the opponent's."
     )
     edited = st.data_editor(launcher.payoff_frame(), key="pl_payoffs", num_rows="fixed")
     try:
@@ -167,47 +213,11 @@ def _setup(config_dir: Path) -> None:
         play_launcher.discard_live(config_path)
         _show_error(exc)
         return
-    st.session_state[GAME] = {
-        "request": request,
-        "config": str(config_path),
-        "moves": [],
-        "messages": [],
-        "live": live,
-        "error": None,
-        "saved": None,
-    }
+    game = _new_game(play_launcher.new_game_id(), request, config_path, live, _data_dir(ctx))
+    _keep(game)
+    st.session_state[GAME] = game
+    st.query_params[GAME_PARAM] = game["id"]
     st.rerun()
-
-
-def _talk_options(opponent: launcher.AgentOption) -> tuple[bool, str, str]:
-    """The talk toggle (for an opponent that can talk), the speaking order and a policy's
-    message rule: (talk, order, rule)."""
-    if not play_launcher.can_talk(opponent):
-        return False, "simultaneous", "honest"
-    talk = st.toggle(
-        "💬 Talk before each move",
-        key="pl_talk",
-        help="Before each move you send your opponent one message and read theirs; the "
-        "saved run records every message, and the report measures whether words predict moves.",
-    )
-    if not talk:
-        return False, "simultaneous", "honest"
-    orders = play_launcher.TALK_ORDERS
-    if st.session_state.get("pl_order") not in orders:
-        st.session_state["pl_order"] = "simultaneous"
-    order = st.selectbox("Who writes first", list(orders), key="pl_order", format_func=orders.get)
-    rule = "honest"
-    if opponent.kind == "policy":
-        rules = play_launcher.TALK_RULES
-        if st.session_state.get("pl_rule") not in rules:
-            st.session_state["pl_rule"] = "honest"
-        rule = st.selectbox(
-            "What it says",
-            list(rules),
-            key="pl_rule",
-            format_func=lambda k: f"{k}: {rules[k]}",
-        )
-    return True, str(order), str(rule)
 
 
 def _show_error(exc: Exception) -> None:
@@ -234,6 +244,7 @@ def _move(action: str) -> None:
         game["error"] = data.first_line(exc)
         return
     game.update(moves=moves, live=live, error=None)
+    _keep(game)
 
 
 def _send() -> None:
@@ -250,6 +261,7 @@ def _send() -> None:
         game["error"] = data.first_line(exc)
         return
     game.update(messages=messages, live=live, error=None)
+    _keep(game)
 
 
 def _quit() -> None:
@@ -257,12 +269,15 @@ def _quit() -> None:
     game = st.session_state.pop(GAME, None)
     if game is not None:
         play_launcher.discard_live(Path(game["config"]))
+        play_launcher.forget_game(Path(game["data_dir"]), game["id"])
+    if GAME_PARAM in st.query_params:
+        del st.query_params[GAME_PARAM]
 
 
 def _history(records: list[dict[str, Any]]) -> pd.DataFrame:
     """The rounds played as the trail wants them (a 1-based `round` column)."""
     frame = pd.DataFrame(records)
-    frame["round"] = frame[ROUND_INDEX] + 1
+    frame["round"] = frame[ROUND_INDEX] + FIRST_ROUND
     return frame
 
 
@@ -294,37 +309,28 @@ def _board(ctx: AppContext, game: dict[str, Any], config_dir: Path) -> None:
         )
     heading = "Game over" if live.finished else f"Round {played + 1} of {n}"
     moves = "".join(last[name] for name in side_fields("action")) if last else ""
-    outcome = OUTCOMES.get(moves, "")
-    status.html(
-        f'<div class="pdb-round">{heading}<div style="font-size:13px;font-weight:400">'
-        f"{outcome}</div></div>"
-    )
+    outcome = play_look.OUTCOMES.get(moves, "")
+    status.html(f'<div class="pdb-round">{heading}</div>')  # the outcome: in the result panel
+    st.html(play_look.CSS)
+    if last:
+        st.html(_result(last, played, outcome, them.short))
     if game["error"]:
         st.error(game["error"], icon="🚫")
-    st.html(BUTTON_CSS)
-    if live.talks and not live.finished:
-        _talk(live, played, them.short, request.order)
-    c, d = st.columns(2)
-    for col, action in ((c, "C"), (d, "D")):
-        col.button(
-            f"{ACTION_EMOJI[action]} {MOVE_WORD[action]}",
-            key=f"pl_move_{action}",
-            on_click=_move,
-            args=(action,),
-            disabled=live.finished or live.awaiting_message,
-            width="stretch",
-        )
-    if last:
-        st.caption(f"Round {played}: you played (left) and {them.short} played (right)")
-        a, b = st.columns(2)
-        for col, side in ((a, "a"), (b, "b")):
-            col.html(
-                move_html(
-                    str(last[side_field(side, "action")]),
-                    str(last[side_field(side, "intended_action")]),
-                    float(last[side_field(side, "payoff")]),
-                    bool(last[side_field(side, "parse_failure")]),
-                )
+    if live.finished:
+        _finish(ctx, game, config_dir)
+    else:
+        if live.talks:
+            play_talk.talk_box(live, played, them.short, request.order, _send)
+        st.html(f'<div class="pdb-pick">Your move in round {played + 1}:</div>')
+        c, d = st.columns(2)
+        for col, action in ((c, "C"), (d, "D")):
+            col.button(
+                play_look.MOVE_LABEL[action],
+                key=f"pl_move_{action}",
+                on_click=_move,
+                args=(action,),
+                disabled=live.awaiting_message,
+                width="stretch",
             )
     if records:
         history = _history(records)
@@ -335,68 +341,32 @@ def _board(ctx: AppContext, game: dict[str, Any], config_dir: Path) -> None:
         with st.expander("💬 The conversation so far", expanded=False):
             for record in records:
                 if record.get(MESSAGES):
-                    st.caption(f"Before round {record[ROUND_INDEX] + 1}")
-                    st.html(chat_html(record[MESSAGES], them.short))
+                    st.caption(f"Before {round_text(record[ROUND_INDEX])}")
+                    st.html(play_talk.chat_html(record[MESSAGES], them.short))
 
     _agent_view(request, live)
-    if live.finished:
-        _finish(ctx, game, config_dir)
     st.button("🏳️ New game" if live.finished else "🏳️ Give up", key="pl_quit", on_click=_quit)
 
 
-def chat_html(entries: list[dict[str, Any]], them: str, kind: str = "") -> str:
-    """Message entries (as rounds.jsonl has them) as chat bubbles: the person's on the left,
-    the opponent's on the right. Texts are escaped: a message is shown as typed, never as
-    HTML. The opponent's declared intention is private and not shown. `kind`: an extra class
-    ("pending": the exchange before the next move)."""
-    rows = []
-    for entry in entries:
-        mine = entry.get("from") == "agent_a"
-        text = str(entry.get("text") or "")
-        who = "You" if mine else them
-        body = html.escape(text) if text else "(said nothing)"
-        rows.append(
-            f'<div class="pdb-chat-row {"you" if mine else "them"}">'
-            f'<div class="pdb-chat-msg{"" if text else " none"}">'
-            f'<span class="pdb-chat-who">{html.escape(who)}</span>{body}</div></div>'
+def _result(last: dict[str, Any], played: int, outcome: str, them: str) -> str:
+    """The last round's result panel: both moves (the person's first) and their payoffs."""
+    cards = [
+        play_look.result_card(
+            who,
+            str(last[side_field(side, "action")]),
+            str(last[side_field(side, "intended_action")]),
+            float(last[side_field(side, "payoff")]),
+            bool(last[side_field(side, "parse_failure")]),
+            delay,
         )
-    return f'<div class="{f"pdb-chat {kind}".strip()}">{"".join(rows)}</div>'
-
-
-def _talk(live: Any, played: int, them: str, order: str) -> None:
-    """The exchange before the next move: the messages the person may read now, and the box
-    to write theirs (before they can move)."""
-    st.markdown(f"**💬 Messages before round {played + 1}**")
-    if live.pending:
-        st.html(chat_html(live.pending, them, "pending"))
-    if not live.awaiting_message:
-        if not live.pending:
-            st.caption("Nobody said anything. Now choose your move.")
-        else:
-            st.caption("Now choose your move.")
-        return
-    if not live.pending:
-        st.caption(
-            f"Write to {them} first: "
-            + (
-                "you both write at the same time, so their message shows once you have sent yours."
-                if order == "simultaneous"
-                else "they read your message before answering."
-            )
-        )
-    with st.form("pl_talk_form", clear_on_submit=True, border=False):
-        st.text_input(
-            "Your message",
-            key="pl_message",
-            max_chars=play_launcher.MAX_CHARS,
-            placeholder="e.g. I will cooperate if you do.",
-        )
-        st.form_submit_button("📨 Send", type="primary", on_click=_send, key="pl_send")
+        for side, who, delay in (("a", "You played", 0.0), ("b", f"{them} played", 0.25))
+    ]
+    return play_look.result_html(played, cards, outcome)
 
 
 def _agent_view(request: play_launcher.PlayRequest, live: Any) -> None:
     """What the opponent sees: an LLM's prompts, or a policy's rule."""
-    with st.expander("👁️ What the agent sees", expanded=True):
+    with st.expander("👁️ What the agent sees", expanded=not live.finished):
         if live.system_prompt is None:
             profile = request.opponent.profile
             st.markdown(
@@ -448,6 +418,7 @@ def _finish(ctx: AppContext, game: dict[str, Any], config_dir: Path) -> None:
             [r.get(MESSAGES) for r in records]
         )
         play_launcher.discard_live(Path(game["config"]))
+        _keep(game)
     if not game["saved"]:
         return
     mine = sum(r[side_field("a", "action")] == "C" for r in records)
@@ -467,9 +438,39 @@ def _finish(ctx: AppContext, game: dict[str, Any], config_dir: Path) -> None:
             "was not served from the cache?).",
             icon="🚫",
         )
+    try:
+        st.html(_lesson_card(game, records))
+    except (PdbenchError, OSError, ValueError, KeyError) as exc:
+        st.warning(f"No lesson card: {data.first_line(exc)}", icon="⚠️")
     if st.button("📊 Open in View Results", type="primary", key="pl_open"):
         st.session_state[SEL_RUN] = game["saved"]
         st.session_state[SEL_CONDITION] = request.condition_name
         st.session_state[SEL_REPLICATE] = 0
         st.session_state[PENDING_TAB] = view_results.KEY
         st.rerun()
+
+
+def _lesson_card(game: dict[str, Any], records: list[dict[str, Any]]) -> str:
+    """The lesson card of a finished, saved game: the sentence (from the moves), the strategy
+    the person played like (the saved run's strategy card, fitted once by `pdbench profile`)
+    and both memory-one profiles (from the saved run's aggregates)."""
+    request: play_launcher.PlayRequest = game["request"]
+    run_dir, name = Path(game["saved"]), request.condition_name
+    fits = data.load_strategy_fit(run_dir)
+    if fits is None:
+        play_launcher.profile_saved(run_dir)
+        fits = data.load_strategy_fit(run_dir)
+    like = None
+    if fits is not None:
+        mine = fits[(fits["condition"] == name) & (fits["agent"] == "a")]
+        like = lesson.played_like(mine.astype(object).where(mine.notna(), None).to_dict("records"))
+    aggregates, _ = data.load_aggregates(run_dir, data.load_manifest(run_dir))
+    row = tables.replicate_row(aggregates, name, 0)
+    profiles = [lesson.memory_one(row, side) for side in "ab"] if row is not None else []
+    moves = ["".join(r[side_field(s, "action")] for r in records) for s in "ab"]
+    return play_look.lesson_html(
+        lesson.lesson(*moves),
+        like,
+        profiles,
+        (human_profile(request.human_name).short, request.opponent.profile.short),
+    )

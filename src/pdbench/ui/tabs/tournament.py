@@ -13,7 +13,7 @@ from typing import Any
 
 import streamlit as st
 
-from pdbench.ui import charts, data, launcher, planning, presets, tables
+from pdbench.ui import charts, data, launcher, planning, podium, presets, tables
 from pdbench.ui.components import (
     AppContext,
     agent_multiselect,
@@ -57,7 +57,8 @@ def render(ctx: AppContext) -> None:
         "A round robin: every pair of strategies meets in the same number of matches, and a "
         "strategy's score is its mean payoff per round over all of them. Without noise, "
         "😈 Always Cheat wins every match it plays yet ends near the bottom, while 🪞 Copycat "
-        f"wins none and tops the table. {now} Exact ties share a medal."
+        f"wins none and tops the table. {now} Players the data do not separate (overlapping "
+        "rank intervals) share a medal."
     )
     if config_dir is None:
         st.error("No configs folder with agents/ found: cannot list the strategies.", icon="🚫")
@@ -185,20 +186,29 @@ def _show(t: tables.Tournament) -> None:
     st.caption(_describe(t))
     board = t.leaderboard
     by_name = t.by_name
-    top = [
-        (
-            int(row["rank"]),
-            by_name[str(row["player"])].profile,
-            str(row["player"]),
-            f"{row['mean_score_per_round']:.2f} points / round",
+    scores = dict(zip(board["player"].astype(str), board["mean_score_per_round"], strict=True))
+    steps = podium.podium_steps(board)
+    st.html(
+        podium_html(
+            [
+                (
+                    step.rank,
+                    [
+                        (by_name[n].profile, n, f"{scores[n]:.3f} points / round")
+                        for n in step.players
+                    ],
+                    step.note,
+                )
+                for step in steps
+            ]
         )
-        for _, row in board.head(3).iterrows()
-    ]
-    st.html(podium_html(top))
+    )
 
     st.markdown("##### 🏅 Leaderboard")
-    st.altair_chart(charts.leaderboard_chart(board, t.players), width="stretch")
-    table = tables.leaderboard_table(board, t.players)
+    st.altair_chart(
+        charts.leaderboard_chart(board, t.players, podium.podium_medals(steps)), width="stretch"
+    )
+    table = tables.leaderboard_table(board, t.players, steps)
     st.dataframe(
         tables.in_percent(table, ["cooperation_rate"]),
         hide_index=True,
@@ -220,8 +230,8 @@ def _show(t: tables.Tournament) -> None:
     st.caption(
         "Score: mean payoff per round over a player's matches. Its 95% interval (error bars) "
         "and the rank range come from a bootstrap over repetitions (the repetition is the "
-        "unit; none with one repetition). Wins / draws / losses compare match totals against "
-        "each opponent."
+        "unit; none with one repetition). Players whose rank intervals overlap share a podium "
+        "step and its medal. Wins / draws / losses compare match totals against each opponent."
     )
 
     st.markdown("##### 🔥 Who scores against whom")
@@ -230,13 +240,18 @@ def _show(t: tables.Tournament) -> None:
     with left:
         st.altair_chart(
             charts.payoff_heatmap(
-                t.pairwise, t.players, m.sucker, (m.reward + m.punishment) / 2, m.temptation
+                t.pairwise,
+                podium.ranked_players(board, t.players),
+                m.sucker,
+                (m.reward + m.punishment) / 2,
+                m.temptation,
             ),
             width="content",
         )
     right.markdown(
         f"Each cell is the **row** player's mean score per round against the **column** "
-        f"player. Green: above the midpoint between mutual cooperation (R = {m.reward:g}) and "
+        f"player, both in leaderboard order. Green: above the midpoint between mutual "
+        f"cooperation (R = {m.reward:g}) and "
         f"mutual defection (P = {m.punishment:g}); red: below it."
     )
     with st.expander("🎲 Every match (matches.parquet)"):

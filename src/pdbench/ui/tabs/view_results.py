@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from pdbench.core import rounds_display
 from pdbench.core.metrics import comparable_metric, horizons_differ
 from pdbench.storage.record.fields import RAW_RESPONSES, side_field
 from pdbench.ui import animation, charts, data, files, science, tables
@@ -58,16 +59,16 @@ def render(ctx: AppContext) -> None:
     _downloads(game)
 
 
-def _spread(row: pd.Series, shift: float = 0.0) -> str:
+def _spread(row: pd.Series) -> str:
     """'mean 92% · 85–98%': the condition mean and the range over replicates, compact."""
     kind = row["kind"]
     if pd.isna(row["condition_mean"]):
         return "no replicate has a value"
-    mean = tables.format_value(row["condition_mean"] + shift, kind, compact=True)
+    mean = tables.format_value(row["condition_mean"], kind, compact=True)
     if row["n_replicates"] <= 1 or row["min"] == row["max"]:
         return f"mean {mean}"
-    lo = tables.format_value(row["min"] + shift, kind, compact=True)
-    hi = tables.format_value(row["max"] + shift, kind, compact=True)
+    lo = tables.format_value(row["min"], kind, compact=True)
+    hi = tables.format_value(row["max"], kind, compact=True)
     return f"mean {mean} · {lo}–{hi}"
 
 
@@ -103,24 +104,15 @@ def _headline(game: Game) -> None:
         )
     row = by_metric.get("time_to_collapse")
     if row is not None:
-        t = row["replicate"]
+        value, delta = tables.round_chip(row)
         cols[-1].metric(
             "📉 Collapse at",
-            "never" if t is None or pd.isna(t) else f"round {int(t) + 1}",
-            delta=(
-                "no replicate collapsed"
-                if pd.isna(row["condition_mean"])
-                else f"{row['n_replicates']}/{row['n_total']} reps · mean round "
-                f"{row['condition_mean'] + 1:.3g}"
-            ),
+            value,
+            delta=delta,
             delta_color="off",
             delta_arrow="off",
             border=True,
-            help=(
-                "First round (1-based) that starts a window of k rounds whose joint cooperation "
-                "is at or below the threshold (`time_to_collapse` + 1; the mean ignores "
-                "replicates that never collapsed)."
-            ),
+            help=rounds_display.metric_help("time_to_collapse"),
         )
 
 
@@ -134,7 +126,7 @@ def _timeline(game: Game) -> None:
     else:
         st.iframe(animation.timeline_page(table, game.labels), height=animation.TIMELINE_HEIGHT)
         st.caption(
-            "Rounds are numbered from 1. The lower strip is the whole game (each pixel column "
+            f"{rounds_display.NUMBERING_NOTE} The lower strip is the whole game (each pixel column "
             "coloured by its share of C); drag on it to choose the window drawn above, one cell "
             "per round. Hover a round for its moves."
         )
@@ -212,7 +204,7 @@ KEY_CONDITION_COLUMNS = (
     "overall_cooperation_rate",
     "agent_a_total_payoff",
     "agent_b_total_payoff",
-    "collapse_round",
+    "time_to_collapse",  # shown as a round numbered from 1 (tables.conditions_table)
 )
 
 
@@ -226,8 +218,6 @@ def _conditions(game: Game) -> None:
             for c, n in zip(table["condition"], table[f"agent_{side}_name"], strict=True)
         ]
     table.insert(0, " ", ["👉" if c == game.condition else "" for c in table["condition"]])
-    if "time_to_collapse" in table.columns:  # "round N" as on the cards (data: 0-based index)
-        table["collapse_round"] = table["time_to_collapse"] + 1
     config: dict[str, Any] = {
         "agent_a": st.column_config.TextColumn("agent A"),
         "agent_b": st.column_config.TextColumn("agent B"),
@@ -235,11 +225,10 @@ def _conditions(game: Game) -> None:
         "agent_b_name": st.column_config.TextColumn("agent B name"),
         "n_replicates": st.column_config.NumberColumn("reps", format="%d", width="small"),
         "n_rounds": st.column_config.NumberColumn("rounds", format="%.4g", width="small"),
-        "collapse_round": st.column_config.NumberColumn(
-            "collapse round",
+        "time_to_collapse": st.column_config.NumberColumn(
+            rounds_display.metric_label("time_to_collapse"),
             format="%.4g",
-            help="Mean 1-based round at which the games that collapsed did "
-            "(time_to_collapse + 1; games that never collapsed are left out).",
+            help=rounds_display.metric_help("time_to_collapse"),
         ),
     }
     for column, (label, kind) in tables.METRICS.items():
@@ -368,7 +357,9 @@ def _llm_inspector(game: Game) -> None:
         )
     )
     try:
-        record = data.load_round_record(game.run.path, game.condition, game.replicate, round_no - 1)
+        record = data.load_round_record(
+            game.run.path, game.condition, game.replicate, rounds_display.round_index_of(round_no)
+        )
     except data.RunLoadError as exc:
         show_error(exc)
         return
