@@ -109,15 +109,24 @@ def profile(
 
 
 @tools.command(
-    epilog="Example: pdbench compare data/runs/phase1_smoke_v1 --metric overall_cooperation_rate"
+    epilog="Examples: pdbench compare data/runs/phase1_smoke_v1 --metric overall_cooperation_rate; "
+    "pdbench compare data/runs/monday data/runs/friday --across-runs"
 )
 def compare(
-    run_dir: Annotated[
-        Path, typer.Argument(help="An experiment run directory.", show_default=False)
+    run_dirs: Annotated[
+        list[Path],
+        typer.Argument(
+            help="An experiment run directory (two or more with --across-runs).",
+            show_default=False,
+        ),
     ],
     metric: Annotated[
-        str, typer.Option("--metric", help="A per-game metric of aggregates.parquet.")
-    ] = "agent_a_cooperation_rate",
+        str | None,
+        typer.Option(
+            "--metric",
+            help="A per-game metric of aggregates.parquet (default agent_a_cooperation_rate).",
+        ),
+    ] = None,
     baseline: Annotated[
         str | None,
         typer.Option("--baseline", help="The condition to compare with (default: the first)."),
@@ -130,12 +139,41 @@ def compare(
             "differ (by default they are compared per round then).",
         ),
     ] = False,
+    across: Annotated[
+        bool,
+        typer.Option(
+            "--across-runs",
+            help="Put each agent seen in two or more of the runs side by side; the difference "
+            "of its headline metrics, with intervals, where it faced the same opponent design.",
+        ),
+    ] = False,
+    agent: Annotated[
+        str | None,
+        typer.Option("--agent", help="With --across-runs: only agents whose name contains this."),
+    ] = None,
 ) -> None:
     """Each condition against a baseline: difference, bootstrap interval, permutation p-value
-    (Holm-adjusted); writes comparisons.parquet."""
-    from pdbench.runners.science.compare import compare_run, comparison_table
+    (Holm-adjusted); writes comparisons.parquet. With --across-runs: the same agent across runs
+    (writes nothing)."""
+    if across:
+        from pdbench.runners.science.across_runs import across_runs_table, compare_across_runs
 
-    rows = compare_run(run_dir, metric, baseline, totals)
+        if metric is not None or baseline is not None or totals:
+            raise RunError(
+                "--across-runs compares the headline metrics: drop --metric, --baseline, --totals"
+            )
+        typer.echo(across_runs_table(compare_across_runs(run_dirs, agent)))
+        return
+    if len(run_dirs) != 1:
+        raise RunError(
+            "compare takes one run directory (add --across-runs to compare agents across runs)"
+        )
+    if agent is not None:
+        raise RunError("--agent needs --across-runs")
+    from pdbench.runners.science.compare import DEFAULT_METRIC, compare_run, comparison_table
+
+    run_dir = run_dirs[0]
+    rows = compare_run(run_dir, metric or DEFAULT_METRIC, baseline, totals)
     typer.echo(comparison_table(rows))
     typer.echo(f"{run_dir}: comparisons.parquet written ({len(rows)} rows)")
 

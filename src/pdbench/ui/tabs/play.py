@@ -50,7 +50,7 @@ from pdbench.ui.tabs.run_experiment import PENDING_TAB
 
 LABEL = "🎮 Play"
 KEY = "play"  # the tab's name in the session state (e.g. a pending tab switch)
-POSITION = 6  # its place among the tabs, left to right
+POSITION = 7  # its place among the tabs, left to right
 GAME = "pl_game"  # the game in progress: a plain session key (survives tab switches)
 STORE = "pl_form"  # the setup form's saved values
 FORM_KEYS = ("pl_opponent", "pl_name", "pl_rounds", "pl_seed", "pl_talk", "pl_order", "pl_rule")
