@@ -4,9 +4,11 @@ Makes a sample run with the library in a temporary directory, starts the app on 
 Debian's Chromium with Playwright and writes view_results.png, compare.png (the condition
 comparison and memory-one profile), view_results_llm.png, replay.png, replay_llm.png (the
 mock-LLM game's replay with replies and retries),
-run_experiment.png, tournament.png (a no-noise round robin run from the UI) and evolution.png (the
-"Trust wins" preset run from the UI) (default OUT_DIR: docs/screenshots). Fails if the page shows
-an exception or logs console errors.
+run_experiment.png, tournament.png (a no-noise round robin run from the UI), evolution.png (the
+"Trust wins" preset run from the UI), linked_view.png (the replay's URL opened afresh: the same
+run, condition and round, with the link shown above the page) and agents.png (the same LLM agent
+in two saved runs side by side) (default OUT_DIR: docs/screenshots). Fails if the page shows an
+exception or logs console errors.
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ def tour(page: Any, url: str, out_dir: Path, replay_round: int = 14) -> list[Pat
     page.wait_for_timeout(500)
     shots.append(out_dir / "replay.png")
     full_page_screenshot(page, shots[-1])
+    shots.append(linked_shot(page, out_dir))
     open_tab(page, "📊 View Results")
     select_option(page, "Condition", "LLMcoop_vs_LLMexploit")
     shots.append(out_dir / "view_results_llm.png")
@@ -81,7 +84,41 @@ def tour(page: Any, url: str, out_dir: Path, replay_round: int = 14) -> list[Pat
     full_page_screenshot(page, shots[-1])
     shots.append(tournament_shot(page, out_dir))
     shots.append(evolution_shot(page, out_dir))
+    shots.append(agents_shot(page, out_dir))
     return shots
+
+
+def linked_shot(page: Any, out_dir: Path) -> Path:
+    """The view's URL (the replay at its round, which it writes when it stops) opened afresh,
+    with the link written in a banner above the page, as a person would paste it."""
+    page.wait_for_function("() => location.search.includes('round=')", timeout=30_000)
+    link = page.url
+    page.goto(link)
+    wait_idle(page)
+    component(page, "#pdb-label")
+    page.evaluate(
+        """(link) => {
+            const bar = document.createElement('div');
+            bar.textContent = '🔗 opened from the link  ' + link;
+            bar.style.cssText = 'position:fixed;top:0;left:0;right:0;z-index:999999;'
+              + 'background:#1f2933;color:#fff;font:13px monospace;padding:8px 14px;';
+            document.body.appendChild(bar);
+        }""",
+        link,
+    )
+    path = out_dir / "linked_view.png"
+    full_page_screenshot(page, path)
+    return path
+
+
+def agents_shot(page: Any, out_dir: Path) -> Path:
+    """The Agents tab: every agent in the saved runs, and the same LLM agent from two runs side
+    by side with the difference and its interval."""
+    open_tab(page, "👥 Agents")
+    page.get_by_text("same opponent design").first.wait_for(timeout=60_000)
+    path = out_dir / "agents.png"
+    full_page_screenshot(page, path)
+    return path
 
 
 def llm_replay_shot(page: Any, out_dir: Path) -> Path:
@@ -169,6 +206,8 @@ def capture(out_dir: Path = DEFAULT_OUT) -> list[Path]:
     """Make a showcase run, open it in the app, and write one screenshot per tab."""
     with tempfile.TemporaryDirectory(prefix="pdbench_shots_") as tmp:
         base = Path(tmp)
+        # a second run "a week later" with more games: the Agents tab puts the two side by side
+        make_run(base, SHOWCASE_CONDITIONS[1:], n_rounds=60, replicates=6, run_id="showcase_week2")
         run_dir = make_run(
             base, SHOWCASE_CONDITIONS, n_rounds=60, replicates=3, run_id="showcase_noisy_trust"
         )

@@ -71,16 +71,30 @@ def _round_axis(n: int) -> alt.X:
     )
 
 
+WINDOWS = (1, 3, 5, 10, 20, 50, 100, 200, 500, 1000, 2000)  # smoothing windows offered
+AUTO_POINTS = 50  # the automatic window: about this many windows across the game
+
+
+def auto_window(n_rounds: int) -> int:
+    """The smoothing window that suits a game of `n_rounds`: the smallest offered window of at
+    least n/50 rounds (1 for games up to 50 rounds, 20 for 1,000, 500 for 20,000), so the
+    line shows the game's course rather than every flip."""
+    want = n_rounds / AUTO_POINTS
+    return next((w for w in WINDOWS if w >= want), WINDOWS[-1])
+
+
 def cooperation_chart(
     game: pd.DataFrame,
     labels: Sequence[str],
     window: int,
     joint: Sequence[float],
     condition_mean: Sequence[float],
-) -> alt.Chart:
+    band: tuple[Sequence[float], Sequence[float]] | None = None,
+) -> alt.Chart | alt.LayerChart:
     """Cooperation over time: each agent's rolling share of C (window `window`), the per-round
     joint rate of this game (`joint`, from the metrics; drawn for games up to 400 rounds) and the
-    condition mean over replicates (rolling too)."""
+    condition mean over replicates (rolling too), with `band` (the condition mean's per-round
+    95% interval over games, from the metrics) drawn behind it, averaged over the same window."""
     series: list[tuple[str, str, list[int] | None, pd.DataFrame]] = []
     if joint and len(joint) <= 400:
         frame = pd.DataFrame({"round": FIRST_ROUND + np.arange(len(joint)), "rate": joint})
@@ -104,11 +118,12 @@ def cooperation_chart(
     )
     names = [name for name, _, _, _ in series]
     dashed = [name for name, _, dash, _ in series if dash]
-    return (
+    n = max(len(game), len(joint or []), len(condition_mean or []))
+    lines = (
         alt.Chart(data)
         .mark_line(strokeWidth=2.2, interpolate="linear")
         .encode(
-            x=_round_axis(max(len(game), len(joint or []), len(condition_mean or []))),
+            x=_round_axis(n),
             y=alt.Y(
                 "rate:Q",
                 title="cooperation rate",
@@ -134,6 +149,17 @@ def cooperation_chart(
         )
         .properties(height=300)
     )
+    if not band or not band[0] or len(band[0]) != len(band[1]):
+        return lines
+    low = pd.Series(band[0], dtype=float).rolling(window, min_periods=1).mean()
+    high = pd.Series(band[1], dtype=float).rolling(window, min_periods=1).mean()
+    frame = pd.DataFrame({"round": FIRST_ROUND + np.arange(len(low)), "low": low, "high": high})
+    area = (
+        alt.Chart(_thin(frame))
+        .mark_area(opacity=0.16, color="#3e4c59")
+        .encode(x=_round_axis(n), y=alt.Y("low:Q"), y2=alt.Y2("high:Q"))
+    )
+    return alt.layer(area, lines).properties(height=300)
 
 
 def payoff_chart(game: pd.DataFrame, labels: Sequence[str]) -> alt.Chart:

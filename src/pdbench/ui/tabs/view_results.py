@@ -137,23 +137,38 @@ def _timeline(game: Game) -> None:
 
 
 def _charts(game: Game) -> None:
+    auto = charts.auto_window(len(game.table))
     window = st.select_slider(
         "Smoothing window (rounds) for the rolling cooperation rate",
-        options=[1, 3, 5, 10, 20, 50, 100, 500],
-        value=10,
+        options=[0, *charts.WINDOWS],
+        value=0,
+        format_func=lambda w: f"auto ({auto})" if w == 0 else str(w),
         key="vr_window",
+        help="auto: about 50 windows across the game, so a long game shows its course",
     )
+    window = window or auto
     mine = tables.replicate_row(game.aggregates, game.condition, game.replicate)
     mean = tables.condition_row(game.aggregates, game.condition)
     joint = tables.series_from_json(None if mine is None else mine["cooperation_rate_over_time"])
     cond = tables.series_from_json(None if mean is None else mean["cooperation_rate_over_time"])
+    band = None
+    if mean is not None and "cooperation_rate_over_time_ci_low" in mean:
+        band = (
+            tables.series_from_json(mean["cooperation_rate_over_time_ci_low"]),
+            tables.series_from_json(mean["cooperation_rate_over_time_ci_high"]),
+        )
     left, right = st.columns(2)
     with left:
         st.markdown("**🤝 Cooperation over time**")
         st.altair_chart(
-            charts.cooperation_chart(game.table, game.labels, int(window), joint, cond),
+            charts.cooperation_chart(game.table, game.labels, int(window), joint, cond, band),
             width="stretch",
         )
+        if band and band[0]:
+            st.caption(
+                "Grey band: the condition mean's 95% interval per round over games (games as "
+                f"the unit), averaged over the same {window}-round window as the lines."
+            )
     with right:
         st.markdown("**💰 Cumulative payoff**")
         st.altair_chart(charts.payoff_chart(game.table, game.labels), width="stretch")
