@@ -99,6 +99,7 @@ def linked_shot(page: Any, out_dir: Path) -> Path:
     page.evaluate(
         """(link) => {
             const bar = document.createElement('div');
+            bar.id = 'pdb-link-banner';
             bar.textContent = '🔗 opened from the link  ' + link;
             bar.style.cssText = 'position:fixed;top:0;left:0;right:0;z-index:999999;'
               + 'background:#1f2933;color:#fff;font:13px monospace;padding:8px 14px;';
@@ -108,6 +109,7 @@ def linked_shot(page: Any, out_dir: Path) -> Path:
     )
     path = out_dir / "linked_view.png"
     full_page_screenshot(page, path)
+    page.evaluate("() => document.getElementById('pdb-link-banner').remove()")
     return path
 
 

@@ -97,6 +97,13 @@ def _agents_table(appearances: list[Appearance]) -> pd.DataFrame:
     return pd.DataFrame(list(rows.values()))
 
 
+def _text_width(column: pd.Series) -> int:
+    """Pixels for a table column to show its longest text in full (about 7.5 px a character
+    of the grid's 14 px font, plus padding), capped so a very long one scrolls instead."""
+    longest = max((len(str(v)) for v in column), default=0)
+    return int(min(900, max(80, 7.5 * longest + 32)))
+
+
 def _side_by_side(picked: list[Appearance]) -> pd.DataFrame:
     """Metrics as rows, the picked appearances as columns (mean [95% interval])."""
     columns = [f"({i + 1}) {a.identity.label} — {a.where}" for i, a in enumerate(picked)]
@@ -148,7 +155,16 @@ def render(ctx: AppContext) -> None:
         st.warning(f"Left out: {line}", icon="⚠️")
     if not appearances:
         return
-    st.dataframe(_agents_table(appearances), hide_index=True, width="stretch")
+    table = _agents_table(appearances)
+    st.dataframe(
+        table,
+        hide_index=True,
+        width="stretch",
+        column_config={  # the text columns as wide as their longest text: nothing cut
+            name: st.column_config.TextColumn(width=_text_width(table[name]))
+            for name in ("agent", "runs")
+        },
+    )
 
     st.markdown("#### ⚖️ Side by side")
     by_key = {a.key: a for a in appearances}
