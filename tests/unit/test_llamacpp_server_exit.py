@@ -80,3 +80,65 @@ def test_a_sigterm_during_the_removal_does_not_stop_it(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert not log_dir.exists()
+
+
+FAKE_XLLAMACPP = """
+class _Part:
+    pass
+
+
+class CommonParams:
+    def __init__(self):
+        self.model, self.cpuparams, self.cpuparams_batch = _Part(), _Part(), _Part()
+
+
+class Server:
+    def __init__(self, params):
+        self.listening_address = "http://127.0.0.1:9"
+"""
+
+
+def _start_child(tmp_path: Path, log_dir: Path) -> subprocess.Popen[bytes]:
+    """The server child with a stand-in xllamacpp (no model), this process as its parent."""
+    import os
+
+    fake = tmp_path / "fake"
+    fake.mkdir(exist_ok=True)
+    (fake / "xllamacpp.py").write_text(FAKE_XLLAMACPP)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(fake), *sys.path])}
+    argv = ["--model", "m.gguf", "--alias", "m", "--n-ctx", "64", "--slots", "1"]
+    argv += ["--parent-pid", str(os.getpid()), "--log-dir", str(log_dir)]
+    child = subprocess.Popen(
+        [sys.executable, "-m", "pdbench.agents.providers.llamacpp_server", *argv],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    assert child.stdout is not None
+    assert child.stdout.readline().startswith(b"listening http")
+    return child
+
+
+def test_a_pipe_closed_without_the_stop_word_means_the_parent_died(tmp_path: Path) -> None:
+    """A dying parent's pipe closes before the kernel reparents the child: the child cannot
+    rely on getppid (here its parent, this test, is alive: the check alone would keep the log)
+    and removes its log because no stop word came."""
+    log_dir = tmp_path / "log"
+    log_dir.mkdir()
+    child = _start_child(tmp_path, log_dir)
+    assert child.stdin is not None
+    child.stdin.close()  # as the kernel does for a parent killed with SIGKILL
+    assert child.wait(timeout=60) == 0
+    assert not log_dir.exists()
+
+
+def test_a_parent_that_stops_the_server_keeps_its_log_to_itself(tmp_path: Path) -> None:
+    log_dir = tmp_path / "log"
+    log_dir.mkdir()
+    child = _start_child(tmp_path, log_dir)
+    assert child.stdin is not None
+    child.stdin.write(llamacpp_server.STOP_WORD + b"\n")
+    child.stdin.close()
+    assert child.wait(timeout=60) == 0
+    assert log_dir.exists()  # the parent removes it (or keeps it after a failed start)

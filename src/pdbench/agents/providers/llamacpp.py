@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from pdbench.agents.providers.base import ProviderError, provider
+from pdbench.agents.providers.llamacpp_server import STOP_WORD
 from pdbench.agents.providers.openai import OpenAIProvider
 from pdbench.core.config import LLMAgentConfig
 
@@ -267,6 +268,13 @@ class LlamaServer:
         (each waited for up to STOP_TIMEOUT_S); the log directory is removed unless asked to
         keep it (a failed start)."""
         process = self.process
+        if process.stdin is not None:
+            try:  # the log is ours to keep or remove: without this word the child would take
+                # us for dead and remove it itself
+                process.stdin.write(STOP_WORD + b"\n")
+                process.stdin.flush()
+            except (OSError, ValueError):  # the child is gone, or its stdin already closed
+                pass
         for pipe in (process.stdin, process.stdout):
             try:
                 if pipe is not None:

@@ -5,7 +5,10 @@ by hand. The child loads the GGUF file, serves the OpenAI-compatible API on 127.
 port, writes one line on its stdout (`listening http://127.0.0.1:PORT`, or `error: ...`) and then
 serves until its stdin closes (the parent's stop, or the parent's death: the kernel closes the
 pipe), SIGTERM, or, on Linux, the death of the parent (PR_SET_PDEATHSIG), so the server never
-outlives pdbench, even after `kill -9`.
+outlives pdbench, even after `kill -9`. A parent that stops the server writes `stop` before
+closing the pipe and removes the log directory itself; a pipe that closes without it means the
+parent died, and the server removes its log directory on the way out (the kernel closes a dying
+parent's pipes before it reparents its children, so `getppid` alone cannot tell yet).
 
 llama.cpp's own output (on stderr, and anything it would print on stdout) goes to the log file
 the parent gave as stderr, never to the user's terminal.
@@ -25,11 +28,13 @@ from typing import TextIO
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 EXIT_GRACE_S = 10.0  # how long the server's own shutdown may take before the process just ends
+STOP_WORD = b"stop"  # what a parent that stops the server writes before closing its stdin
+PARENT_GONE = threading.Event()  # set when stdin closed without the stop word
 
 
 def _clean_up_after_parent(parent_pid: int, log_dir: str | None) -> None:
     """A parent that died cannot remove our log directory: do it ourselves."""
-    if log_dir and os.getppid() != parent_pid:
+    if log_dir and (PARENT_GONE.is_set() or os.getppid() != parent_pid):
         shutil.rmtree(log_dir, ignore_errors=True)
 
 
@@ -53,10 +58,13 @@ def _on_sigterm(signum: int, frame: object) -> None:
 
 
 def _wait_for_eof() -> None:
-    """Block until stdin closes (the parent stopped us, or died)."""
+    """Block until stdin closes; without the stop word first, the parent died."""
     stdin = sys.stdin.buffer
-    while stdin.read(65536):
-        pass
+    told = b""
+    while chunk := stdin.read1(65536):
+        told = (told + chunk)[-64:]
+    if STOP_WORD not in told:
+        PARENT_GONE.set()
 
 
 def _exit_now(parent_pid: int, log_dir: str | None) -> None:
