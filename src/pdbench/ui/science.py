@@ -10,6 +10,7 @@ import altair as alt
 import pandas as pd
 
 from pdbench.core import rounds_display
+from pdbench.ui.charts import wrapping_legend
 from pdbench.ui.style import AGENT_COLORS
 from pdbench.ui.tables import METRICS, format_value
 
@@ -127,7 +128,7 @@ def memory_one_chart(frame: pd.DataFrame, labels: Sequence[str]) -> alt.LayerCha
     color = alt.Color(
         "who:N",
         scale=alt.Scale(domain=list(labels), range=[AGENT_COLORS["A"], AGENT_COLORS["B"]]),
-        legend=alt.Legend(title=None, orient="top", labelLimit=320),
+        legend=wrapping_legend(labels, orient="top"),
     )
     x = alt.X(
         "state:N",
