@@ -4,6 +4,7 @@ wrap and cuts with "…"), and an interval chart's value written on the side of 
 from __future__ import annotations
 
 import pandas as pd
+
 from pdbench.ui import charts, science
 
 LONG = "A · 💬 mock-persona-v1-instruct-extended-context-2026-preview · cooperative"
