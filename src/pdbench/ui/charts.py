@@ -11,7 +11,9 @@ out (the same line is drawn: `_drop_straight`).
 
 from __future__ import annotations
 
+import json
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 
 import altair as alt
@@ -134,7 +136,7 @@ def cooperation_chart(
                 "series:N",
                 sort=names,
                 scale=alt.Scale(domain=names, range=[color for _, color, _, _ in series]),
-                legend=alt.Legend(title=None, orient="bottom", columns=2, labelLimit=400),
+                legend=wrapping_legend(names),
             ),
             strokeDash=alt.condition(
                 alt.FieldOneOfPredicate(field="series", oneOf=dashed or ["-"]),
@@ -160,6 +162,30 @@ def cooperation_chart(
         .encode(x=_round_axis(n), y=alt.Y("low:Q"), y2=alt.Y2("high:Q"))
     )
     return alt.layer(area, lines).properties(height=300)
+
+
+LEGEND_LINE = 46  # characters per legend line (under 300 px at Vega's 11 px labels)
+
+
+def legend_lines(label: str, width: int = LEGEND_LINE) -> list[str]:
+    """A legend label as the lines it is drawn on: one line when short, else broken at spaces
+    and hyphens (a model name such as 'llama-3.1-70b-instruct' may break after a hyphen)."""
+    return textwrap.wrap(label, width) or [label]
+
+
+def wrapping_legend(labels: Sequence[str], orient: str = "bottom") -> alt.Legend:
+    """A legend with one entry per line whose long labels wrap onto several lines: Vega cuts a
+    label at its `labelLimit` with an ellipsis and cannot wrap one by itself, so the lines are
+    made here and handed over as an array (Vega draws an array as lines of text)."""
+    cases = "".join(
+        f"datum.label === {json.dumps(label, ensure_ascii=False)} ? "
+        f"{json.dumps(legend_lines(label), ensure_ascii=False)} : "
+        for label in labels
+        if len(legend_lines(label)) > 1
+    )
+    return alt.Legend(
+        title=None, orient=orient, columns=1, labelLimit=0, labelExpr=f"{cases}datum.label"
+    )
 
 
 def payoff_chart(game: pd.DataFrame, labels: Sequence[str]) -> alt.Chart:
@@ -189,7 +215,7 @@ def payoff_chart(game: pd.DataFrame, labels: Sequence[str]) -> alt.Chart:
             color=alt.Color(
                 "agent:N",
                 scale=alt.Scale(domain=domain, range=[AGENT_COLORS["A"], AGENT_COLORS["B"]]),
-                legend=alt.Legend(title=None, orient="bottom", columns=2, labelLimit=400),
+                legend=wrapping_legend(domain),
             ),
             strokeDash=alt.StrokeDash(
                 "agent:N", scale=alt.Scale(domain=domain, range=[[1, 0], [7, 4]]), legend=None

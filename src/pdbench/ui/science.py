@@ -10,6 +10,7 @@ import altair as alt
 import pandas as pd
 
 from pdbench.core import rounds_display
+from pdbench.ui.charts import wrapping_legend
 from pdbench.ui.style import AGENT_COLORS
 from pdbench.ui.tables import METRICS, format_value
 
@@ -73,11 +74,24 @@ def interval_chart(
     dot = base.mark_circle(size=80, color="#3b6fd8", opacity=1).encode(
         x=alt.X("value:Q", scale=scale, axis=axis), tooltip=tooltip
     )
-    label = base.mark_text(align="left", dx=8, dy=-9, fontSize=11, color="#5f6b7a").encode(
-        x=alt.X("value:Q", scale=scale, axis=axis), text="text:N"
-    )
+    # The value is written on the side of the dot with more room: right of a dot in the left
+    # half of the axis, left of one in the right half (a text at 100% would run off the chart).
+    text = {"x": alt.X("value:Q", scale=scale, axis=axis), "text": "text:N"}
+    style = {"dy": -9, "fontSize": 11, "color": "#5f6b7a"}
+    room = alt.datum.value <= _middle(frame, percent)
+    label = base.mark_text(align="left", dx=8, **style).encode(**text).transform_filter(room)
+    left = base.mark_text(align="right", dx=-8, **style).encode(**text)
+    label += left.transform_filter(~room)
     # The height includes the title and the x axis (Streamlit fits the chart to it).
     return (whisker + dot + label).properties(height=alt.Step(ROW_HEIGHT), title=title)
+
+
+def _middle(frame: pd.DataFrame, percent: bool) -> float:
+    """The middle of an interval chart's x axis: 0.5 for shares, else of the values' range."""
+    if percent:
+        return 0.5
+    values = pd.concat([frame["value"], frame["low"], frame["high"]]).dropna()
+    return float((values.min() + values.max()) / 2) if len(values) else 0.0
 
 
 def memory_one_frame(aggregates: pd.DataFrame, condition: str) -> pd.DataFrame:
@@ -114,7 +128,7 @@ def memory_one_chart(frame: pd.DataFrame, labels: Sequence[str]) -> alt.LayerCha
     color = alt.Color(
         "who:N",
         scale=alt.Scale(domain=list(labels), range=[AGENT_COLORS["A"], AGENT_COLORS["B"]]),
-        legend=alt.Legend(title=None, orient="top", labelLimit=320),
+        legend=wrapping_legend(labels, orient="top"),
     )
     x = alt.X(
         "state:N",

@@ -146,6 +146,11 @@ CSS = f"""
 .pdb-card, .pdb-vs, .pdb-round, .pdb-tl .pdb-who, .pdb-tl .pdb-head {{
   font-family: "Source Sans", "Source Sans Pro", "Source Sans 3", {EMOJI_FONTS}, sans-serif; }}
 .pdb-card .pdb-emoji, .pdb-t, .pdb-vs {{ font-family: {EMOJI_FONTS}, sans-serif; }}
+/* st.metric cuts its value and its grey chip with an ellipsis: wrap them instead (no cut text) */
+[data-testid="stMetricValue"] .stMarkdownEllipsis, [data-testid="stMetricDelta"] .stMarkdownEllipsis,
+[data-testid="stMetricValue"] .stMarkdownEllipsis p, [data-testid="stMetricDelta"] .stMarkdownEllipsis p {{
+  white-space: normal; overflow: visible; text-overflow: clip; }}
+[data-testid="stMetricValue"] p {{ line-height: 1.15; }}
 .pdb-card {{ border-radius: 16px; padding: 14px 18px; color: #1f2933;
   box-shadow: 0 2px 10px rgba(0,0,0,.12); min-height: 128px; }}
 .pdb-card .pdb-emoji {{ font-size: 42px; line-height: 1.1; }}

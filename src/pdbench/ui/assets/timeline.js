@@ -244,11 +244,14 @@ PDB.timeline = function (root, g, colors, opts) {
   var DH = tops[1] + RH + LANE;
   var labels = [], rows = [];
   for (var s = 0; s < 2; s++) {
-    var lab = PDB.el("div", "pdb-row-label", det, g.labels[s]);
+    var lab = PDB.el("div", "pdb-row-label", det);
+    PDB.el("span", "pdb-row-name", lab, g.labels[s]);
     lab.title = g.labels[s];
     lab.dataset.agent = "AB"[s];
-    lab.style.top = tops[s] + "px";
-    lab.style.height = RH + "px";  // a long name wraps onto a second line (title: in full)
+    // centred on its row and as tall as the row with its lanes: a long name wraps onto three
+    // lines; a longer one ends in an ellipsis (title: in full)
+    lab.style.top = (tops[s] - LANE) + "px";
+    lab.style.height = (RH + 2 * LANE) + "px";
     labels.push(lab);
     var row = PDB.el("div", "pdb-row", det);
     row.dataset.agent = "AB"[s];
