@@ -55,3 +55,14 @@ def test_a_value_near_the_right_end_is_written_left_of_its_dot() -> None:
     numbers = frame.assign(value=[9.0, 3.0], low=[8.0, 2.0], high=[10.0, 4.0])
     layers = _label_layers(science.interval_chart(numbers, "payoff", False).to_dict())
     assert layers["left"] == "(datum.value <= 6.0)"
+
+
+def test_a_text_column_is_as_wide_as_its_longest_text() -> None:
+    from pdbench.ui.components import text_column_width
+
+    # 7.5 px a character plus 32 px of padding, at least 80 and at most the cap
+    assert text_column_width(["ab", "x" * 40]) == 7.5 * 40 + 32
+    assert text_column_width(["a"]) == 80
+    assert text_column_width([]) == 80
+    assert text_column_width(["y" * 500]) == 900
+    assert text_column_width(["y" * 500], cap=400) == 400

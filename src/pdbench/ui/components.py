@@ -375,3 +375,10 @@ def restore_widgets(store: str, tab: str | None = None) -> None:
 def save_widgets(store: str, keys: Sequence[str]) -> None:
     """Keep the current values of the widgets `keys` under the plain session key `store`."""
     st.session_state[store] = {k: st.session_state[k] for k in keys if k in st.session_state}
+
+
+def text_column_width(column: Iterable[Any], cap: int = 900) -> int:
+    """Pixels for a table column to show its longest text in full (about 7.5 px a character
+    of the grid's 14 px font, plus padding), capped so a very long one scrolls instead."""
+    longest = max((len(str(v)) for v in column), default=0)
+    return int(min(cap, max(80, 7.5 * longest + 32)))

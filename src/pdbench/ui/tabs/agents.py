@@ -26,7 +26,7 @@ from pdbench.storage.agents import (
     scan_runs,
 )
 from pdbench.ui import data, saved_runs
-from pdbench.ui.components import AppContext
+from pdbench.ui.components import AppContext, text_column_width
 
 LABEL = "👥 Agents"
 KEY = "agents"  # the tab's name in the session state (e.g. a pending tab switch)
@@ -97,13 +97,6 @@ def _agents_table(appearances: list[Appearance]) -> pd.DataFrame:
     return pd.DataFrame(list(rows.values()))
 
 
-def _text_width(column: pd.Series) -> int:
-    """Pixels for a table column to show its longest text in full (about 7.5 px a character
-    of the grid's 14 px font, plus padding), capped so a very long one scrolls instead."""
-    longest = max((len(str(v)) for v in column), default=0)
-    return int(min(900, max(80, 7.5 * longest + 32)))
-
-
 def _side_by_side(picked: list[Appearance]) -> pd.DataFrame:
     """Metrics as rows, the picked appearances as columns (mean [95% interval])."""
     columns = [f"({i + 1}) {a.identity.label} — {a.where}" for i, a in enumerate(picked)]
@@ -161,7 +154,7 @@ def render(ctx: AppContext) -> None:
         hide_index=True,
         width="stretch",
         column_config={  # the text columns as wide as their longest text: nothing cut
-            name: st.column_config.TextColumn(width=_text_width(table[name]))
+            name: st.column_config.TextColumn(width=text_column_width(table[name]))
             for name in ("agent", "runs")
         },
     )

@@ -24,6 +24,7 @@ from pdbench.ui.components import (
     percent_column,
     pick_game,
     show_error,
+    text_column_width,
 )
 from pdbench.ui.style import LEGEND, agent_profile, timeline_html
 
@@ -237,8 +238,16 @@ def _conditions(game: Game) -> None:
         ]
     table.insert(0, " ", ["👉" if c == game.condition else "" for c in table["condition"]])
     config: dict[str, Any] = {
-        "agent_a": st.column_config.TextColumn("agent A"),
-        "agent_b": st.column_config.TextColumn("agent B"),
+        # the text columns as wide as their longest text: names are not cut (the table scrolls)
+        "condition": st.column_config.TextColumn(
+            "condition", width=text_column_width([*table["condition"], "condition"])
+        ),
+        "agent_a": st.column_config.TextColumn(
+            "agent A", width=text_column_width(table["agent_a"])
+        ),
+        "agent_b": st.column_config.TextColumn(
+            "agent B", width=text_column_width(table["agent_b"])
+        ),
         "agent_a_name": st.column_config.TextColumn("agent A name"),
         "agent_b_name": st.column_config.TextColumn("agent B name"),
         "n_replicates": st.column_config.NumberColumn("reps", format="%d", width="small"),
