@@ -104,7 +104,8 @@ def _start_child(tmp_path: Path, log_dir: Path) -> subprocess.Popen[bytes]:
 
     fake = tmp_path / "fake"
     fake.mkdir(exist_ok=True)
-    (fake / "xllamacpp.py").write_text(FAKE_XLLAMACPP)
+    if not (fake / "xllamacpp.py").exists():
+        (fake / "xllamacpp.py").write_text(FAKE_XLLAMACPP)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(fake), *sys.path])}
     argv = ["--model", "m.gguf", "--alias", "m", "--n-ctx", "64", "--slots", "1"]
     argv += ["--parent-pid", str(os.getpid()), "--log-dir", str(log_dir)]
@@ -142,3 +143,44 @@ def test_a_parent_that_stops_the_server_keeps_its_log_to_itself(tmp_path: Path) 
     child.stdin.close()
     assert child.wait(timeout=60) == 0
     assert log_dir.exists()  # the parent removes it (or keeps it after a failed start)
+
+
+def test_a_sigterm_while_serving_ends_the_server_and_the_living_parent_keeps_the_log(
+    tmp_path: Path,
+) -> None:
+    import signal
+
+    log_dir = tmp_path / "log"
+    log_dir.mkdir()
+    child = _start_child(tmp_path, log_dir)
+    child.send_signal(signal.SIGTERM)  # the parent's stop, after its stop word went unread
+    assert child.wait(timeout=60) == 0
+    assert log_dir.exists()  # the parent is alive: the log is its to keep or remove
+
+
+SIGTERM_IN_SHUTDOWN = """
+import os, signal
+
+
+class Server:
+    def __init__(self, params):
+        self.listening_address = "http://127.0.0.1:9"
+
+    def __del__(self):  # the parent's death signal lands during the server's own shutdown
+        os.kill(os.getpid(), signal.SIGTERM)
+"""
+
+
+def test_the_death_signal_during_the_shutdown_does_not_keep_the_log(tmp_path: Path) -> None:
+    log_dir = tmp_path / "log"
+    log_dir.mkdir()
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    (fake / "xllamacpp.py").write_text(
+        FAKE_XLLAMACPP.split("class Server")[0] + SIGTERM_IN_SHUTDOWN
+    )
+    child = _start_child(tmp_path, log_dir)
+    assert child.stdin is not None
+    child.stdin.close()  # no stop word: the parent died
+    assert child.wait(timeout=60) == 0
+    assert not log_dir.exists()

@@ -54,17 +54,38 @@ def _die_with_parent(parent_pid: int, log_dir: str | None) -> None:
 
 
 def _on_sigterm(signum: int, frame: object) -> None:
+    """While the model loads: stop at once (the removal of the log is in `main`'s finally)."""
     raise SystemExit(0)
 
 
-def _wait_for_eof() -> None:
-    """Block until stdin closes; without the stop word first, the parent died."""
-    stdin = sys.stdin.buffer
+SIGTERM_SEEN = [False]  # set by the serving handler: a plain flag, no lock and no exception
+
+
+def _note_sigterm(signum: int, frame: object) -> None:
+    """While serving: note the SIGTERM and let the wait loop end. Raising here instead could
+    land anywhere (Python runs a handler at the next bytecode check, e.g. inside a finally
+    block after the server's C++ shutdown) and cut the log's removal short."""
+    SIGTERM_SEEN[0] = True
+
+
+def _read_until_eof(closed: threading.Event) -> None:
+    """Read stdin (the raw descriptor: no buffer lock held at exit) until it closes; without
+    the stop word first, the parent died."""
     told = b""
-    while chunk := stdin.read1(65536):
+    while chunk := os.read(0, 65536):
         told = (told + chunk)[-64:]
     if STOP_WORD not in told:
         PARENT_GONE.set()
+    closed.set()
+
+
+def _wait_until_told() -> None:
+    """Serve until stdin closes or a SIGTERM comes; neither raises in the main thread."""
+    signal.signal(signal.SIGTERM, _note_sigterm)
+    closed = threading.Event()
+    threading.Thread(target=_read_until_eof, args=(closed,), daemon=True).start()
+    while not closed.wait(0.1) and not SIGTERM_SEEN[0]:
+        pass
 
 
 def _exit_now(parent_pid: int, log_dir: str | None) -> None:
@@ -121,9 +142,11 @@ def serve(args: argparse.Namespace, out: TextIO) -> int:
     try:
         out.write(f"listening {server.listening_address}\n")
         out.flush()
-        _wait_for_eof()
+        _wait_until_told()
     finally:
         _hard_exit_later(args.parent_pid, args.log_dir)
+        # an orphan removes its log before the C++ shutdown, whatever that shutdown does
+        _clean_up_after_parent(args.parent_pid, args.log_dir)
         del server  # stops the HTTP server and frees the model
     return 0
 
