@@ -177,6 +177,28 @@ def _levels(bits: np.ndarray, coins: list[np.ndarray], pids: np.ndarray) -> np.n
     return level
 
 
+def batch_arrays(
+    policy_a: Sequence[int] | np.ndarray,
+    policy_b: Sequence[int] | np.ndarray,
+    game_seeds: Sequence[int] | np.ndarray,
+    lengths: Sequence[int] | np.ndarray,
+    noise: float | np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A batch's arguments checked and as arrays: the (2, n) policy indices, the seeds, the
+    lengths and one noise probability per game (ValueError on mismatched lengths or a
+    negative length)."""
+    pids = np.stack([np.asarray(policy_a, dtype=np.int64), np.asarray(policy_b, dtype=np.int64)])
+    seeds = np.asarray(game_seeds, dtype=np.uint64)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    n = lengths.shape[0]
+    if pids.shape != (2, n) or seeds.shape != (n,):
+        raise ValueError("policy_a, policy_b, game_seeds and lengths must have the same length")
+    if n and int(lengths.min()) < 0:
+        raise ValueError("lengths must be non-negative")
+    noise_arr = np.broadcast_to(np.asarray(noise, dtype=np.float64), (n,))
+    return pids, seeds, lengths, noise_arr
+
+
 def play_batch(
     machines: Sequence[SidedMachines],
     policy_a: np.ndarray,
@@ -193,15 +215,8 @@ def play_batch(
     (agent seeds derive from them with `agent_seed`), `lengths` their numbers of rounds (from the
     horizon), `noise` one probability or one per game.
     """
-    pids = np.stack([np.asarray(policy_a, dtype=np.int64), np.asarray(policy_b, dtype=np.int64)])
-    seeds = np.asarray(game_seeds, dtype=np.uint64)
-    lengths = np.asarray(lengths, dtype=np.int64)
+    pids, seeds, lengths, noise_arr = batch_arrays(policy_a, policy_b, game_seeds, lengths, noise)
     n = lengths.shape[0]
-    if pids.shape != (2, n) or seeds.shape != (n,):
-        raise ValueError("policy_a, policy_b, game_seeds and lengths must have the same length")
-    if n and int(lengths.min()) < 0:
-        raise ValueError("lengths must be non-negative")
-    noise_arr = np.broadcast_to(np.asarray(noise, dtype=np.float64), (n,))
     need, nxt, coins = _side_tables(machines)
 
     # Longest games first: the games still running at round t are then a prefix of the arrays.

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pdbench.core.batch import N_STATES, SidedMachines, play_batch
+from pdbench.core.batch import N_STATES, SidedMachines, batch_arrays, play_batch
 from pdbench.core.payoff import PayoffMatrix
 from pdbench.core.rng import (
     TWO_POW_53,
@@ -142,15 +142,8 @@ def play_totals(
 ) -> GameTotals:
     """The totals of the games `play_batch` would play with the same arguments (see the module
     docstring); games in input order."""
-    pids = np.stack([np.asarray(policy_a, dtype=np.int64), np.asarray(policy_b, dtype=np.int64)])
-    seeds = np.asarray(game_seeds, dtype=np.uint64)
-    lengths = np.asarray(lengths, dtype=np.int64)
+    pids, seeds, lengths, noise_arr = batch_arrays(policy_a, policy_b, game_seeds, lengths, noise)
     n = lengths.shape[0]
-    if pids.shape != (2, n) or seeds.shape != (n,):
-        raise ValueError("policy_a, policy_b, game_seeds and lengths must have the same length")
-    if n and int(lengths.min()) < 0:
-        raise ValueError("lengths must be non-negative")
-    noise_arr = np.broadcast_to(np.asarray(noise, dtype=np.float64), (n,))
     max_len = int(lengths.max()) if n else 0
     coins, need, nxt = _policy_tables(machines)
     bits = max(1, int(2 * (max((c.size for c in coins), default=0) + 1) - 1).bit_length())
