@@ -1,7 +1,14 @@
 """The pdbench command line. Heavy libraries (pandas, pyarrow, streamlit, litellm) are imported
 only inside the commands that need them, so `pdbench --help` and `pdbench validate` start fast.
 
-The commands that read or serve finished runs live in `pdbench.cli_tools`.
+The commands are declared with typer in `pdbench.cli_app` (the commands that read or serve
+finished runs in `pdbench.cli_tools`). This module holds what the commands that load a config
+share: their options (`Opt`, `RUN_OPTIONS`, `COMMANDS`), loading and starting a config, and
+the console entry point. `main` parses the common, well-formed command lines of `run`,
+`tournament`, `evolve`, `resume` and `validate` itself (`pdbench.cli_fast`) without importing
+typer (0.1-0.2 s of a start); every other command line -- `--help`, an unknown option, a value
+out of range -- goes through typer, so help, error messages and exit codes are typer's.
+
 `run`, `tournament` and `evolve` take the same options with the same meaning (output dir,
 overwrite, resume, seed, noise, concurrency, cache); `resume RUN_DIR` continues a stopped run of
 any kind. Library errors (bad config, bad run directory, a run that had to stop) print one line
@@ -10,19 +17,15 @@ per problem and exit with code 2, without a traceback; `--debug` shows the trace
 
 from __future__ import annotations
 
-import inspect
 import os
+import re
 import signal
 import sys
-from collections.abc import Callable
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
-import typer
-
-from pdbench import cli_tools
-from pdbench.cli_tools import CacheDirOpt
 from pdbench.errors import PdbenchError, RunError
 from pdbench.redact import redact
 
@@ -34,52 +37,6 @@ if TYPE_CHECKING:
 # intervals and slowed them on a loaded machine. Set before numpy loads; a user's setting wins.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-app = typer.Typer(
-    add_completion=False,
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    help="pdbench: a reproducible harness for the iterated Prisoner's Dilemma between LLM and "
-    "classic agents.",
-)
-
-ConfigArg = Annotated[Path, typer.Argument(help="Config file (YAML).", show_default=False)]
-OutputOpt = Annotated[
-    Path | None,
-    typer.Option("--output-dir", "-o", help="Write here instead of run.output_dir."),
-]
-OverwriteOpt = Annotated[
-    bool, typer.Option("--overwrite", help="Replace the artifacts of an existing output dir.")
-]
-ResumeOpt = Annotated[
-    bool,
-    typer.Option(
-        "--resume", help="Continue a stopped run in its output dir, keeping finished games."
-    ),
-]
-DryRunOpt = Annotated[
-    bool,
-    typer.Option("--dry-run", help="Print the plan, expected LLM calls and tokens; write nothing."),
-]
-SeedOpt = Annotated[
-    int | None, typer.Option("--seed", min=0, help="Run seed (overrides run.seed).")
-]
-NoiseOpt = Annotated[
-    float | None,
-    typer.Option("--noise", min=0.0, max=0.5, help="Execution noise (overrides game.noise)."),
-]
-ConcurrencyOpt = Annotated[
-    int,
-    typer.Option(
-        "--concurrency",
-        "-c",
-        min=1,
-        help="Provider calls in flight at most (games in flight: 4x that; 1 = strictly sequential).",
-    ),
-]
-NoCacheOpt = Annotated[
-    bool, typer.Option("--no-cache", help="Do not read or write the response cache.")
-]
-
 
 class Backend(StrEnum):
     """Where games are played."""
@@ -88,47 +45,236 @@ class Backend(StrEnum):
     ray = "ray"
 
 
-BackendOpt = Annotated[
+@dataclass(frozen=True)
+class Opt:
+    """One option of a command: its flags, type (the annotation typer reads: `bool` for a flag,
+    `int | None`, `Path | None`, `Backend`, ...), default, help text and inclusive bounds."""
+
+    decls: tuple[str, ...]
+    type: Any
+    default: Any
+    help: str
+    min: float | None = None
+    max: float | None = None
+
+
+CACHE_DIR = Opt(
+    ("--cache-dir",),
+    Path | None,
+    None,
+    "Response cache directory (default $PDBENCH_CACHE_DIR, else .pdbench_cache).",
+)
+CONCURRENCY = Opt(
+    ("--concurrency", "-c"),
+    int,
+    16,
+    "Provider calls in flight at most (games in flight: 4x that; 1 = strictly sequential).",
+    min=1,
+)
+NO_CACHE = Opt(("--no-cache",), bool, False, "Do not read or write the response cache.")
+BACKEND = Opt(
+    ("--backend",),
     Backend,
-    typer.Option(
-        "--backend",
-        help="local: play in this process; ray: play games as Ray tasks on a Ray cluster "
-        "(the ray extra; artifacts and limits as with local).",
-    ),
-]
-RayAddressOpt = Annotated[
+    Backend.local,
+    "local: play in this process; ray: play games as Ray tasks on a Ray cluster "
+    "(the ray extra; artifacts and limits as with local).",
+)
+RAY_ADDRESS = Opt(
+    ("--ray-address",),
     str | None,
-    typer.Option(
-        "--ray-address",
-        help="With --backend ray: the cluster to join (auto on a cluster node, or HOST:6379, "
-        "its GCS address; the ray:// client form is not supported); default: start a local "
-        "Ray instance.",
+    None,
+    "With --backend ray: the cluster to join (auto on a cluster node, or HOST:6379, "
+    "its GCS address; the ray:// client form is not supported); default: start a local "
+    "Ray instance.",
+)
+# The options every run command shares, with the same meaning everywhere (the order of --help).
+RUN_OPTIONS: list[tuple[str, Opt]] = [
+    ("seed", Opt(("--seed",), int | None, None, "Run seed (overrides run.seed).", min=0)),
+    (
+        "noise",
+        Opt(
+            ("--noise",),
+            float | None,
+            None,
+            "Execution noise (overrides game.noise).",
+            min=0.0,
+            max=0.5,
+        ),
     ),
+    (
+        "dry_run",
+        Opt(
+            ("--dry-run",),
+            bool,
+            False,
+            "Print the plan, expected LLM calls and tokens; write nothing.",
+        ),
+    ),
+    (
+        "output_dir",
+        Opt(("--output-dir", "-o"), Path | None, None, "Write here instead of run.output_dir."),
+    ),
+    (
+        "overwrite",
+        Opt(("--overwrite",), bool, False, "Replace the artifacts of an existing output dir."),
+    ),
+    (
+        "resume",
+        Opt(
+            ("--resume",),
+            bool,
+            False,
+            "Continue a stopped run in its output dir, keeping finished games.",
+        ),
+    ),
+    ("concurrency", CONCURRENCY),
+    ("no_cache", NO_CACHE),
+    ("cache_dir", CACHE_DIR),
+    ("backend", BACKEND),
+    ("ray_address", RAY_ADDRESS),
 ]
+# The options of `resume RUN_DIR`.
+RESUME_OPTIONS: list[tuple[str, Opt]] = [
+    ("concurrency", CONCURRENCY),
+    ("no_cache", NO_CACHE),
+    ("cache_dir", CACHE_DIR),
+    ("backend", BACKEND),
+    ("ray_address", RAY_ADDRESS),
+]
+# Option name -> the config value it overrides (None when set to None or False).
+OVERRIDES = {
+    "replicates": "experiment.replicates",
+    "repetitions": "tournament.repetitions",
+    "log_rounds": "tournament.log_rounds",
+    "generations": "evolution.generations",
+    "seeds": "evolution.seeds",
+    "seed": "run.seed",
+    "shard": "run.shard",
+    "noise": "game.noise",
+}
 
-_err = cli_tools.err
+
+@dataclass(frozen=True)
+class RunCommand:
+    """A command that runs a kind of config: `CONFIG`, its own options, then RUN_OPTIONS (its
+    help text and example are with its typer declaration in `pdbench.cli_app`)."""
+
+    kind: str
+    own: list[tuple[str, Opt]]
 
 
-@app.callback()
-def _root(
-    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False,
-) -> None:
-    """Validate, run and inspect iterated Prisoner's Dilemma experiments, tournaments and
-    evolutions."""
+COMMANDS: dict[str, RunCommand] = {
+    "run": RunCommand(
+        "experiment",
+        [
+            (
+                "replicates",
+                Opt(
+                    ("--replicates", "-r"),
+                    int | None,
+                    None,
+                    "Replicates per condition (overrides it).",
+                    min=1,
+                ),
+            ),
+            (
+                "shard",
+                Opt(
+                    ("--shard",),
+                    str | None,
+                    None,
+                    "i/K: play only shard i of K of the games (a cluster job array); "
+                    "join the shard directories with `pdbench merge`.",
+                ),
+            ),
+        ],
+    ),
+    "tournament": RunCommand(
+        "tournament",
+        [
+            (
+                "repetitions",
+                Opt(
+                    ("--repetitions", "-r"),
+                    int | None,
+                    None,
+                    "Matches per pair (overrides it).",
+                    min=1,
+                ),
+            ),
+            (
+                "log_rounds",
+                Opt(
+                    ("--log-rounds",),
+                    bool,
+                    False,
+                    "Write every round of every match to rounds.jsonl.",
+                ),
+            ),
+        ],
+    ),
+    "evolve": RunCommand(
+        "evolution",
+        [
+            (
+                "generations",
+                Opt(
+                    ("--generations", "-g"),
+                    int | None,
+                    None,
+                    "Generations (overrides it).",
+                    min=0,
+                ),
+            ),
+            (
+                "seeds",
+                Opt(
+                    ("--seeds",),
+                    int | None,
+                    None,
+                    "Independent runs of the process on the same matches; >1 writes "
+                    "fixation.parquet (overrides evolution.seeds).",
+                    min=1,
+                ),
+            ),
+        ],
+    ),
+}
+
+_ANSI = re.compile(r"\033\[[;?0-9]*[a-zA-Z]")
 
 
-def _load(config: Path, kind: str | None, overrides: dict[str, Any] | None = None) -> LoadedConfig:
+def echo(line: str, err: bool = False) -> None:
+    """Print one line as typer's `echo` does: flushed, ANSI styles removed when the stream is
+    not a terminal."""
+    stream = sys.stderr if err else sys.stdout
+    if stream is None:
+        return
+    if not stream.isatty():
+        line = _ANSI.sub("", line)
+    stream.write(line + "\n")
+    stream.flush()
+
+
+def err(line: str) -> None:
+    """Print one line to stderr, secrets redacted."""
+    echo(redact(line), err=True)
+
+
+def load(config: Path, kind: str | None, overrides: dict[str, Any] | None = None) -> LoadedConfig:
+    """Load and check a config of `kind` (any kind when None) with dotted overrides (a None
+    value is no override); its warnings go to stderr."""
     from pdbench.runners.config.loader import load_config
 
     loaded = load_config(
         config, kind, {k: v for k, v in (overrides or {}).items() if v is not None}
     )
     for warning in loaded.warnings:
-        _err(f"warning: {config}: {warning}")
+        err(f"warning: {config}: {warning}")
     return loaded
 
 
-def _start(
+def start(
     loaded: LoadedConfig,
     *,
     dry_run: bool = False,
@@ -146,11 +292,12 @@ def _start(
     from pdbench.runners.plan import describe_plan
 
     if dry_run:
-        typer.echo(describe_plan(loaded))
-        typer.echo("dry run: nothing was written")
+        echo(describe_plan(loaded))
+        echo("dry run: nothing was written")
         return
     from pdbench.runners.engine.progress import run_progress
-    from pdbench.runners.start import RunOptions, check_options, report, start
+    from pdbench.runners.start import RunOptions, check_options, report
+    from pdbench.runners.start import start as start_run
 
     units = ("rounds", "generations") if loaded.kind == "evolution" else ("rounds",)
     options = RunOptions(output_dir, overwrite, resume, cache_dir, not no_cache, concurrency)
@@ -159,196 +306,35 @@ def _start(
     with run_progress(units) as progress:
         options.progress = progress
         options.progress_stats = progress.watch
-        result = start(loaded, options)
+        result = start_run(loaded, options)
     for line in report(loaded, result, resumed=resume):
-        typer.echo(redact(line))
+        echo(redact(line))
 
 
-@app.command(epilog="Example: pdbench validate configs/experiment.yaml")
-def validate(config: ConfigArg) -> None:
-    """Check a config (experiment, tournament or evolution) and every file it references;
-    print its plan."""
+def run_config(kind: str, config: Path, **options: Any) -> None:
+    """A run command (`COMMANDS`): load `config` as `kind` with the options that override config
+    values, then start it with the rest."""
+    overrides = {
+        OVERRIDES[k]: v
+        for k, v in options.items()
+        if k in OVERRIDES and v is not None and v is not False
+    }
+    flags = {k: v for k, v in options.items() if k not in OVERRIDES}
+    start(load(config, kind, overrides), **flags)
+
+
+def validate_config(config: Path) -> None:
+    """`pdbench validate CONFIG`: check a config of any kind and print its plan."""
     from pdbench.runners.plan import describe_plan
 
-    loaded = _load(config, None)
-    typer.echo(f"{config}: valid {loaded.kind} config")
-    typer.echo(describe_plan(loaded))
+    loaded = load(config, None)
+    echo(f"{config}: valid {loaded.kind} config")
+    echo(describe_plan(loaded))
 
 
-# The options every run command shares, with the same meaning everywhere.
-RUN_OPTIONS: list[tuple[str, Any, Any]] = [
-    ("seed", SeedOpt, None),
-    ("noise", NoiseOpt, None),
-    ("dry_run", DryRunOpt, False),
-    ("output_dir", OutputOpt, None),
-    ("overwrite", OverwriteOpt, False),
-    ("resume", ResumeOpt, False),
-    ("concurrency", ConcurrencyOpt, 16),
-    ("no_cache", NoCacheOpt, False),
-    ("cache_dir", CacheDirOpt, None),
-    ("backend", BackendOpt, Backend.local),
-    ("ray_address", RayAddressOpt, None),
-]
-# Option name -> the config value it overrides (None when set to None or False).
-OVERRIDES = {
-    "replicates": "experiment.replicates",
-    "repetitions": "tournament.repetitions",
-    "log_rounds": "tournament.log_rounds",
-    "generations": "evolution.generations",
-    "seeds": "evolution.seeds",
-    "seed": "run.seed",
-    "shard": "run.shard",
-    "noise": "game.noise",
-}
-
-
-def run_command(
-    name: str, kind: str, example: str, own: list[tuple[str, Any, Any]]
-) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """Register a run command: `CONFIG`, the command's `own` options, then RUN_OPTIONS.
-
-    The decorated function only documents the command (its docstring is the help text); every
-    run command loads its kind of config with the overrides and starts it the same way.
-    """
-
-    def register(doc: Callable[..., None]) -> Callable[..., None]:
-        def command(config: Path, **options: Any) -> None:
-            overrides = {
-                OVERRIDES[k]: v
-                for k, v in options.items()
-                if k in OVERRIDES and v is not None and v is not False
-            }
-            flags = {k: v for k, v in options.items() if k not in OVERRIDES}
-            _start(_load(config, kind, overrides), **flags)
-
-        keyword = inspect.Parameter.KEYWORD_ONLY
-        params = [
-            inspect.Parameter(
-                "config", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=ConfigArg
-            )
-        ]
-        params += [
-            inspect.Parameter(n, keyword, default=d, annotation=t) for n, t, d in own + RUN_OPTIONS
-        ]
-        command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-        command.__doc__ = doc.__doc__
-        command.__name__ = doc.__name__
-        app.command(name, epilog=f"Example: {example}")(command)
-        return doc
-
-    return register
-
-
-@run_command(
-    "run",
-    "experiment",
-    "pdbench run configs/experiment.yaml --replicates 2 --overwrite",
-    [
-        (
-            "replicates",
-            Annotated[
-                int | None,
-                typer.Option(
-                    "--replicates", "-r", min=1, help="Replicates per condition (overrides it)."
-                ),
-            ],
-            None,
-        ),
-        (
-            "shard",
-            Annotated[
-                str | None,
-                typer.Option(
-                    "--shard",
-                    help="i/K: play only shard i of K of the games (a cluster job array); "
-                    "join the shard directories with `pdbench merge`.",
-                ),
-            ],
-            None,
-        ),
-    ],
-)
-def run() -> None:
-    """Run an experiment: every condition x replicate; writes rounds.jsonl, run_manifest.json,
-    aggregates.parquet (and llm_calls.jsonl with LLM agents)."""
-
-
-@run_command(
-    "tournament",
-    "tournament",
-    "pdbench tournament configs/tournament.yaml --repetitions 5 -o data/tournaments/t5",
-    [
-        (
-            "repetitions",
-            Annotated[
-                int | None,
-                typer.Option("--repetitions", "-r", min=1, help="Matches per pair (overrides it)."),
-            ],
-            None,
-        ),
-        (
-            "log_rounds",
-            Annotated[
-                bool,
-                typer.Option(
-                    "--log-rounds", help="Write every round of every match to rounds.jsonl."
-                ),
-            ],
-            False,
-        ),
-    ],
-)
-def tournament() -> None:
-    """Play a round-robin tournament; writes matches, leaderboard and payoff matrix (Parquet)
-    and prints the leaderboard."""
-
-
-@run_command(
-    "evolve",
-    "evolution",
-    "pdbench evolve configs/evolution.yaml --noise 0.05 --overwrite",
-    [
-        (
-            "generations",
-            Annotated[
-                int | None,
-                typer.Option("--generations", "-g", min=0, help="Generations (overrides it)."),
-            ],
-            None,
-        ),
-        (
-            "seeds",
-            Annotated[
-                int | None,
-                typer.Option(
-                    "--seeds",
-                    min=1,
-                    help="Independent runs of the process on the same matches; >1 writes "
-                    "fixation.parquet (overrides evolution.seeds).",
-                ),
-            ],
-            None,
-        ),
-    ],
-)
-def evolve() -> None:
-    """Evolve a population of strategies; writes generations.parquet and prints the initial
-    and final shares."""
-
-
-@app.command("resume", epilog="Example: pdbench resume data/runs/phase1_smoke_v1")
-def resume_run(
-    run_dir: Annotated[
-        Path, typer.Argument(help="The directory of a stopped run.", show_default=False)
-    ],
-    concurrency: ConcurrencyOpt = 16,
-    no_cache: NoCacheOpt = False,
-    cache_dir: CacheDirOpt = None,
-    backend: BackendOpt = Backend.local,
-    ray_address: RayAddressOpt = None,
-) -> None:
-    """Continue a stopped run of any kind (Ctrl-C, kill, budget, provider failure) from its
-    directory, with the config, overrides and response cache it was started with."""
+def resume_dir(run_dir: Path, **options: Any) -> None:
+    """`pdbench resume RUN_DIR`: continue a stopped run with the config and overrides its
+    manifest names."""
     from pdbench.storage.run_dir import read_manifest, run_kind
 
     kind = run_kind(run_dir)
@@ -358,22 +344,9 @@ def resume_run(
         overrides = {"experiment.replicates": manifest.get("replicates")}
     if not manifest.get("config_path"):
         raise RunError(f"{run_dir}: the manifest names no config_path; cannot resume")
-    loaded = _load(Path(manifest["config_path"]), kind, overrides or {})
-    _start(  # without --cache-dir or --no-cache, the cache the run used (the front door's rule)
-        loaded,
-        output_dir=run_dir,
-        resume=True,
-        concurrency=concurrency,
-        no_cache=no_cache,
-        cache_dir=cache_dir,
-        backend=backend,
-        ray_address=ray_address,
-    )
-
-
-# The commands that read or serve finished runs, after the ones that run (the order of --help).
-app.registered_commands += cli_tools.tools.registered_commands
-app.registered_groups += cli_tools.tools.registered_groups
+    loaded = load(Path(manifest["config_path"]), kind, overrides or {})
+    # without --cache-dir or --no-cache, the cache the run used (the front door's rule)
+    start(loaded, output_dir=run_dir, resume=True, **options)
 
 
 def _terminated(signum: int, frame: object) -> None:
@@ -382,7 +355,7 @@ def _terminated(signum: int, frame: object) -> None:
 
 
 def main() -> None:
-    """Console entry point: run the app, turning library errors into exit code 2."""
+    """Console entry point: run the command, turning library errors into exit code 2."""
     # One BLAS thread (unless the user chose otherwise), set before NumPy loads: the matrix
     # products of a command are small (a tournament's bootstrap: 2,000 x 100 x players), and a
     # second OpenBLAS thread costs more than the product (7 ms of CPU, then busy-waiting) while
@@ -391,16 +364,33 @@ def main() -> None:
     debug = "--debug" in sys.argv[1:]
     signal.signal(signal.SIGTERM, _terminated)
     try:
-        app()
+        from pdbench.cli_fast import parse, run_parsed
+
+        parsed = parse(sys.argv[1:])
+        if parsed is not None:
+            run_parsed(parsed)
+        else:
+            from pdbench.cli_app import app
+
+            app()
     except PdbenchError as exc:
         if debug:
             raise
         for line in exc.lines():
-            _err(line)
+            err(line)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
-        _err("interrupted")
+        err("interrupted")
         sys.exit(130)
+
+
+def __getattr__(name: str) -> Any:
+    """`pdbench.cli.app` (the typer app), imported when first asked for."""
+    if name == "app":
+        from pdbench.cli_app import app
+
+        return app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """The pdbench commands that read or serve finished runs: `cache`, `aggregate`, `profile`,
-`compare`, `report`, `merge` and `ui`. They are registered on the main app by `pdbench.cli`
+`compare`, `report`, `merge` and `ui`. They are registered on the main app by `pdbench.cli_app`
 (after the commands that run), which also turns their library errors into exit code 2. Heavy
 libraries are imported inside each command, as in `pdbench.cli`.
 """
@@ -14,23 +14,20 @@ from typing import Annotated, Any
 
 import typer
 
+from pdbench.cli import CACHE_DIR, Opt, err
 from pdbench.errors import RunError
-from pdbench.redact import redact
 
 tools = typer.Typer()
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
-CacheDirOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--cache-dir",
-        help="Response cache directory (default $PDBENCH_CACHE_DIR, else .pdbench_cache).",
-    ),
-]
 
 
-def err(line: str) -> None:
-    """Print one line to stderr, secrets redacted."""
-    typer.echo(redact(line), err=True)
+def typer_option(opt: Opt) -> Any:
+    """The typer annotation of a command option declared as a `pdbench.cli.Opt`."""
+    bounds = {k: v for k, v in (("min", opt.min), ("max", opt.max)) if v is not None}
+    return Annotated[opt.type, typer.Option(*opt.decls, help=opt.help, **bounds)]
+
+
+CacheDirOpt = typer_option(CACHE_DIR)
 
 
 cache_app = typer.Typer(help="Inspect or clear the response cache.", no_args_is_help=True)
