@@ -15,7 +15,8 @@ Moments (seconds after `page.goto` was called):
 CPU seconds from `page.goto` to the chart: the server process (`server_cpu`, and
 `server_cpu_chart_msg` up to the chart's message), every Chromium process of this browser
 (`browser_cpu`), and the main thread of the page's renderer (`renderer_main_cpu`: where the
-frontend's JavaScript, Vega, style and layout run).
+frontend's JavaScript, Vega, style and layout run). And `animations`: the CSS animations running
+when the chart was found (each one makes Chromium draw and composite frame after frame).
 
 The Navigation and Resource Timing values are relative to the page's time origin, which is taken
 to be the moment `page.goto` was called (they differ by the time Playwright takes to ask
@@ -37,10 +38,13 @@ PAGE_TIMING = """() => {
   const scripts = performance.getEntriesByType('resource')
     .filter(e => e.initiatorType === 'script' || e.name.endsWith('.js'))
     .map(e => e.responseEnd);
-  return {html: nav.responseEnd, dom_ready: nav.domContentLoadedEventEnd, scripts: scripts};
+  const running = document.getAnimations().filter(a => a.playState === 'running').length;
+  return {html: nav.responseEnd, dom_ready: nav.domContentLoadedEventEnd, scripts: scripts,
+          animations: running};
 }"""
 PHASES = ("html", "scripts", "dom_ready", "ws_open", "first_msg", "chart_msg", "chart")
 CPUS = ("server_cpu_chart_msg", "server_cpu", "browser_cpu", "renderer_main_cpu")
+COUNTS = ("animations",)
 
 
 def _ticks(stat: str, first: int) -> float:
@@ -103,12 +107,13 @@ class Phases:
     server_cpu: float = float("nan")
     browser_cpu: float = float("nan")
     renderer_main_cpu: float = float("nan")
+    animations: float = float("nan")
 
     def line(self) -> str:
         """The figures on one line."""
         moments = " ".join(f"{name} {getattr(self, name):.2f}" for name in PHASES)
         cpus = " ".join(f"{name} {getattr(self, name):.2f}" for name in CPUS)
-        return f"{moments} | CPU s: {cpus}"
+        return f"{moments} | CPU s: {cpus} | animations {self.animations:.0f}"
 
 
 @dataclass
@@ -167,4 +172,5 @@ class PhaseRecorder:
         phases.dom_ready = timing["dom_ready"] / 1000
         before_ws = [t / 1000 for t in timing["scripts"] if t / 1000 <= phases.ws_open]
         phases.scripts = max(before_ws, default=float("nan"))
+        phases.animations = timing.get("animations", float("nan"))
         return phases

@@ -60,7 +60,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from app_phases import CPUS, PHASES, PhaseRecorder, Phases  # noqa: E402
+from app_phases import COUNTS, CPUS, PHASES, PhaseRecorder, Phases  # noqa: E402
 from run_throughput import PAIRS, count_lines, write_experiment  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -357,7 +357,7 @@ def print_phases(size: str, phases: dict[tuple[str, str, str], list[Phases]]) ->
     heads = [f"{c} ({lab})" for c, lab in columns]
     print(f"\n{size}: page load, medians (s after page.goto; CPU s until the chart)")
     print(f"{'':<22}" + "".join(f"| {h:<22}" for h in heads))
-    for name in (*PHASES, *CPUS):
+    for name in (*PHASES, *CPUS, *COUNTS):
         cells = "".join(
             f"| {statistics.median(getattr(p, name) for p in phases[(size, c, lab)]):<22.2f}"
             for c, lab in columns

@@ -52,7 +52,8 @@ def test_the_moments_land_where_the_page_load_put_them() -> None:
     phases = load("app_phases")
     readings = iter([100.0, 101.5, 102.0, 103.0])  # read at start, ws open, 1st msg, chart msg
     recorder = phases.PhaseRecorder(os.getpid(), clock=lambda: next(readings))
-    page = FakePage({"html": 40.0, "dom_ready": 1200.0, "scripts": [300.0, 900.0, 2500.0]})
+    timing = {"html": 40.0, "dom_ready": 1200.0, "scripts": [300.0, 900.0, 2500.0], "animations": 3}
+    page = FakePage(timing)
     recorder.attach(page)
     recorder.start()  # t = 100.0
     page.listeners["websocket"](FakeSocket("ws://127.0.0.1:1/other"))  # not the app's: ignored
@@ -67,6 +68,7 @@ def test_the_moments_land_where_the_page_load_put_them() -> None:
     assert (got.ws_open, got.first_msg, got.chart_msg, got.chart) == (1.5, 2.0, 3.0, 4.25)
     assert (got.html, got.dom_ready) == (0.04, 1.2)
     assert got.scripts == 0.9  # the script received at 2.5 s came after the websocket opened
+    assert got.animations == 3
     assert got.server_cpu >= got.server_cpu_chart_msg >= 0
 
 
