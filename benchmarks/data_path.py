@@ -15,6 +15,15 @@ and measures, each in a fresh process:
   the app's floor               the same for a trivial page (one 10-point Altair chart) served
                                 by plain `streamlit run`: what Streamlit and Chromium alone take
                                 on this machine now (`--commands app,floor`)
+  the warm floor                that page served as `pdbench ui` serves the app (through
+                                `pdbench.ui.serve`: Altair imported and the REPL check done before
+                                the server listens, no file watcher): what is left of the floor
+                                once the server does before the page what the app does
+                                (`--commands floor-warm`)
+
+`--breakdown` also prints, for each page load, when the HTML, the scripts, the websocket, the
+first message and the first chart's message arrived, and the CPU the server, Chromium and the
+page's renderer thread used until the chart (see `app_phases.py`), then their medians.
 
 Wall time is measured around the child; its CPU time (user + system) and peak memory come from
 GNU time (`/usr/bin/time`, wait4's `ru_maxrss`: the child's own peak, or that of any child it
@@ -51,12 +60,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from app_phases import COUNTS, CPUS, PHASES, PhaseRecorder, Phases  # noqa: E402
 from run_throughput import PAIRS, count_lines, write_experiment  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SIZES = {"quick": (10, 100), "1m": (100, 1_000), "10m": (1_000, 1_000)}  # games, rounds
 COMMANDS = ("run", "aggregate", "profile", "report")
-APPS = ("app", "floor")  # the app's first chart; a trivial one-chart page beside it
+APPS = ("app", "floor", "floor-warm")  # the app's first chart; a trivial one-chart page
 FLOOR_APP = """import altair as alt
 import streamlit as st
 
@@ -176,13 +186,15 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def app_command(side: Side, port: int, floor: bool) -> list[str]:
-    """The server's command line: `pdbench ui RUN_DIR` as `--print-command` gives it, or for the
-    floor plain `streamlit run` of FLOOR_APP (written beside the side's run)."""
-    if floor:
+def app_command(side: Side, port: int, kind: str = "app") -> list[str]:
+    """The server's command line: `pdbench ui RUN_DIR` as `--print-command` gives it (`kind`
+    "app"); for "floor" plain `streamlit run` of FLOOR_APP (written beside the side's run), for
+    "floor-warm" the same through `pdbench.ui.serve`, as `pdbench ui` starts the app."""
+    if kind in ("floor", "floor-warm"):
         app = side.run_dir.parent / "floor_app.py"
         app.write_text(FLOOR_APP)
-        return [sys.executable, "-m", "streamlit", "run", str(app), "--server.headless", "true"] + [
+        launcher = ["streamlit"] if kind == "floor" else ["pdbench.ui.serve", "streamlit"]
+        return [sys.executable, "-m", *launcher, "run", str(app), "--server.headless", "true"] + [
             "--server.port",
             str(port),
             "--server.address",
@@ -201,14 +213,18 @@ def app_command(side: Side, port: int, floor: bool) -> list[str]:
     return shlex.split(printed.splitlines()[-1])
 
 
-def measure_app(side: Side, log: Path, timeout_s: float = 300, floor: bool = False) -> Measure:
-    """A fresh server on the run directory (or the trivial page, `floor`): seconds from
-    navigation to the first drawn chart in Chromium, and the server's peak RSS once the page has
-    finished its first script run."""
+def measure_app(
+    side: Side, log: Path, timeout_s: float = 300, kind: str = "app", breakdown: bool = False
+) -> tuple[Measure, Phases | None]:
+    """A fresh server on the run directory (or the trivial page, `kind` "floor" or
+    "floor-warm"): seconds from navigation to the first drawn chart in Chromium, and the
+    server's peak RSS once the page has finished its first script run; with `breakdown`, the
+    moments and CPU of the page load (`app_phases`)."""
     from playwright.sync_api import sync_playwright
 
     port = free_port()
-    command = app_command(side, port, floor)
+    command = app_command(side, port, kind)
+    phases = None
     with open(log, "wb") as out, sync_playwright() as pw:
         server = subprocess.Popen(
             command,
@@ -222,12 +238,18 @@ def measure_app(side: Side, log: Path, timeout_s: float = 300, floor: bool = Fal
         try:
             wait_for_port(port, server)
             page = browser.new_page(viewport={"width": 1440, "height": 1000})
+            recorder = PhaseRecorder(server.pid) if breakdown else None
+            if recorder:
+                recorder.attach(page)
+                recorder.start()
             load, cpu = os.getloadavg()[0], cpu_seconds(server.pid)
             start = time.perf_counter()
             page.goto(f"http://127.0.0.1:{port}")
             found = page.wait_for_function(FIRST_CHART, timeout=timeout_s * 1000).json_value()
             seconds = time.perf_counter() - start
             cpu = cpu_seconds(server.pid) - cpu
+            if recorder:
+                phases = recorder.finish(page, seconds)
             if found != "chart":
                 raise RuntimeError(f"{side.label}: the app showed an exception (log: {log})")
             after = os.getloadavg()[0]
@@ -245,7 +267,7 @@ def measure_app(side: Side, log: Path, timeout_s: float = 300, floor: bool = Fal
                 except subprocess.TimeoutExpired:
                     os.killpg(server.pid, 9)
                     server.wait()
-    return Measure(seconds, cpu, peak, load, after)
+    return Measure(seconds, cpu, peak, load, after), phases
 
 
 def rounds_files(run_dir: Path) -> dict[str, int]:
@@ -275,6 +297,7 @@ def goal(command: str, size: str, results: dict[str, dict[str, dict[str, list[Me
         "profile": "<= 3 s, <= 300 MB",
         "app": "< 2 s, < 400 MB",
         "floor": "(Streamlit alone)",
+        "floor-warm": "(Streamlit alone, served warm)",
     }.get(command, "")
 
 
@@ -308,7 +331,8 @@ def print_table(
         by_side = results[size].get(command, {})
         if not by_side:
             continue
-        name = {"app": "app first chart", "floor": "app floor"}.get(command, f"pdbench {command}")
+        name = {"app": "app first chart", "floor": "app floor", "floor-warm": "app floor, warm"}
+        name = name.get(command, f"pdbench {command}")
         cells = "".join(f"| {cell(by_side.get(label), rounds, command):<36}" for label in labels)
         print(f"{name:<18}{cells}| {goal(command, size, results)}")
     files = sorted({name for sizes in disk.values() for name in sizes})
@@ -325,6 +349,22 @@ def print_table(
         print(f"| {COLUMNAR_GOAL}")
 
 
+def print_phases(size: str, phases: dict[tuple[str, str, str], list[Phases]]) -> None:
+    """The medians of `--breakdown`'s moments and CPU seconds, one column per page and version."""
+    columns = [(c, lab) for (s, c, lab) in phases if s == size]
+    if not columns:
+        return
+    heads = [f"{c} ({lab})" for c, lab in columns]
+    print(f"\n{size}: page load, medians (s after page.goto; CPU s until the chart)")
+    print(f"{'':<22}" + "".join(f"| {h:<22}" for h in heads))
+    for name in (*PHASES, *CPUS, *COUNTS):
+        cells = "".join(
+            f"| {statistics.median(getattr(p, name) for p in phases[(size, c, lab)]):<22.2f}"
+            for c, lab in columns
+        )
+        print(f"{name:<22}{cells}")
+
+
 def main() -> None:
     """Build the runs, measure interleaved, print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -336,8 +376,14 @@ def main() -> None:
     parser.add_argument(
         "--commands",
         default=",".join([*COMMANDS, "app"]),
-        help="comma-separated subset of run,aggregate,profile,report,app,floor (run is always "
-        "first; floor: a trivial one-chart page, Streamlit's own time)",
+        help="comma-separated subset of run,aggregate,profile,report,app,floor,floor-warm (run "
+        "is always first; floor: a trivial one-chart page, Streamlit's own time; floor-warm: "
+        "that page served as pdbench ui serves the app)",
+    )
+    parser.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="print the moments and CPU of each page load (app_phases.py)",
     )
     parser.add_argument(
         "--rounds-log",
@@ -365,6 +411,7 @@ def main() -> None:
         parser.error(f"unknown command {unknown[0]!r}")
     commands = [c for c in (*COMMANDS, *APPS) if c in wanted and not (c in APPS and args.no_app)]
     results: dict[str, dict[str, dict[str, list[Measure]]]] = {}
+    phases: dict[tuple[str, str, str], list[Phases]] = {}  # (size, command, label)
     disk: dict[str, dict[str, dict[str, int]]] = {}
     for label, src in sources:
         print(f"{label}: {src}")
@@ -394,7 +441,12 @@ def main() -> None:
                     for side in order:
                         log = side.run_dir.parent / f"{command}.log"
                         if command in APPS:
-                            m = measure_app(side, log, floor=command == "floor")
+                            m, phase = measure_app(
+                                side, log, kind=command, breakdown=args.breakdown
+                            )
+                            if phase is not None:
+                                phases.setdefault((size, command, side.label), []).append(phase)
+                                print(f"  {side.label:<8} {command:<10} {phase.line()}")
                         else:
                             m = measure(side.command(command), side.env(), log)
                         results[size][command][side.label].append(m)
@@ -409,6 +461,7 @@ def main() -> None:
                                 raise RuntimeError(f"{side.label}: rounds.jsonl is not {rounds}")
             disk[size] = {s.label: rounds_files(s.run_dir) for s in sides}
             print_table(size, rounds, results, disk[size], labels)
+            print_phases(size, phases)
             if size != sizes[-1]:  # free the disk before the next size
                 import shutil
 

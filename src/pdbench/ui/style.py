@@ -151,6 +151,10 @@ CSS = f"""
 [data-testid="stMetricValue"] .stMarkdownEllipsis p, [data-testid="stMetricDelta"] .stMarkdownEllipsis p {{
   white-space: normal; overflow: visible; text-overflow: clip; }}
 [data-testid="stMetricValue"] p {{ line-height: 1.15; }}
+/* Streamlit's grey placeholders (an element whose code is still loading) stay still: their
+   endless shimmer made Chromium draw frame after frame while the first page loaded, CPU that
+   the first chart needed (a fresh View Results page had ~14 shimmering at once) */
+[data-testid="stSkeleton"] {{ animation: none !important; }}
 .pdb-card {{ border-radius: 16px; padding: 14px 18px; color: #1f2933;
   box-shadow: 0 2px 10px rgba(0,0,0,.12); min-height: 128px; }}
 .pdb-card .pdb-emoji {{ font-size: 42px; line-height: 1.1; }}
