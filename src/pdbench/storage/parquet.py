@@ -196,7 +196,10 @@ def read_checked_rows(
         return None
     remedy = remedy.replace("RUN_DIR", str(path.parent))
     try:
-        table = pq.read_table(path, page_checksum_verification=True)
+        # ParquetFile, not pq.read_table: that reads through pyarrow.dataset, whose import
+        # imports pandas (half a second of `pdbench report`); the table is the same.
+        with pq.ParquetFile(path, page_checksum_verification=True) as parquet:
+            table = parquet.read()
         fields = list(table.schema)  # names and metadata decoded here: damage shows now
         _ = [f.name for f in fields], table.column_names, table.schema.metadata
     except (pa.ArrowException, OSError, ValueError):  # UnicodeDecodeError is a ValueError
