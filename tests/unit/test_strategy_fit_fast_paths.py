@@ -7,6 +7,7 @@
 - The EM computed on the (resample, game) pairs of positive weight, strategy by strategy,
   equals the EM over every pair (the straightforward form, written out here), bit for bit,
   for any number of strategies.
+- The share intervals started from sfem's estimate equal those that fit it again.
 - The goodness-of-fit designs built from the machine states game_stats kept equal those built
   by running the machines again.
 """
@@ -26,6 +27,8 @@ from pdbench.core.strategy_fit import (
     _MixtureData,
     game_stats,
     run_machines,
+    sfem,
+    share_intervals,
 )
 from pdbench.core.strategy_gof import round_designs
 
@@ -164,6 +167,19 @@ def test_em_equals_em_over_every_pair_for_any_number_of_strategies(k: int, round
     want = em_every_pair(data, draws, phi, eps, 1e-9)
     for a, b in zip(got, want, strict=True):
         assert a.tobytes() == b.tobytes()
+
+
+def test_share_intervals_from_sfems_estimate_equal_those_that_fit_it_again() -> None:
+    games = random_games(np.random.default_rng(12), soft=True)
+    candidates = builtin_candidates(PayoffMatrix(), 1)
+    stats = game_stats(games, candidates)
+    again = share_intervals(stats, candidates, np.random.default_rng(4), 60)
+    given = share_intervals(
+        stats, candidates, np.random.default_rng(4), 60, mixture=sfem(stats, candidates)
+    )
+    for a, b in zip(again, given, strict=True):
+        assert a.tobytes() == b.tobytes()
+    assert np.isfinite(again[0]).any()
 
 
 def test_designs_from_kept_machine_states_equal_designs_from_running_them() -> None:

@@ -437,13 +437,15 @@ def share_intervals(
     rng: np.random.Generator,
     resamples: int = DEFAULT_BOOTSTRAP,
     level: float = 0.95,
+    mixture: Mixture | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(low, high) per candidate: bootstrap over games of the SFEM shares (expanded percentile;
     NaN with fewer than 2 games or outside the mixture), widened to at least the Wilson interval
     of the share as a share of the n games: a share of games can never be known better than
     a yes/no count of them, and the bootstrap alone gives zero width when every game looks
     alike. Every resample's EM starts from the full sample's estimate (nudged off zero), all
-    resamples at once."""
+    resamples at once; `mixture`: that estimate when already made (`sfem` of the same stats
+    and candidates), else it is made here."""
     n = stats.moves.size
     k_all = len(candidates)
     data = _mixture_data(stats, candidates)
@@ -452,7 +454,10 @@ def share_intervals(
     if n < 2 or data.members.size == 0:
         return low, high
     k = data.members.size
-    phi0, eps0, _ = _em(data, np.ones((1, n)), np.full((1, k), 1.0 / k), np.array([0.1]))
+    if mixture is None:
+        phi0, eps0, _ = _em(data, np.ones((1, n)), np.full((1, k), 1.0 / k), np.array([0.1]))
+    else:  # sfem's values as they came out of the same EM
+        phi0, eps0 = mixture.shares[data.members][None, :], np.array([mixture.tremble])
     draws = rng.multinomial(n, np.full(n, 1.0 / n), size=resamples).astype(np.float64)
     start = (phi0 + 1e-3) / (1.0 + 1e-3 * k)  # a share of exactly 0 could not grow again
     phi, _, _ = _em(

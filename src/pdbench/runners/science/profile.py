@@ -129,7 +129,7 @@ def _side_rows(job: _Side) -> list[dict[str, Any]]:
     fits = fit_each(stats, candidates)
     mixture = sfem(stats, candidates)
     rng = np.random.default_rng(derive_seed(job.seed, "strategy_fit", condition, side))
-    low, high = share_intervals(stats, candidates, rng, job.resamples)
+    low, high = share_intervals(stats, candidates, rng, job.resamples, mixture=mixture)
     named, p_values = _gof(data, candidates, stats, fits, job.seed, condition, side)
     adequate = bool(p_values.get(named, math.nan) >= GOF_ALPHA)
     if not adequate:  # the intervals would describe sampling from a library that is wrong
