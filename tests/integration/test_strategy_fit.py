@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +31,7 @@ from pdbench.core.payoff import PayoffMatrix
 from pdbench.core.strategy_fit import Candidate, fit_each, game_stats, sfem, share_intervals
 from pdbench.core.strategy_gof import GOF_ALPHA, gof_test, round_design
 from pdbench.runners.config.loader import load_config
+from pdbench.runners.science import profile as profile_module
 from pdbench.runners.science.experiment import RunOptions, run_experiment
 from pdbench.runners.science.profile import profile_rows, profile_run, strategy_table
 from pdbench.storage.record.table import outcomes_from_table, read_rounds_table
@@ -265,3 +269,81 @@ def test_a_share_from_identical_games_is_never_zero_width() -> None:
     for row in rows:
         if row["share_ci_low"] is not None:
             assert row["share_ci_high"] > row["share_ci_low"]
+
+
+def test_fits_finish_in_any_order_and_the_rows_are_those_of_one_fit_after_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the first condition's agent A is still being fitted, the other conditions are
+    read and fitted (its fit waits until the last condition's are done); the rows are still
+    in the configuration's order and equal those of fitting every agent in turn."""
+    pairs = [
+        ("GRIM", "RANDOM"),
+        ("TFT", "ALLD"),
+        ("WSLS", "WSLS"),
+        ("GTFT", "TF2T"),
+        ("ALLC", "STFT"),
+    ]
+    conditions = [(f"c{i}_{a}_{b}", policy(a), policy(b)) for i, (a, b) in enumerate(pairs)]
+    run_dir = play(tmp_path, conditions, 4, 40, 0.05)
+    last_done, waited = threading.Event(), []
+    real = profile_module._side_rows
+
+    def side_rows(job):  # noqa: ANN001, ANN202 - a _Side
+        if job.condition == conditions[0][0] and job.side == "a":
+            waited.append(last_done.wait(timeout=20))
+        rows = real(job)
+        if job.condition == conditions[-1][0]:
+            last_done.set()  # either agent of the last condition
+        return rows
+
+    monkeypatch.setattr(profile_module, "_side_rows", side_rows)
+    result = profile_run(run_dir)
+    assert waited == [True]  # the last condition was fitted while the first one's waited
+    manifest = json.loads((run_dir / "run_manifest.json").read_text())
+    outcomes = outcomes_from_table(read_rounds_table(run_dir / "rounds.jsonl"))
+    monkeypatch.setattr(profile_module, "_side_rows", real)
+    assert result.rows == profile_rows(manifest, outcomes)
+    assert list(dict.fromkeys(r["condition"] for r in result.rows)) == [c[0] for c in conditions]
+
+
+def test_a_failing_fit_stops_profile_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_dir = play(tmp_path, [(f"c{i}", policy("TFT"), policy("ALLD")) for i in range(4)], 2, 20, 0)
+    real = profile_module._side_rows
+
+    def side_rows(job):  # noqa: ANN001, ANN202 - a _Side
+        if job.condition == "c1":
+            raise RuntimeError("fit failed")
+        return real(job)
+
+    monkeypatch.setattr(profile_module, "_side_rows", side_rows)
+    with pytest.raises(RuntimeError, match="fit failed"):
+        profile_run(run_dir)
+    assert not (run_dir / "strategy_fit.parquet").exists()
+
+
+def test_profile_and_report_do_not_import_pandas(tmp_path: Path) -> None:
+    """`pdbench profile` and `pdbench report` write Parquet and read it without pandas (which
+    pyarrow.array and pyarrow.dataset import, half a second each)."""
+    run_dir = play(tmp_path, [("tft", policy("TFT"), policy("RANDOM"))], 3, 20, 0.05)
+    code = (
+        "import sys\n"
+        "from pdbench import cli\n"
+        "sys.argv = ['pdbench', *sys.argv[1:]]\n"
+        "try:\n"
+        "    cli.main()\n"
+        "except SystemExit as exc:\n"
+        "    assert not exc.code, exc.code\n"
+        "print('PANDAS', 'pandas' in sys.modules)\n"
+    )
+    for command in ("profile", "report"):
+        out = subprocess.run(
+            [sys.executable, "-c", code, command, str(run_dir)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert "PANDAS False" in out.stdout, command
+    assert (run_dir / "strategy_fit.parquet").is_file() and (run_dir / "report.html").is_file()

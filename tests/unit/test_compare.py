@@ -57,6 +57,40 @@ def test_the_permutation_test_rejects_about_5_percent_under_the_null() -> None:
     assert 0.02 <= rejections / trials <= 0.09
 
 
+def literal_monte_carlo(
+    a: np.ndarray, b: np.ndarray, rng: np.random.Generator, permutations: int
+) -> float:
+    """The Monte Carlo p-value as a loop of one `rng.permutation` per draw."""
+    pooled, n = np.concatenate([a, b]), a.size
+    observed = abs(b.mean() - a.mean())
+    hits = 0
+    for _ in range(permutations):
+        shuffled = rng.permutation(pooled)
+        hits += abs(shuffled[n:].mean() - shuffled[:n].mean()) >= observed - 1e-12 * max(
+            1.0, observed
+        )
+    return (hits + 1) / (permutations + 1)
+
+
+@pytest.mark.parametrize("block", [1 << 20, 50])
+def test_monte_carlo_p_value_equals_one_permutation_a_draw(
+    block: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The permutations are drawn in blocks of rows; the p-value and the generator's state after
+    # it are those of a loop of rng.permutation calls (blocks of a few rows as well).
+    monkeypatch.setattr("pdbench.core.compare.PERMUTATION_BLOCK", block)
+    data = np.random.default_rng(77)
+    for trial in range(12):
+        a = data.integers(0, 4, int(data.integers(9, 30))) / 3.0  # ties: equal differences
+        b = data.normal(size=int(data.integers(9, 30)))
+        draws = int(data.integers(1, 300))
+        got_rng, want_rng = np.random.default_rng(trial), np.random.default_rng(trial)
+        p, how = permutation_p_value(a, b, got_rng, permutations=draws)
+        assert how == f"monte carlo ({draws})"
+        assert p == literal_monte_carlo(a, b, want_rng, draws), trial
+        assert got_rng.bit_generator.state == want_rng.bit_generator.state
+
+
 def test_the_difference_and_its_interval() -> None:
     rng = np.random.default_rng(1)
     result = contrast([0.1, 0.2, 0.3, None], [0.5, 0.6, 0.7], rng)

@@ -21,6 +21,8 @@ def random_values(rng: np.random.Generator, kind: str, n: int) -> list[object]:
     elif kind == "float":
         values = (rng.standard_normal(n) * 1e3).tolist()
         values[: n // 4] = rng.integers(-100, 100, n // 4).tolist()  # ints in a float column
+    elif kind == "bool":
+        values = (rng.random(n) < 0.5).tolist()
     else:
         numbers, repeats = rng.integers(0, 50, n), rng.integers(0, 4, n)
         values = [str(v) * int(k) for v, k in zip(numbers, repeats, strict=True)]
@@ -30,7 +32,8 @@ def random_values(rng: np.random.Generator, kind: str, n: int) -> list[object]:
 
 
 @pytest.mark.parametrize(
-    ("kind", "arrow_type"), [("int", pa.int64()), ("float", pa.float64()), ("str", pa.string())]
+    ("kind", "arrow_type"),
+    [("int", pa.int64()), ("float", pa.float64()), ("str", pa.string()), ("bool", pa.bool_())],
 )
 def test_typed_array_is_pyarrows_array(kind: str, arrow_type: pa.DataType) -> None:
     rng = np.random.default_rng(2121)

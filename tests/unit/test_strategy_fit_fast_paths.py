@@ -4,8 +4,10 @@
   run of each machine (its `next_state` tuples) reaches.
 - game_stats' counts and (soft-label) sums equal literal per-round sums in round order, bit for
   bit: 0/1 labels are counted, soft labels summed in the order of the rounds.
-- The EM computed on the (resample, game) pairs of positive weight equals the EM over every
-  pair (the straightforward form, written out here), bit for bit.
+- The EM computed on the (resample, game) pairs of positive weight, strategy by strategy,
+  equals the EM over every pair (the straightforward form, written out here), bit for bit,
+  for any number of strategies.
+- The share intervals started from sfem's estimate equal those that fit it again.
 - The goodness-of-fit designs built from the machine states game_stats kept equal those built
   by running the machines again.
 """
@@ -22,8 +24,11 @@ from pdbench.core.strategy_fit import (
     TREMBLE_FLOOR,
     _em,
     _mixture_data,
+    _MixtureData,
     game_stats,
     run_machines,
+    sfem,
+    share_intervals,
 )
 from pdbench.core.strategy_gof import round_designs
 
@@ -141,6 +146,40 @@ def test_em_on_weighted_pairs_equals_em_over_every_pair() -> None:
     want = em_every_pair(data, draws, phi, eps, 1e-6)
     for a, b in zip(got, want, strict=True):
         assert a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize("rounds", [20, 1000])
+@pytest.mark.parametrize("k", [1, 3, 8, 13, 130])
+def test_em_equals_em_over_every_pair_for_any_number_of_strategies(k: int, rounds: int) -> None:
+    # As many strategies as below, at and beyond NumPy's 8 running sums and 128-term blocks;
+    # short games (strategies of like likelihood: the order of a sum shows) and long ones
+    # (hundreds of mismatches: terms far below the largest, exp underflows to 0, shares die).
+    rng = np.random.default_rng(40 + k + rounds)
+    games = 30
+    prescribing = rng.integers(rounds // 20, rounds, (games, k)).astype(np.float64)
+    mismatches = np.floor(prescribing * rng.uniform(0.0, 0.6, (games, k)))
+    free = -rng.uniform(0.0, rounds / 20, (games, k)) * (rng.random((games, k)) < 0.3)
+    data = _MixtureData(np.arange(k), mismatches, prescribing, free)
+    draws = rng.multinomial(games, np.full(games, 1.0 / games), size=25).astype(np.float64)
+    phi = rng.dirichlet(np.ones(k), size=25)
+    eps = rng.uniform(0.01, 0.4, 25)
+    got = _em(data, draws, phi, eps, 1e-9)
+    want = em_every_pair(data, draws, phi, eps, 1e-9)
+    for a, b in zip(got, want, strict=True):
+        assert a.tobytes() == b.tobytes()
+
+
+def test_share_intervals_from_sfems_estimate_equal_those_that_fit_it_again() -> None:
+    games = random_games(np.random.default_rng(12), soft=True)
+    candidates = builtin_candidates(PayoffMatrix(), 1)
+    stats = game_stats(games, candidates)
+    again = share_intervals(stats, candidates, np.random.default_rng(4), 60)
+    given = share_intervals(
+        stats, candidates, np.random.default_rng(4), 60, mixture=sfem(stats, candidates)
+    )
+    for a, b in zip(again, given, strict=True):
+        assert a.tobytes() == b.tobytes()
+    assert np.isfinite(again[0]).any()
 
 
 def test_designs_from_kept_machine_states_equal_designs_from_running_them() -> None:

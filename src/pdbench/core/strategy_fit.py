@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pdbench.core.batch import N_STATES, StateMachine
+from pdbench.core.pairwise import sum_rows
 from pdbench.core.stats import expanded_tail, wilson_interval
 
 TREMBLE_FLOOR = 1e-3
@@ -368,35 +369,42 @@ def _em(
     wsum = weights.sum(axis=1)
     matches = data.prescribing - data.mismatches
     rows, games = np.nonzero(weights)
-    weight = weights[rows, games][:, None]
-    mismatches, matched = data.mismatches[games], matches[games]
-    free = data.free_loglik[games]
+    k = data.members.size
+    pair = rows * weights.shape[1] + games  # the pair's row in resp.reshape(-1, k)
+    weight = weights.reshape(-1)[pair]
+    # The pairs' terms strategy by strategy, (k, pairs): every operation below is then on
+    # whole rows, and each value is the one the (pairs, k) expression gives.
+    mismatches = np.ascontiguousarray(data.mismatches[games].T)
+    matched = np.ascontiguousarray(matches[games].T)
+    free = np.ascontiguousarray(data.free_loglik[games].T)
     # Where a pair has weight 0 its terms are 0: resp 0, and weight x log-likelihood -0.0.
     game_ll = np.full(weights.shape, -1.0)
-    resp = np.zeros((*weights.shape, data.members.size))
+    resp = np.zeros((*weights.shape, k))
     # Buffers written in place every iteration (fresh arrays of this size cost more to
     # allocate than to compute); each holds the value the expression names.
-    logp = np.empty(mismatches.shape)  # (pairs, k)
+    logp = np.empty(mismatches.shape)  # (k, pairs)
     work = np.empty(mismatches.shape)
-    top = np.empty((rows.size, 1))
+    top = np.empty(rows.size)
+    total_exp = np.empty(rows.size)
     product = np.empty(resp.shape)
     for _ in range(EM_ITERATIONS):
         # eps stays within [TREMBLE_FLOOR, 0.5]: both logarithms are finite
-        np.multiply(np.log(eps)[rows, None], mismatches, out=logp)
-        np.multiply(np.log1p(-eps)[rows, None], matched, out=work)
+        np.multiply(np.log(eps)[rows], mismatches, out=logp)
+        np.multiply(np.log1p(-eps)[rows], matched, out=work)
         np.add(logp, work, out=logp)
         np.add(logp, free, out=logp)  # the log-likelihood of each pair under each strategy
         with np.errstate(divide="ignore"):
-            np.add(logp, np.take(np.log(phi), rows, axis=0, out=work), out=logp)
-        np.copyto(top, logp[:, :1])  # the row maxima, a column at a time
-        for j in range(1, logp.shape[1]):
-            np.maximum(top, logp[:, j : j + 1], out=top)
+            np.add(logp, np.take(np.log(phi).T, rows, axis=1, out=work), out=logp)
+        np.copyto(top, logp[0])  # each pair's largest term
+        for j in range(1, k):
+            np.maximum(top, logp[j], out=top)
         np.subtract(logp, top, out=work)
-        pair_ll = top[:, 0] + np.log(np.exp(work, out=work).sum(axis=1))  # (pairs,)
-        game_ll[rows, games] = pair_ll
+        # the sum over strategies in the order of work.T.sum(axis=1)
+        pair_ll = top + np.log(sum_rows(np.exp(work, out=work), out=total_exp))
+        game_ll.reshape(-1)[pair] = pair_ll
         total = (weights * game_ll).sum(axis=1)
-        np.subtract(logp, pair_ll[:, None], out=work)
-        resp[rows, games] = np.multiply(np.exp(work, out=work), weight, out=work)
+        np.subtract(logp, pair_ll, out=work)
+        resp.reshape(-1, k)[pair] = np.multiply(np.exp(work, out=work), weight, out=work).T
         phi = resp.sum(axis=1) / wsum[:, None]
         num = np.multiply(resp, data.mismatches[None], out=product).sum(axis=(1, 2))
         den = np.multiply(resp, data.prescribing[None], out=product).sum(axis=(1, 2))
@@ -429,13 +437,15 @@ def share_intervals(
     rng: np.random.Generator,
     resamples: int = DEFAULT_BOOTSTRAP,
     level: float = 0.95,
+    mixture: Mixture | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(low, high) per candidate: bootstrap over games of the SFEM shares (expanded percentile;
     NaN with fewer than 2 games or outside the mixture), widened to at least the Wilson interval
     of the share as a share of the n games: a share of games can never be known better than
     a yes/no count of them, and the bootstrap alone gives zero width when every game looks
     alike. Every resample's EM starts from the full sample's estimate (nudged off zero), all
-    resamples at once."""
+    resamples at once; `mixture`: that estimate when already made (`sfem` of the same stats
+    and candidates), else it is made here."""
     n = stats.moves.size
     k_all = len(candidates)
     data = _mixture_data(stats, candidates)
@@ -444,7 +454,10 @@ def share_intervals(
     if n < 2 or data.members.size == 0:
         return low, high
     k = data.members.size
-    phi0, eps0, _ = _em(data, np.ones((1, n)), np.full((1, k), 1.0 / k), np.array([0.1]))
+    if mixture is None:
+        phi0, eps0, _ = _em(data, np.ones((1, n)), np.full((1, k), 1.0 / k), np.array([0.1]))
+    else:  # sfem's values as they came out of the same EM
+        phi0, eps0 = mixture.shares[data.members][None, :], np.array([mixture.tremble])
     draws = rng.multinomial(n, np.full(n, 1.0 / n), size=resamples).astype(np.float64)
     start = (phi0 + 1e-3) / (1.0 + 1e-3 * k)  # a share of exactly 0 could not grow again
     phi, _, _ = _em(

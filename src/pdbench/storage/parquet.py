@@ -102,7 +102,7 @@ _EXACT_INT = 2**53  # beyond this, an int has no exact float64 (pyarrow refuses 
 
 def typed_array(values: list[Any], arrow_type: Any) -> Any:
     """`pyarrow.array(values, arrow_type)` (same values and nulls), built from buffers for a
-    string, int64 or float64 column of plain Python values with None for missing (ints in a
+    string, int64, float64 or bool column of plain Python values with None for missing (ints in a
     float64 column within 2**53, where the conversion is exact); anything else goes to
     `pyarrow.array` itself (which imports pandas, see `arrow_array`)."""
     import pyarrow as pa
@@ -133,6 +133,9 @@ def typed_array(values: list[Any], arrow_type: Any) -> Any:
             -_EXACT_INT <= v <= _EXACT_INT for v in filled if type(v) is int
         ):
             return _from_numpy(pa, np.array(filled, dtype=np.float64), valid)
+    elif arrow_type == pa.bool_() and kinds <= {bool}:
+        filled = [False if v is None else v for v in values] if nulls else values
+        return _from_numpy(pa, np.array(filled, dtype=np.bool_), valid)
     elif not kinds:  # every value missing
         return pa.nulls(len(values), arrow_type)
     return pa.array(values, arrow_type)
@@ -193,7 +196,10 @@ def read_checked_rows(
         return None
     remedy = remedy.replace("RUN_DIR", str(path.parent))
     try:
-        table = pq.read_table(path, page_checksum_verification=True)
+        # ParquetFile, not pq.read_table: that reads through pyarrow.dataset, whose import
+        # imports pandas (half a second of `pdbench report`); the table is the same.
+        with pq.ParquetFile(path, page_checksum_verification=True) as parquet:
+            table = parquet.read()
         fields = list(table.schema)  # names and metadata decoded here: damage shows now
         _ = [f.name for f in fields], table.column_names, table.schema.metadata
     except (pa.ArrowException, OSError, ValueError):  # UnicodeDecodeError is a ValueError

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,7 +47,7 @@ from pdbench.storage.run_dir import RunLock, read_manifest
 from pdbench.storage.strategy_fit import STRATEGY_FIT_FILE, write_strategy_fit
 
 WORKERS = 2  # threads fitting agents (this machine class has 2 cores)
-AHEAD = 1  # conditions read ahead of the one being collected
+QUEUED = 1  # agents waiting for a worker before the next condition is read
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +129,7 @@ def _side_rows(job: _Side) -> list[dict[str, Any]]:
     fits = fit_each(stats, candidates)
     mixture = sfem(stats, candidates)
     rng = np.random.default_rng(derive_seed(job.seed, "strategy_fit", condition, side))
-    low, high = share_intervals(stats, candidates, rng, job.resamples)
+    low, high = share_intervals(stats, candidates, rng, job.resamples, mixture=mixture)
     named, p_values = _gof(data, candidates, stats, fits, job.seed, condition, side)
     adequate = bool(p_values.get(named, math.nan) >= GOF_ALPHA)
     if not adequate:  # the intervals would describe sampling from a library that is wrong
@@ -251,21 +250,25 @@ def _fit_conditions(
 ) -> list[dict[str, Any]]:
     """The rows of every condition, in the order they are read. Each agent of each condition
     is fitted in a worker thread (NumPy releases the GIL in its loops) while the next
-    condition is read; at most AHEAD conditions wait, so memory stays bounded. Every agent's
-    fit is computed as if alone, so the rows are those of a fit one after the other. On an
-    error (or Ctrl-C) the fits not started are cancelled."""
+    conditions are read: a condition is read whenever at most QUEUED agents wait or run
+    besides one per worker, so a long fit does not hold the other worker idle, and memory
+    stays bounded (only the conditions with unfinished fits are held). Every agent's fit is
+    computed as if alone, so the rows are those of a fit one after the other. On an error (or
+    Ctrl-C) the fits not started are cancelled."""
     pool = ThreadPoolExecutor(WORKERS)
     try:
-        rows: list[dict[str, Any]] = []
-        pending: deque[tuple[list[str], list[Future[list[dict[str, Any]]]]]] = deque()
+        read: list[tuple[list[str], list[Future[list[dict[str, Any]]]]]] = []
+        unfinished: set[Future[list[dict[str, Any]]]] = set()
         for _, outcomes in condition_outcomes(run_dir, manifest):
             order, sides = _sides(manifest, outcomes, library, resamples)
-            pending.append((order, [pool.submit(_side_rows, job) for job in sides]))
-            while len(pending) > AHEAD:
-                rows += _collect(*pending.popleft())
-        while pending:
-            rows += _collect(*pending.popleft())
-        return rows
+            futures = [pool.submit(_side_rows, job) for job in sides]
+            read.append((order, futures))
+            unfinished.update(futures)
+            while len(unfinished) > WORKERS + QUEUED:
+                done, unfinished = wait(unfinished, return_when=FIRST_COMPLETED)
+                for future in done:
+                    future.result()  # an error stops the run now
+        return [row for order, futures in read for row in _collect(order, futures)]
     finally:
         pool.shutdown(cancel_futures=True)
 
