@@ -583,7 +583,7 @@ def add_intervals(
     design_for: Callable[[str], MetricDesign | None] | None = None,
 ) -> list[dict[str, Any]]:
     """Give each condition row `<metric>_ci_low`/`_ci_high` for every metric (replicate rows
-    get nulls): 95% intervals over the condition's games by the method of the metric's kind,
+    get no such keys: `row.get` and aggregates.parquet give null): 95% intervals over the condition's games by the method of the metric's kind,
     see core/stats.py, clipped to the metric's feasible range under the condition's design
     (`design_for(condition)`); `clipped_intervals` lists the metrics whose interval was clipped.
     `generator_for(condition)` gives the condition's generator (seeded from the run seed and
@@ -597,9 +597,9 @@ def add_intervals(
     ends += ["cooperation_rate_over_time_ci_low", "cooperation_rate_over_time_ci_high"]
     empty = dict.fromkeys([*ends, CLIPPED_COLUMN])
     for row in rows:
-        row.update(empty)
         if row.get("scope") != "condition":
-            continue
+            continue  # no interval keys (null in aggregates.parquet): 2 KB a game less held
+        row.update(empty)
         games = by_condition.get(str(row["condition"]), [])
         if not games:
             continue
