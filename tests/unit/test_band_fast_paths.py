@@ -13,10 +13,9 @@ import numpy as np
 import pytest
 from tests.unit.test_fast_paths_same_values import reference_bootstrap_t, same
 
-import pdbench.core.stats as stats
+import pdbench.core.bootstrap_t as bootstrap_t
+from pdbench.core.bootstrap_t import _bootstrap_t, _distinct_columns
 from pdbench.core.stats import (
-    _bootstrap_t,
-    _distinct_columns,
     constant_interval,
     mean_intervals,
     resample_weights,
@@ -57,7 +56,7 @@ def test_equal_columns_resampled_once_give_every_columns_floats(
     got = _bootstrap_t(values, defined, weights, 0.95)
     want = reference_bootstrap_t(values, defined, weights, 0.95)
     assert same(got[0], want[0]) and same(got[1], want[1])
-    monkeypatch.setattr(stats, "_distinct_columns", lambda values, defined: (None, None))
+    monkeypatch.setattr(bootstrap_t, "_distinct_columns", lambda values, defined: (None, None))
     plain = _bootstrap_t(values, defined, weights, 0.95)
     assert same(got[0], plain[0]) and same(got[1], plain[1])
 

@@ -9,7 +9,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from pdbench.core.stats import _exact_products, _weighted_sums, resample_weights
+from pdbench.core.bootstrap_t import _exact_products, _weighted_sums
+from pdbench.core.stats import resample_weights
 from pdbench.storage.parquet import masked_array, typed_array
 from pdbench.storage.record.arrays import column_values, text_codes, text_is
 
