@@ -9,7 +9,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from pdbench.core.stats import _weighted_sums, resample_weights
+from pdbench.core.bootstrap_t import _exact_products, _weighted_sums
+from pdbench.core.stats import resample_weights
 from pdbench.storage.parquet import masked_array, typed_array
 from pdbench.storage.record.arrays import column_values, text_codes, text_is
 
@@ -127,7 +128,8 @@ def test_bootstrap_sums_in_float32_are_the_float64_products() -> None:
         else:
             values = rng.standard_normal((games, columns))  # not on the grid: float64
         weights = resample_weights(games, int(rng.integers(10, 400)), rng)
-        sums, squares = _weighted_sums(weights, values, whole=True)
+        assert _exact_products(weights, values) == (trial % 3 != 2), trial
+        sums, squares = _weighted_sums(weights, values, _exact_products(weights, values))
         assert sums.dtype == np.float64 and squares.dtype == np.float64
         assert np.array_equal(sums, weights @ values), trial
         assert np.array_equal(squares, weights @ (values * values)), trial

@@ -14,6 +14,7 @@ import orjson
 import pytest
 
 from pdbench.core.behaviour import behaviour_columns, behaviour_columns_of_games
+from pdbench.core.bootstrap_t import _bootstrap_t, column_nanquantiles
 from pdbench.core.metrics import (
     CollapseParams,
     GameOutcome,
@@ -31,7 +32,7 @@ from pdbench.core.metrics import (
     series_values,
     time_to_collapse,
 )
-from pdbench.core.stats import _bootstrap_t, column_nanquantiles, resample_weights
+from pdbench.core.stats import resample_weights
 from pdbench.core.talk_metrics import TALK_COLUMNS
 
 

@@ -5,7 +5,10 @@ the ones made ahead and when they are not; and whole aggregates with and without
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
+import pytest
 
 from pdbench.core.metrics import BAND_RESAMPLES, GameOutcome, aggregate_rows
 from pdbench.core.stats import IntervalSettings, resample_weights
@@ -97,3 +100,27 @@ def test_other_settings_do_not_use_the_draws() -> None:
     settings = IntervalSettings(resamples=200, seed=2)
     plain = with_intervals([dict(r) for r in rows], settings)
     assert repr(with_intervals([dict(r) for r in rows], settings, predrawn=predrawn)) == repr(plain)
+
+
+def test_draws_stay_within_their_budget_and_any_order_gets_the_same_numbers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import pdbench.storage.intervals as intervals_module
+
+    settings = IntervalSettings(resamples=50, seed=4)
+    one = 50 * 6 * 8 + min(BAND_RESAMPLES, 50) * 6 * 8  # one condition's draws (int64), bytes
+    monkeypatch.setattr(intervals_module, "AHEAD_BYTES", one + 1)  # room for two at most
+    names = ["a", "b", "c", "d", "e"]
+    predrawn = Predrawn(settings, dict.fromkeys(names, 6))
+    assert predrawn._ready["b"].wait(timeout=60)
+    time.sleep(0.2)  # the thread now waits for room: "c" and later are not drawn
+    assert set(predrawn._ahead) == {"a", "b"} and not predrawn._ready["c"].is_set()
+    plain = interval_generators(settings)
+    # "d" asked for first: drawn by its own generator, without waiting for "a" to make room
+    for name in ["d", "a", "e", "b", "c"]:
+        generator, fresh = predrawn.generator_for(name), plain(name)
+        for size in (50, min(BAND_RESAMPLES, 50)):
+            assert np.array_equal(
+                resample_weights(6, size, generator), resample_weights(6, size, fresh)
+            )
+    assert predrawn._held == 0 and not predrawn._ahead

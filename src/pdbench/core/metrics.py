@@ -39,6 +39,7 @@ import numpy as np
 import orjson
 
 from pdbench.core.behaviour import STATES, behaviour_column_names, behaviour_columns_of_games
+from pdbench.core.game_values import series_matrix, value_table
 from pdbench.core.stats import (
     KIND_MEAN,
     KIND_POOLED_RATIO,
@@ -582,7 +583,7 @@ def add_intervals(
     design_for: Callable[[str], MetricDesign | None] | None = None,
 ) -> list[dict[str, Any]]:
     """Give each condition row `<metric>_ci_low`/`_ci_high` for every metric (replicate rows
-    get nulls): 95% intervals over the condition's games by the method of the metric's kind,
+    get no such keys: `row.get` and aggregates.parquet give null): 95% intervals over the condition's games by the method of the metric's kind,
     see core/stats.py, clipped to the metric's feasible range under the condition's design
     (`design_for(condition)`); `clipped_intervals` lists the metrics whose interval was clipped.
     `generator_for(condition)` gives the condition's generator (seeded from the run seed and
@@ -596,9 +597,9 @@ def add_intervals(
     ends += ["cooperation_rate_over_time_ci_low", "cooperation_rate_over_time_ci_high"]
     empty = dict.fromkeys([*ends, CLIPPED_COLUMN])
     for row in rows:
-        row.update(empty)
         if row.get("scope") != "condition":
-            continue
+            continue  # no interval keys (null in aggregates.parquet): 2 KB a game less held
+        row.update(empty)
         games = by_condition.get(str(row["condition"]), [])
         if not games:
             continue
@@ -607,12 +608,9 @@ def add_intervals(
         weights = resample_weights(len(games), settings.resamples, rng)
         found: dict[str, tuple[float | None, float | None]] = {}
         plain = [c for c in names if interval_kind(c) == KIND_MEAN]
-        # games x metrics in row-major order, as the products of the bootstrap expect it (a
-        # matrix product's floats depend on the operands' memory layout)
-        columns = np.array([_numbers([g.get(c) for g in games]) for c in plain], dtype=np.float64)
-        matrix = np.ascontiguousarray(columns.T)
+        values = _GameValues(games, names)
         means = clipped_mean_intervals(
-            matrix.reshape(len(games), len(plain)),
+            values.matrix(plain),
             weights,
             settings.level,
             [feasible_range(c, design) for c in plain],
@@ -623,15 +621,57 @@ def add_intervals(
         for column in names:
             kind = interval_kind(column)
             if kind == KIND_SHARE:
-                found[column] = share_interval([_numeric(g.get(column)) for g in games])
+                found[column] = share_interval(values.column(column))
             elif kind == KIND_POOLED_RATIO:
-                visits, coops = _pooled(games, column)
+                visits, coops = values.pooled(column)
                 found[column] = ratio_interval(coops, visits, settings.level)
         for column in names:  # shares and pooled ratios lie in [0, 1] by construction
             row[f"{column}_ci_low"], row[f"{column}_ci_high"] = found[column]
         row[CLIPPED_COLUMN] = ",".join(clipped) if clipped else None
         _add_bands(row, games, rng, settings)
     return rows
+
+
+class _GameValues:
+    """A condition's games' values of the interval columns (and the visit counts of the
+    pooled ones) as arrays: read at once (`value_table`) when every value is a plain number
+    or None, else one by one as `_numbers`, `_numeric` and `_pooled` read them (the same
+    floats either way)."""
+
+    def __init__(self, games: Sequence[Mapping[str, Any]], names: Sequence[str]) -> None:
+        self.games = games
+        wanted = [*names, *(POOLED_COLUMNS[c] for c in names if c in POOLED_COLUMNS)]
+        self.wanted = list(dict.fromkeys(wanted))
+        self.at = {column: i for i, column in enumerate(self.wanted)}
+        read = value_table(games, self.wanted)
+        self.table, self.nones_only = (None, False) if read is None else read
+
+    def matrix(self, columns: Sequence[str]) -> np.ndarray:
+        """Games x columns in row-major order, as the products of the bootstrap expect it (a
+        matrix product's floats depend on the operands' memory layout)."""
+        if self.table is not None:
+            return np.ascontiguousarray(self.table[:, [self.at[c] for c in columns]])
+        values = [_numbers([g.get(c) for g in self.games]) for c in columns]
+        matrix = np.ascontiguousarray(np.array(values, dtype=np.float64).T)
+        return matrix.reshape(len(self.games), len(columns))
+
+    def column(self, column: str) -> np.ndarray | list[float]:
+        """One column's values (None and text as NaN)."""
+        if self.table is not None:
+            return self.table[:, self.at[column]]
+        return [_numeric(g.get(column)) for g in self.games]
+
+    def pooled(self, column: str) -> tuple[np.ndarray, np.ndarray]:
+        """`_pooled`: (visits, cooperations) per game of a pooled ratio; `float(v or 0)` of
+        each value is `where(NaN, 0, v) + 0.0` when a NaN stands for None only (+ 0.0 turns
+        -0.0, which is falsy, into 0.0)."""
+        if self.table is None or not self.nones_only:
+            return _pooled(self.games, column)
+        visits = self.table[:, self.at[POOLED_COLUMNS[column]]]
+        ratio = self.table[:, self.at[column]]
+        visits = np.where(np.isnan(visits), 0.0, visits) + 0.0
+        ratio = np.where(np.isnan(ratio), 0.0, ratio) + 0.0
+        return visits, np.round(ratio * visits)
 
 
 def _add_bands(
@@ -642,18 +682,12 @@ def _add_bands(
 ) -> None:
     """Per-round intervals of cooperation_rate_over_time (the mean over the games that reached
     the round), as JSON lists like the series itself."""
-    series = [
-        series_values(g["cooperation_rate_over_time"])
-        for g in games
-        if g.get("cooperation_rate_over_time")
-    ]
-    if not series:
+    texts = [g["cooperation_rate_over_time"] for g in games if g.get("cooperation_rate_over_time")]
+    if not texts:
         return
-    longest = max(len(s) for s in series)
-    matrix = np.full((len(series), longest), np.nan)
-    for i, values in enumerate(series):
-        matrix[i, : len(values)] = values
-    weights = resample_weights(len(series), min(BAND_RESAMPLES, settings.resamples), rng)
+    matrix = series_matrix(texts, series_values)
+    longest = matrix.shape[1]
+    weights = resample_weights(len(texts), min(BAND_RESAMPLES, settings.resamples), rng)
     bands = mean_intervals(matrix, weights, settings.level, [(0.0, 1.0)] * longest)
     if all(low is None for low, _ in bands):
         return

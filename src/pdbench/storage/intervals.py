@@ -71,18 +71,30 @@ def _uniform(n: int) -> np.ndarray:
     return np.full(n, 1.0 / n)
 
 
+# Draws made ahead and not yet handed out: at most this many bytes (or one condition's, when a
+# condition's alone is more), so a run of many large conditions never holds all its draws at
+# once (at 1,000 games a condition, 19 MB a condition).
+AHEAD_BYTES = 24 << 20
+
+
 class Predrawn:
     """The resampling weights `add_intervals` draws first for each condition (`resamples`
     draws of its games, then the bands' draws), drawn in a thread started now, e.g. while
-    the games play (NumPy draws without holding the GIL); `generator_for` gives each
-    condition's `PredrawnGenerator`. `games`: each condition's number of games, as expected;
-    a condition whose games differ simply draws as usual."""
+    the games play (NumPy draws without holding the GIL), in the conditions' order and at most
+    `AHEAD_BYTES` ahead of the conditions handed out; `generator_for` gives each condition's
+    `PredrawnGenerator`. `games`: each condition's number of games, as expected; a condition
+    whose games differ, or asked for before its turn to be drawn came, simply draws as usual."""
 
     def __init__(self, settings: IntervalSettings, games: Mapping[str, int]) -> None:
         self.settings = settings
         self._ahead: dict[str, list[tuple[int, int, np.ndarray, dict[str, Any]]]] = {}
         # set when a condition's draws are made (or given up): a condition waits for its own
         self._ready = {condition: threading.Event() for condition in games}
+        self._room = threading.Condition()  # guards _held, _sizes, _started, _taken
+        self._held = 0  # bytes of the draws made and not handed out
+        self._sizes: dict[str, int] = {}
+        self._started: set[str] = set()  # conditions whose draws were begun
+        self._taken: set[str] = set()  # conditions asked for before their draws began
         threading.Thread(
             target=self._draw, args=(dict(games),), name="pdbench-draws", daemon=True
         ).start()
@@ -91,13 +103,24 @@ class Predrawn:
         sizes = (self.settings.resamples, min(BAND_RESAMPLES, self.settings.resamples))
         try:
             for condition, n in games.items():
+                with self._room:
+                    self._room.wait_for(
+                        lambda c=condition: self._held < AHEAD_BYTES or c in self._taken
+                    )
+                    if condition in self._taken:  # drawn by its own generator already
+                        self._ready[condition].set()
+                        continue
+                    self._started.add(condition)
                 try:
                     rng = np.random.default_rng(_seed(self.settings, condition))
                     ahead = []
                     for size in sizes:
                         result = rng.multinomial(n, _uniform(n), size=size)
                         ahead.append((n, size, result, rng.bit_generator.state))
-                    self._ahead[condition] = ahead
+                    with self._room:
+                        self._ahead[condition] = ahead
+                        self._sizes[condition] = sum(made[2].nbytes for made in ahead)
+                        self._held += self._sizes[condition]
                 except (ValueError, TypeError, ZeroDivisionError):  # no games: drawn as usual
                     pass
                 self._ready[condition].set()
@@ -108,12 +131,22 @@ class Predrawn:
     def generator_for(self, condition: str) -> np.random.Generator:
         """The condition's generator: `PredrawnGenerator` with its draws made ahead (waiting
         for them if they are being made), handed over once (the memory is freed as the
-        conditions' intervals are computed); asked again, a condition's generator draws as
-        usual."""
+        conditions' intervals are computed, making room for the next conditions' draws); asked
+        for before its draws began, or asked again, a condition's generator draws as usual."""
         ready = self._ready.get(condition)
         if ready is not None:
-            ready.wait()
-        return PredrawnGenerator(_seed(self.settings, condition), self._ahead.pop(condition, []))
+            with self._room:
+                begun = condition in self._started
+                if not begun:  # the thread will skip it; nothing to wait for
+                    self._taken.add(condition)
+                    self._room.notify_all()
+            if begun:
+                ready.wait()
+        with self._room:
+            ahead = self._ahead.pop(condition, [])
+            self._held -= self._sizes.pop(condition, 0)
+            self._room.notify_all()
+        return PredrawnGenerator(_seed(self.settings, condition), ahead)
 
 
 def predraw_for(manifest: dict[str, Any]) -> Predrawn | None:

@@ -394,10 +394,18 @@ def outcomes_from_table(table: Any) -> list[GameOutcome]:
     cols: dict[str, np.ndarray] = {}
     for side in ("agent_a", "agent_b"):
         cols[f"{side}_coop"] = ordered(_cooperated(table.column(f"{side}_action")))
-        for name in ("payoff", "p_cooperate"):
-            column = table.column(f"{side}_{name}")
-            cols[f"{side}_{name}"] = ordered(column_values(column, np.float64, np.nan))
-        cols[f"{side}_fallback"] = ordered(_flags(table.column(f"{side}_parse_failure")))
+        column = table.column(f"{side}_payoff")
+        cols[f"{side}_payoff"] = ordered(column_values(column, np.float64, np.nan))
+        column = table.column(f"{side}_p_cooperate")
+        cols[f"{side}_p_cooperate"] = (
+            _same_everywhere(np.nan, len(table), np.float64)  # a policy's: none recorded
+            if column.null_count == len(table)
+            else ordered(column_values(column, np.float64, np.nan))
+        )
+        flags = _flags(table.column(f"{side}_parse_failure"))
+        cols[f"{side}_fallback"] = (
+            _same_everywhere(False, len(table), bool) if not flags.any() else ordered(flags)
+        )
     talk = _talk_columns(table, ordered)
     # games in the order of "condition\x1freplicate" as text
     ranked = sorted(range(len(games)), key=lambda g: f"{games[g][0]}\x1f{games[g][1]}")
@@ -430,6 +438,12 @@ def outcomes_from_table(table: Any) -> list[GameOutcome]:
             )
         )
     return out
+
+
+def _same_everywhere(value: Any, n: int, dtype: Any) -> np.ndarray:
+    """n copies of one value as a read-only view of a single one (the values a column of that
+    value everywhere holds, without its memory: a policy's P(C) and fallback flags)."""
+    return np.broadcast_to(np.array(value, dtype=dtype), (n,))
 
 
 def _talk_columns(table: Any, ordered: Any) -> dict[str, Any] | None:
