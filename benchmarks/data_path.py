@@ -47,6 +47,7 @@ times that: `--commands run,aggregate` measures those alone.
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import shlex
@@ -391,6 +392,12 @@ def main() -> None:
         choices=("jsonl", "columns", "both"),
         help="run.rounds_log of this checkout's run (default: the config's default, both)",
     )
+    parser.add_argument(
+        "--baseline-rounds-log",
+        default=None,
+        choices=("jsonl", "columns", "both"),
+        help="the baseline's run.rounds_log (default: its default; older versions lack it)",
+    )
     parser.add_argument("--workdir", type=Path, default=None, help="where the runs go (/tmp)")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = parser.parse_args()
@@ -414,7 +421,10 @@ def main() -> None:
     phases: dict[tuple[str, str, str], list[Phases]] = {}  # (size, command, label)
     disk: dict[str, dict[str, dict[str, int]]] = {}
     for label, src in sources:
-        print(f"{label}: {src}")
+        # Each side's bytecode compiled first, as a machine that keeps bytecode has it after a
+        # first run (PYTHONDONTWRITEBYTECODE=1 would make every process compile pdbench again).
+        compileall.compile_dir(src, quiet=1)
+        print(f"{label}: {src} (bytecode compiled)")
     with tempfile.TemporaryDirectory(dir=args.workdir, prefix="data_path_") as tmp:
         for size in sizes:
             games, per_game = SIZES[size]
@@ -427,10 +437,9 @@ def main() -> None:
             for label, src in sources:
                 root = Path(tmp) / size / label
                 root.mkdir(parents=True)
-                # run.rounds_log for this checkout only (a baseline may not know the setting)
-                extra = (
-                    {"rounds_log": args.rounds_log} if args.rounds_log and label == "this" else None
-                )
+                # run.rounds_log per side (a baseline before issue 21 lacks the setting)
+                log_setting = args.rounds_log if label == "this" else args.baseline_rounds_log
+                extra = {"rounds_log": log_setting} if log_setting else None
                 sides.append(
                     Side(label, src, write_experiment(root, per_game, games, extra), root / "out")
                 )
