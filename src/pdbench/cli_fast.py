@@ -1,5 +1,6 @@
-"""The command lines of `run`, `tournament`, `evolve`, `resume` and `validate` parsed without
-typer, so that starting a run does not import typer (0.1-0.2 s on a 2-core machine).
+"""The command lines of `run`, `tournament`, `evolve`, `resume`, `validate`, `aggregate`,
+`profile` and `report` parsed without typer, so that starting them does not import typer (and
+with it pydantic: 0.1-0.2 s on a 2-core machine).
 
 `parse` takes only what it can read exactly as typer (click) would: the command, at most one
 value for each option it declares in `pdbench.cli`, values that are plainly in range. Anything
@@ -32,6 +33,7 @@ from pdbench.cli import (
     run_config,
     validate_config,
 )
+from pdbench.cli_dirs import DIR_COMMANDS
 
 _INT = re.compile(r"[0-9]+")
 _FLOAT = re.compile(r"[0-9]+(\.[0-9]+)?|\.[0-9]+")
@@ -136,6 +138,12 @@ def parse(argv: list[str]) -> Parsed | None:
         if read is None or len(read[0]) != 1 or not read[0][0]:
             return None
         return Parsed(resume_dir, (Path(read[0][0]),), read[1])
+    if command in DIR_COMMANDS:
+        runner, options = DIR_COMMANDS[command]
+        read = _options(rest, options)
+        if read is None or len(read[0]) != 1 or not read[0][0]:
+            return None
+        return Parsed(runner, (Path(read[0][0]),), read[1])
     if command == "validate":
         read = _options(rest, [])
         if read is None or len(read[0]) != 1 or not read[0][0]:

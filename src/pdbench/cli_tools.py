@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
+from pdbench import cli_dirs
 from pdbench.cli import CACHE_DIR, Opt, err
 from pdbench.errors import RunError
 
@@ -28,6 +29,9 @@ def typer_option(opt: Opt) -> Any:
 
 
 CacheDirOpt = typer_option(CACHE_DIR)
+LibraryOpt = typer_option(cli_dirs.LIBRARY)
+TopOpt = typer_option(cli_dirs.TOP)
+ReportOutputOpt = typer_option(cli_dirs.REPORT_OUTPUT)
 
 
 cache_app = typer.Typer(help="Inspect or clear the response cache.", no_args_is_help=True)
@@ -72,14 +76,7 @@ def aggregate(
     run_dir: Annotated[Path, typer.Argument(help="A run directory.", show_default=False)],
 ) -> None:
     """Recompute an experiment's aggregates.parquet from rounds.jsonl (idempotent)."""
-    from pdbench.runners.plan import fallback_warnings, summary_table
-    from pdbench.storage.aggregate import aggregate_run_dir
-
-    rows = aggregate_run_dir(run_dir)
-    typer.echo(f"{run_dir}: aggregates.parquet rewritten ({len(rows)} rows)")
-    typer.echo(summary_table(rows))
-    for line in fallback_warnings(rows):
-        typer.echo(line)
+    cli_dirs.aggregate_dir(run_dir)
 
 
 @tools.command(epilog="Example: pdbench profile data/runs/phase1_smoke_v1")
@@ -87,22 +84,11 @@ def profile(
     run_dir: Annotated[
         Path, typer.Argument(help="An experiment run directory.", show_default=False)
     ],
-    library: Annotated[
-        str,
-        typer.Option(
-            "--library",
-            help="builtin: the built-in policies and the memory-one family; all: also the "
-            "Axelrod library's deterministic strategies (slower; the axelrod extra).",
-        ),
-    ] = "builtin",
-    top: Annotated[int, typer.Option("--top", min=1, help="Strategies shown per agent.")] = 3,
+    library: LibraryOpt = cli_dirs.LIBRARY.default,
+    top: TopOpt = cli_dirs.TOP.default,
 ) -> None:
     """Which strategy does each agent play like? Writes strategy_fit.parquet."""
-    from pdbench.runners.science.profile import profile_run, strategy_table
-
-    result = profile_run(run_dir, library)
-    typer.echo(f"{run_dir}: {result.path.name} written ({len(result.rows)} rows)")
-    typer.echo(strategy_table(result.rows, top))
+    cli_dirs.profile_dir(run_dir, library=library, top=top)
 
 
 @tools.command(
@@ -178,28 +164,11 @@ def compare(
 @tools.command(epilog="Example: pdbench report data/runs/phase1_smoke_v1")
 def report(
     run_dir: Annotated[Path, typer.Argument(help="A run directory.", show_default=False)],
-    output: Annotated[
-        Path | None,
-        typer.Option("--output", "-o", help="Write here (default RUN_DIR/report.html)."),
-    ] = None,
+    output: ReportOutputOpt = None,
 ) -> None:
     """One self-contained HTML report of a run (no network needed to view it). For an
     experiment, runs `profile` and `compare` first when their artifacts are missing."""
-    from pdbench.report import COMPARISONS_FILE, build_report
-    from pdbench.storage.run_dir import run_kind
-    from pdbench.storage.strategy_fit import STRATEGY_FIT_FILE
-
-    if run_kind(run_dir) == "experiment":
-        if not (run_dir / STRATEGY_FIT_FILE).is_file():
-            from pdbench.runners.science.profile import profile_run
-
-            profile_run(run_dir)
-        if not (run_dir / COMPARISONS_FILE).is_file():
-            from pdbench.runners.science.compare import compare_run
-
-            compare_run(run_dir)
-    path = build_report(run_dir, output)
-    typer.echo(f"report written: {path}")
+    cli_dirs.report_dir(run_dir, output=output)
 
 
 @tools.command(epilog="Example: pdbench merge data/runs/full data/runs/shard1 data/runs/shard2")

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from pdbench import cli_app
+from pdbench import cli_app, cli_dirs
 from pdbench.cli import Backend
 from pdbench.cli_fast import parse
 
@@ -55,6 +55,11 @@ ACCEPTED = [
     ["evolve", "e.yaml", "-g", "0", "--seeds", "2", "--noise", "0"],
     ["resume", "runs/r1", "-c", "2", "--backend", "local", "--no-cache"],
     ["resume", "runs/r1", "--cache-dir=c", "--ray-address", "10.0.0.1:6379"],
+    ["aggregate", "runs/r1"],
+    ["--debug", "profile", "runs/r1", "--library", "all", "--top", "5"],
+    ["profile", "--top=1", "runs/r1"],
+    ["report", "runs/r1", "-o", "out.html"],
+    ["report", "runs/r1"],
 ]
 
 LEFT_TO_TYPER = [
@@ -85,7 +90,13 @@ LEFT_TO_TYPER = [
     ["run", "a.yaml", "--log-rounds"],
     ["resume", "d", "--seed", "1"],
     ["validate", "a.yaml", "--overwrite"],
-    ["aggregate", "runs/r1"],
+    ["aggregate", "runs/r1", "runs/r2"],
+    ["aggregate"],
+    ["profile", "runs/r1", "--top", "0"],  # below min
+    ["profile", "runs/r1", "--library"],
+    ["report", "runs/r1", "--output"],
+    ["report", "runs/r1", "--overwrite"],
+    ["compare", "runs/r1"],
     ["cache", "stats"],
     ["ui", "runs/r1"],
 ]
@@ -94,10 +105,14 @@ LEFT_TO_TYPER = [
 def typer_call(args: list[str], monkeypatch: pytest.MonkeyPatch) -> tuple[str, tuple, dict]:
     """(function name, positional args, options) the typer app calls for `pdbench ARGS`."""
     calls: list[tuple[str, tuple, dict]] = []
-    for name in ("run_config", "resume_dir", "validate_config"):
-        monkeypatch.setattr(
-            cli_app, name, lambda *a, _n=name, **k: calls.append((_n, a, k)), raising=True
-        )
+    for module, names in (
+        (cli_app, ("run_config", "resume_dir", "validate_config")),
+        (cli_dirs, ("aggregate_dir", "profile_dir", "report_dir")),
+    ):
+        for name in names:
+            monkeypatch.setattr(
+                module, name, lambda *a, _n=name, **k: calls.append((_n, a, k)), raising=True
+            )
     result = CliRunner().invoke(cli_app.app, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert len(calls) == 1
@@ -174,5 +189,7 @@ def probe(args: list[str]) -> dict[str, Any]:
 def test_validate_starts_without_typer_and_help_with_it() -> None:
     assert probe(["validate", "configs/experiment.yaml"]) == {"code": 0, "typer": False}
     assert probe(["--help"]) == {"code": 0, "typer": True}
+    # a run directory's command: the error of a missing directory, without typer
+    assert probe(["aggregate", "no/such/run"]) == {"code": 2, "typer": False}
     # a bad option: typer's usage error (exit code 2), so typer was imported
     assert probe(["validate", "configs/experiment.yaml", "--bogus"]) == {"code": 2, "typer": True}

@@ -1,0 +1,74 @@
+"""The commands that read a finished run directory and write its artifacts -- `aggregate`,
+`profile` and `report` -- without typer: their options (declared once, as `pdbench.cli.Opt`s,
+for typer in `pdbench.cli_tools` and for the fast path in `pdbench.cli_fast`) and what they do.
+Their plain command lines then start without importing typer and pydantic (0.1-0.2 s of a
+start on a 2-core machine). Heavy libraries are imported inside each command.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from pdbench.cli import Opt, echo
+
+LIBRARY = Opt(
+    ("--library",),
+    str,
+    "builtin",
+    "builtin: the built-in policies and the memory-one family; all: also the Axelrod "
+    "library's deterministic strategies (slower; the axelrod extra).",
+)
+TOP = Opt(("--top",), int, 3, "Strategies shown per agent.", min=1)
+REPORT_OUTPUT = Opt(
+    ("--output", "-o"), Path | None, None, "Write here (default RUN_DIR/report.html)."
+)
+
+
+def aggregate_dir(run_dir: Path) -> None:
+    """Recompute an experiment's aggregates.parquet from rounds.jsonl (idempotent)."""
+    from pdbench.runners.plan import fallback_warnings, summary_table
+    from pdbench.storage.aggregate import aggregate_run_dir
+
+    rows = aggregate_run_dir(run_dir)
+    echo(f"{run_dir}: aggregates.parquet rewritten ({len(rows)} rows)")
+    echo(summary_table(rows))
+    for line in fallback_warnings(rows):
+        echo(line)
+
+
+def profile_dir(run_dir: Path, library: str = "builtin", top: int = 3) -> None:
+    """Which strategy does each agent play like? Writes strategy_fit.parquet."""
+    from pdbench.runners.science.profile import profile_run, strategy_table
+
+    result = profile_run(run_dir, library)
+    echo(f"{run_dir}: {result.path.name} written ({len(result.rows)} rows)")
+    echo(strategy_table(result.rows, top))
+
+
+def report_dir(run_dir: Path, output: Path | None = None) -> None:
+    """One self-contained HTML report of a run (no network needed to view it). For an
+    experiment, runs `profile` and `compare` first when their artifacts are missing."""
+    from pdbench.report import COMPARISONS_FILE, build_report
+    from pdbench.storage.run_dir import run_kind
+    from pdbench.storage.strategy_fit import STRATEGY_FIT_FILE
+
+    if run_kind(run_dir) == "experiment":
+        if not (run_dir / STRATEGY_FIT_FILE).is_file():
+            from pdbench.runners.science.profile import profile_run
+
+            profile_run(run_dir)
+        if not (run_dir / COMPARISONS_FILE).is_file():
+            from pdbench.runners.science.compare import compare_run
+
+            compare_run(run_dir)
+    path = build_report(run_dir, output)
+    echo(f"report written: {path}")
+
+
+# command -> (what runs it, its options in --help order); RUN_DIR is its one argument
+DIR_COMMANDS: dict[str, tuple[Callable[..., None], list[tuple[str, Opt]]]] = {
+    "aggregate": (aggregate_dir, []),
+    "profile": (profile_dir, [("library", LIBRARY), ("top", TOP)]),
+    "report": (report_dir, [("output", REPORT_OUTPUT)]),
+}
