@@ -73,7 +73,9 @@ def layer_of(module: str) -> str:
     parts = module.split(".")
     if parts[:1] != ["pdbench"] or len(parts) == 1 or parts[1] in ("errors", "redact"):
         return "base"
-    return "cli" if parts[1] in ("cli", "cli_app", "cli_dirs", "cli_fast", "cli_tools") else parts[1]
+    return (
+        "cli" if parts[1] in ("cli", "cli_app", "cli_dirs", "cli_fast", "cli_tools") else parts[1]
+    )
 
 
 def module_name(path: Path) -> str:
