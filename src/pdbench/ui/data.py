@@ -420,8 +420,12 @@ def load_game_rounds(run_dir: str | Path, condition: str, replicate: int) -> pd.
         manifest = _read_json(*_stat_key(manifest_path))
     except (OSError, ValueError):
         manifest = None
-    if uses_columns(run_dir, manifest if isinstance(manifest, dict) else None):
-        parts = tuple((str(p), *_stat_key(p)[1:]) for p in part_paths(run_dir))
+    try:
+        columns = uses_columns(run_dir, manifest if isinstance(manifest, dict) else None)
+        parts = tuple((str(p), *_stat_key(p)[1:]) for p in part_paths(run_dir)) if columns else ()
+    except PdbenchError as exc:  # a stray file in rounds/
+        raise RoundsFileError(first_line(exc)) from None
+    if columns:
         return _game_rounds_from_columns(str(run_dir), parts, condition, int(replicate))
     return _game_rounds(*_game_id(run_dir, condition, replicate))
 
