@@ -225,9 +225,11 @@ def _open_typed_path(prefix: str) -> None:
     typed = str(st.session_state.get(f"{prefix}_path") or "").strip()
     if not typed:
         return
-    path = str(Path(typed).expanduser().resolve())
     kind = st.session_state.get(f"{prefix}_kind")
     try:  # a directory that cannot be shown is not added to the list: its problem is said once
+        path = url_state.decode_path(typed, Path.cwd())
+        if path is None:
+            raise data.NotARun(f"{url_state.quoted(typed)}: not a path that can be read")
         if kind == "tournament":
             data.load_tournament(path)
         elif kind == "evolution":
