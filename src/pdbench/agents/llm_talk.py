@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from pdbench.agents.providers.base import CallTag, CompletionRequest
 from pdbench.core.rng import Purpose, counter_bits
-from pdbench.core.talk import clip_text
+from pdbench.core.talk import clip_text, quote_message
 from pdbench.core.types import Action, Attempt, Observation, SeenMessage, Utterance
 
 if TYPE_CHECKING:
@@ -50,11 +50,14 @@ def message_instruction(labels: tuple[str, str]) -> str:
 
 
 def messages_block(messages: Sequence[SeenMessage]) -> str:
-    """The messages an agent can see, as lines of its prompt (rounds numbered from 1)."""
+    """The messages an agent can see, as lines of its prompt (rounds numbered from 1): one line
+    each, the text quoted and escaped (`quote_message`), so a message never reads as the game's
+    history or as instructions."""
     if not messages:
         return "No messages yet."
     lines = [
-        f"- before round {m.round_index + 1}, {'you' if m.mine else 'the other player'}: {m.text}"
+        f"- before round {m.round_index + 1}, {'you' if m.mine else 'the other player'}: "
+        f"{quote_message(m.text)}"
         for m in messages
     ]
     return "Messages (oldest first):\n" + "\n".join(lines)
