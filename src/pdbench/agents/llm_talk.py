@@ -63,6 +63,15 @@ def messages_block(messages: Sequence[SeenMessage]) -> str:
     return "Messages (oldest first):\n" + "\n".join(lines)
 
 
+def message_values(obs: Observation, labels: tuple[str, str], max_chars: int) -> dict[str, object]:
+    """The values the message template gets beside the round prompt's (`MESSAGE_FIELDS`)."""
+    return {
+        "messages": messages_block(obs.messages),
+        "max_chars": max_chars,
+        "message_instruction": message_instruction(labels),
+    }
+
+
 def read_reply(text: str, labels: tuple[str, str]) -> tuple[str, Action | None, bool]:
     """(message, declared intention, whether one was declared) of a reply: the last JSON object
     with a "message" string, else the whole reply as the message with no declaration."""
@@ -97,13 +106,7 @@ async def speak(agent: LLMAgent, obs: Observation, turn: int, max_chars: int) ->
     cfg = agent.config
     template = agent.templates.message or DEFAULT_MESSAGE_TEMPLATE
     prompt = agent.round_prompt(
-        obs,
-        template=template,
-        extra={
-            "messages": messages_block(obs.messages),
-            "max_chars": max_chars,
-            "message_instruction": message_instruction(agent.labels),
-        },
+        obs, template=template, extra=message_values(obs, agent.labels, max_chars)
     )
     attempts: list[Attempt] = []
     for index in range(cfg.max_retries + 1):

@@ -95,6 +95,17 @@ PERSONA_TALK: dict[str | None, tuple[str, str]] = {
 }
 
 
+def persona_message(persona: str | None) -> tuple[str, str]:
+    """(text, kind) of what a persona says before each move (`PERSONA_TALK`; a persona not
+    listed there says something noncommittal)."""
+    return PERSONA_TALK.get(persona, ("Let's see how it goes.", "none"))
+
+
+def message_text(system: str) -> str:
+    """The text of the messages the mock writes under `system` (its persona's)."""
+    return persona_message(_persona(system))[0]
+
+
 def mock_message(
     persona: str | None, history: list[tuple[str, str]], u: float, labels: Labels = ("C", "D")
 ) -> str:
@@ -102,7 +113,7 @@ def mock_message(
     intention the move `mock_move` makes (honest personas: the deterministic ones, and the
     cooperative one, which keeps its promise, see `MockProvider.reply`), C (the exploitative
     persona's promise, whatever it plays), or none (the others)."""
-    text, kind = PERSONA_TALK.get(persona, ("Let's see how it goes.", "none"))
+    text, kind = persona_message(persona)
     if kind == "honest":
         move = mock_move(persona, history, u)
         intention = labels[0] if move == "C" else labels[1]
