@@ -14,7 +14,9 @@ with the sizes measured on the agent's own templates (rendered with no history l
 of them, K up to `SLOPE_LINES`; with no message and one), and summed over the game's calls in
 closed form. A message's length is that of the text its writer says: a policy's by its message
 rule, the mock's by its persona, a person's the mean of the messages typed, and any other LLM's
-`LLM_MESSAGE_CHARS` characters (at most max_chars). Parse retries are not counted.
+`LLM_MESSAGE_CHARS` characters (at most max_chars); every message line shown counts as the mean
+line of an exchange (exact when the lines are alike or whole exchanges are shown). Parse retries
+are not counted.
 """
 
 from __future__ import annotations
