@@ -271,7 +271,9 @@ def probe_imports(args: list[str], cwd: Path) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
-    "args", [["--help"], ["validate", "configs/experiment.yaml"]], ids=["help", "validate"]
+    "args",
+    [["--help"], ["validate", "configs/experiment.yaml"], ["validate", "configs/talk.yaml"]],
+    ids=["help", "validate", "validate_talk"],  # talk: the plan counts the messages too
 )
 def test_help_and_validate_do_not_import_heavy_libraries(args: list[str]) -> None:
     result = probe_imports(args, REPO)
@@ -281,7 +283,7 @@ def test_help_and_validate_do_not_import_heavy_libraries(args: list[str]) -> Non
         for command in ("validate", "run", "aggregate", "ui"):
             assert command in result["stdout"]
     else:
-        assert "configs/experiment.yaml: valid" in result["stdout"]
+        assert f"{args[1]}: valid" in result["stdout"]
 
 
 def test_import_probe_detects_heavy_libraries(smoke: dict[str, Any]) -> None:
