@@ -420,3 +420,39 @@ def test_resume_refuses_a_damaged_llm_game_naming_it_and_changes_nothing(
     assert "'LLM_vs_GRIM' replicate 1" in lines[0] and "agent_a_payoff" in lines[0]
     assert (run / "rounds.jsonl").read_bytes() == before
     assert _status(run) != "completed"
+
+
+def test_the_plan_fingerprint_is_the_plan_not_its_spelling() -> None:
+    """The same games in another order, or the manifest rewritten by a tool that reads numbers
+    as doubles (jq: 0.0 -> 0, seeds rounded), are the same plan; another game, another agent,
+    another length or noise are another plan."""
+    from pdbench.storage.record.parts import plan_fingerprint
+
+    def manifest(**change: Any) -> dict[str, Any]:
+        games = [{"replicate": r, "n_rounds": 10, "seed": 3788859244433342204 + r} for r in (0, 1)]
+        a = {"name": "a", "agent_a": "TFT", "agent_b": "ALLD", "noise": 0.0, "games": games}
+        b = {"name": "b", "agent_a": "GRIM", "agent_b": "ALLC", "noise": 0.1, "games": games}
+        conditions = [a, b]
+        for key, value in change.items():
+            conditions[0] = {**conditions[0], key: value}
+        return {"conditions": conditions}
+
+    base = plan_fingerprint(manifest())
+    assert base is not None
+    swapped = manifest()
+    swapped["conditions"] = swapped["conditions"][::-1]
+    swapped["conditions"][0]["games"] = swapped["conditions"][0]["games"][::-1]
+    jq = orjson.loads(orjson.dumps(manifest()).replace(b'"noise":0.0', b'"noise":0'))
+    for game in jq["conditions"][0]["games"]:
+        game["seed"] = float(game["seed"])
+    assert plan_fingerprint(swapped) == base
+    assert plan_fingerprint(jq) == base
+    others = [
+        manifest(agent_b="ALLC"),
+        manifest(noise=0.05),
+        manifest(games=[{"replicate": 0, "n_rounds": 10}]),
+        manifest(games=[{"replicate": r, "n_rounds": 11} for r in (0, 1)]),
+        manifest(name="c"),
+    ]
+    assert len({base, *map(plan_fingerprint, others)}) == len(others) + 1
+    assert plan_fingerprint({"conditions": []}) is None

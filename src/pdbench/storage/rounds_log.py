@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pdbench.errors import RunError
-from pdbench.storage.record.fields import AGGREGATE_INPUT_FIELDS
+from pdbench.storage.record.fields import AGGREGATE_INPUT_FIELDS, ROUND_INDEX
 from pdbench.storage.record.jsonl import (
     OrderedRoundsWriter,
     RoundsEncoder,
@@ -170,7 +170,7 @@ def _in_round_order(table: Any) -> bool:
 
     from pdbench.storage.record.arrays import column_values
 
-    rounds = column_values(table.column("round_index"), np.int64, -1)
+    rounds = column_values(table.column(ROUND_INDEX), np.int64, -1)
     return bool(np.array_equal(rounds, np.arange(len(rounds))))
 
 

@@ -88,7 +88,7 @@ def has_columns(run_dir: Path) -> bool:
 
 def plan_fingerprint(manifest: dict[str, Any]) -> str | None:
     """A short hash of the plan the manifest records: each condition's name, agents, noise and
-    horizon, and its games (replicate, rounds), in plan order; None when the manifest lists no
+    horizon, and its games (replicate, rounds), in any order; None when the manifest lists no
     conditions (another kind of run, an older pdbench). The games' seeds are left out: they
     follow from the run seed, recorded beside it, and a JSON tool that reads numbers as
     doubles (jq) rounds them."""
@@ -105,9 +105,16 @@ def plan_fingerprint(manifest: dict[str, Any]) -> str | None:
             for game in condition.get("games") or ()
         ]
         facts = [condition.get(k) for k in ("name", "agent_a", "agent_b", "noise", "horizon")]
-        plan.append([*facts, games])
-    text = json.dumps(_numbers_as_doubles(plan), separators=(",", ":"), sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+        plan.append([*facts, sorted(games, key=_canonical)])
+    plan.sort(key=_canonical)  # the same games in another order are the same plan
+    return hashlib.sha256(_canonical(plan).encode()).hexdigest()[:16]
+
+
+def _canonical(value: Any) -> str:
+    """JSON of a value with sorted keys and every number a double."""
+    return json.dumps(
+        _numbers_as_doubles(value), separators=(",", ":"), sort_keys=True, default=str
+    )
 
 
 def _numbers_as_doubles(value: Any) -> Any:
