@@ -305,3 +305,20 @@ def test_tournament_imports_pyarrow_only(tmp_path: Path) -> None:
     assert result["heavy"] == ["pyarrow"]
     leaderboard = pd.read_parquet(tmp_path / "out" / "leaderboard.parquet")
     assert len(leaderboard) == len(config["tournament"]["players"])
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["aggregate"], ["profile"], ["report"], ["resume"], ["compare", "--across-runs"]],
+)
+def test_a_directory_name_the_system_refuses_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str]
+) -> None:
+    """A name longer than the file system allows (ENAMETOOLONG) is one line, exit 2."""
+    from tests.support.cli import run_in_process
+
+    name = str(tmp_path / ("a" * 300))
+    code, _, err = run_in_process([*args, name, *([name] if "compare" in args else [])], capsys)
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "File name too long" in lines[0] and "Traceback" not in err
