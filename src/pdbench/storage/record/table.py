@@ -220,6 +220,8 @@ def damaged_games(
     import pyarrow as pa
 
     out: dict[tuple[str, int], str] = {}
+    if games:  # a manifest the checks cannot use is the manifest's problem, not every game's
+        check_rounds(next(iter(games.values())).slice(0, 0), manifest, path, whole_run=False)
     todo = [list(games)]
     while todo:
         keys = todo.pop()
