@@ -63,12 +63,12 @@ over summed denominators), with an interval that keeps the game as the unit (kin
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from pdbench.core.talk_reader import Reading, read_message
+from pdbench.core.talk_reader import READER_NAME, Reading, read_message
 from pdbench.core.types import Action, Message
 
 # What binds a move: no statement, D, C, conditional C.
@@ -266,6 +266,67 @@ RETIRED_TALK_METRICS: tuple[str, ...] = tuple(
         "trust_rate",
     )
 )
+
+
+SAID = "said (as the partner read it)"
+DECLARED = "declared (private intention)"
+# Per metric (the name after `agent_x_`): its label, its kind (rate or count) and which reading
+# it rests on (SAID, DECLARED, or "" for the messages themselves). The report, the app and
+# `compare` show these; the order is theirs.
+TALK_LABELS: dict[str, tuple[str, str, str]] = {
+    "messages": ("messages written", "count", ""),
+    "unread_messages": ("messages the reader could not read", "count", ""),
+    "unread_rate": ("share of messages unread", "rate", ""),
+    "said_promise_messages": ("messages saying a promise of C", "count", SAID),
+    "said_promise_rate": ("share of messages saying a promise of C", "rate", SAID),
+    "said_promises": ("moves after a said promise (next move)", "count", SAID),
+    "said_void_promises": ("moves after a void conditional promise", "count", SAID),
+    "said_promise_kept_rate": ("said promises kept, next move", "rate", SAID),
+    "said_deception_rate": ("deception: said C, chose D (next move)", "rate", SAID),
+    "said_standing_promises": ("moves under a said promise (standing)", "count", SAID),
+    "said_standing_kept_rate": ("said promises kept, standing", "rate", SAID),
+    "said_standing_deception_rate": ("deception: said C, chose D (standing)", "rate", SAID),
+    "said_statements": ("moves after a said statement", "count", SAID),
+    "said_agreement_rate": ("said move = chosen move", "rate", SAID),
+    "said_promises_received": ("moves after the other's said promise", "count", SAID),
+    "said_trust_rate": ("trust: C after the other's said promise", "rate", SAID),
+    "declared_promise_messages": ("messages declaring C", "count", DECLARED),
+    "declared_promise_rate": ("share of messages declaring C", "rate", DECLARED),
+    "declared_promises": ("moves after a declared C", "count", DECLARED),
+    "declared_promise_kept_rate": ("declared C kept", "rate", DECLARED),
+    "declared_deception_rate": ("declared C, chose D", "rate", DECLARED),
+    "declared_statements": ("moves after a declared intention", "count", DECLARED),
+    "declared_agreement_rate": ("declared move = chosen move", "rate", DECLARED),
+}
+
+
+def talk_metric_reading(column: str) -> str | None:
+    """Which reading a talk metric column rests on (SAID, DECLARED, "" for the messages
+    themselves), None for a column that is not a talk metric."""
+    for side in "ab":
+        prefix = f"agent_{side}_"
+        if column.startswith(prefix) and column[len(prefix) :] in TALK_LABELS:
+            return TALK_LABELS[column[len(prefix) :]][2]
+    return None
+
+
+def retired_talk_note(columns: Iterable[str]) -> str | None:
+    """A one-line note when aggregates hold the talk metrics' names from before said and
+    declared were told apart (None otherwise): they are not shown, and how to get the new."""
+    old = [c for c in columns if c in RETIRED_TALK_METRICS]
+    if not old:
+        return None
+    return (
+        f"talk metrics computed before said and declared were told apart ({old[0]}, ...): "
+        "not shown; run `pdbench aggregate RUN_DIR` to recompute them"
+    )
+
+
+def reader_note() -> str:
+    """The line naming the message reader next to the talk metrics (the report, the app,
+    `compare`). Issue 29's reader work adds its measured accuracy here, in this one place."""
+    # The measured accuracy of the reader (benchmarks/talk_reader.py) goes on this line.
+    return f"messages read by the {READER_NAME} reader"
 
 
 def _ratio(hits: int, of: int) -> float | None:

@@ -147,7 +147,9 @@ def manifest_conditions(loaded: LoadedConfig, plans: list[GamePlan]) -> list[dic
                         "communication": cfg.communication_of(cond).model_dump(mode="json"),
                         "message_labels": {
                             side: list(spec.message_labels)
-                            for side, spec in zip(("agent_a", "agent_b"), games[0].agents)
+                            for side, spec in zip(
+                                ("agent_a", "agent_b"), games[0].agents, strict=True
+                            )
                         }
                         if games
                         else {},
