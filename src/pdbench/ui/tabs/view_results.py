@@ -180,6 +180,9 @@ def _metrics_table(game: Game) -> None:
     shown = tables.metric_text_table(summary, game.replicate)
     with st.expander("📋 All metrics of this game and condition", expanded=False):
         st.dataframe(shown, hide_index=True, width="stretch")
+        note = tables.talk_note(game.aggregates, game.condition)
+        if note is not None:
+            st.caption(note)
 
 
 def _intervals(game: Game) -> None:
@@ -192,6 +195,9 @@ def _intervals(game: Game) -> None:
         "metric's kind (README: Intervals), clipped to the metric's feasible range; from "
         "aggregates.parquet."
     )
+    note = tables.talk_note(game.aggregates, game.condition)
+    if note is not None:
+        st.caption(note)
 
 
 def _strategy_cards(game: Game) -> None:
