@@ -228,3 +228,8 @@ def test_the_cards_words_from_rows_old_and_new() -> None:
     # A hand-edited cell that is not a JSON list of names: recomputed from the rows.
     broken = [{**r, "indistinguishable_from": "not json"} for r in rows]
     assert card_ties(broken) == old
+    # A long tie (the Axelrod library has dozens of all-C rules) is cut in the words.
+    many = [{**rows[1], "strategy": f"S{i}", "rank": i + 2} for i in range(12)]
+    words = card_ties([rows[1], *many])
+    assert words is not None and words.startswith("ALLC = S0 = S1 = S2 = S3 = S4 = S5 = S6 = S7 ")
+    assert " and 4 more " in words

@@ -37,6 +37,7 @@ from pdbench.core.strategy_gof import MEMORY_ONE_NAME
 TIE_TOLERANCE = 1e-9  # relative difference of log-likelihoods that counts as equal
 NOISE_LIMIT = 0.1  # the largest tremble that is noise on a rule rather than a random player
 EVIDENCE = 10.0  # the BIC margin a noisier rule needs to be named ahead of RANDOM(p)
+TIES_SHOWN = 8  # tied strategies named in the card's words (the file lists them all)
 EVERY_ROUND = "every_round"  # the parameter name of a one-state machine's P(C)
 
 
@@ -142,7 +143,11 @@ def tie_words(rows: Sequence[Mapping[str, Any]], row: Mapping[str, Any]) -> str 
     ties = row_ties(rows, row)
     if not ties:
         return None
-    names = " = ".join([strategy_label(row["strategy"], row.get("parameters")), *ties])
+    names = " = ".join([strategy_label(row["strategy"], row.get("parameters")), *ties[:TIES_SHOWN]])
+    if len(ties) > TIES_SHOWN:
+        names += (
+            f" and {len(ties) - TIES_SHOWN} more (indistinguishable_from in strategy_fit.parquet)"
+        )
     return (
         f"{names}: indistinguishable on these games (the same likelihood with the same number "
         "of parameters: the data cannot tell them apart)"
