@@ -17,6 +17,7 @@ import pandas as pd
 
 from pdbench.core import rounds_display
 from pdbench.core.payoff import PayoffMatrix
+from pdbench.core.strategy_card import card_ties, strategy_label
 from pdbench.core.strategy_gof import card_verdict
 from pdbench.core.talk_metrics import (
     DECLARED,
@@ -336,6 +337,13 @@ def strategy_verdict(fits: pd.DataFrame, condition: str, agent: str) -> str | No
     return card_verdict(records)
 
 
+def strategy_ties(fits: pd.DataFrame, condition: str, agent: str) -> str | None:
+    """The card's words when other strategies explain the moves as well as its best named one
+    (indistinguishable on these games; None when none does)."""
+    rows = fits[(fits["condition"] == condition) & (fits["agent"] == agent)]
+    return card_ties(rows.astype(object).where(rows.notna(), None).to_dict("records"))
+
+
 def strategy_card(fits: pd.DataFrame, condition: str, agent: str, top: int = 3) -> pd.DataFrame:
     """The best-ranked strategies of one agent in one condition, as display text (no share
     when no strategy in the library fits: see strategy_verdict)."""
@@ -350,7 +358,7 @@ def strategy_card(fits: pd.DataFrame, condition: str, agent: str, top: int = 3) 
         out.append(
             {
                 "rank": int(r["rank"]),
-                "strategy": r["strategy"],
+                "strategy": strategy_label(r["strategy"], params),
                 "mixture share (95%)": share,
                 "tremble": "—" if pd.isna(r["tremble"]) else f"{r['tremble']:.3f}",
                 "fitted": ", ".join(f"{k} {v:.2f}" for k, v in params.items()),
