@@ -238,3 +238,23 @@ def test_a_parse_mode_that_cannot_apply_is_one_line_and_exit_2(
     lines = [x for x in err.splitlines() if x.strip()]
     assert code == 2 and len(lines) == 1 and words in lines[0], err
     assert lines[0].startswith(f"{recipe}: experiment.conditions[0].agent_a.overrides.parse: ")
+
+
+def test_the_deviations_name_what_the_recipes_still_do_otherwise(
+    akata: LoadedConfig, fontana: LoadedConfig
+) -> None:
+    """Each difference from the authors' code that the audit of issue 29 found is listed once,
+    and the parsing, now theirs, is no longer listed."""
+
+    def listed(loaded: LoadedConfig, *words: str) -> int:
+        assert loaded.published is not None
+        return sum(all(w in d for w in words) for d in loaded.published["deviations"])
+
+    games = akata.config.experiment.replicates
+    assert listed(akata, f"plays {games} games", "played each ordered pair of players once") == 1
+    assert listed(akata, "Option order") == 1
+    assert listed(akata, "-9999 points for both players", "raw answer") == 1
+    assert listed(akata, "GPT-4's chat reply") == 1
+    assert listed(akata, "Llama-2's temperature", "1e-6") == 1
+    assert listed(fontana, "Hugging Face client", "OpenAI client", "Defect") == 1
+    assert listed(fontana, "Parsing") == listed(fontana, "regular expression") == 0
