@@ -33,7 +33,6 @@ from pdbench.agents.providers.base import CompletionRequest, ProviderBase, provi
 from pdbench.agents.providers.mock import MockProvider
 from pdbench.agents.providers.openai import OpenAIProvider
 from pdbench.core.config import BudgetConfig, LLMAgentConfig
-from pdbench.core.parse import parse_action
 from pdbench.core.transcript import Transcript
 from pdbench.core.types import Action
 from pdbench.errors import ConfigError
@@ -315,29 +314,6 @@ def test_fontana_framings_are_a_sweep_axis_and_the_published_numbers_are_third_p
     for comparison in published["comparisons"]:
         assert comparison["where"] == {axis: "prompts/fontana2024_third_person.md"}
     assert published["deviations"]
-
-
-@pytest.mark.parametrize(
-    ("reply", "expected"),
-    [
-        ('{"action": "Cooperate"}', Action.C),  # GPT-3.5's reply in their stored run
-        ('```\n{"action": "Cooperate"}\n```', Action.C),  # Llama-3's, same file for llama3
-        (  # Llama-2 chatter around the object (their llama2_v00 stored replies)
-            '  Sure! { "action": "Defect", "reason": "They defected." }\n\nAnything else?',
-            Action.D,
-        ),
-        ("{'action': 'Defect'}", Action.D),  # single quotes: they turn ' into "
-        ('{"x": 1} {"action": "Cooperate"}', None),  # the first object has no action
-        ("I would cooperate.", None),  # no object at all
-    ],
-)
-def test_fontana_replies_are_read_as_their_parser_reads_them(
-    fontana: LoadedConfig, reply: str, expected: Action | None
-) -> None:
-    cfg = spec_with_round(fontana, THIRD).config
-    result = parse_action(reply, cfg.output_format, cfg.answer_pattern, cfg.labels())
-    assert result.action == expected
-    assert (cfg.max_retries, cfg.on_parse_failure) == (0, "defect")  # None counts as Defect
 
 
 # --- prompt_mode completion over HTTP and with the mock ---------------------------------------

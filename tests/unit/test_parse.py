@@ -243,3 +243,56 @@ def test_probability_reads_quoted_json_letters_and_none_when_missing():
     assert decision_probability(None, span) is None
     assert decision_probability(tokens, None) is None
     assert decision_probability(_tokens(("{", 0.0, [])), span) is None  # tokens end too soon
+
+
+# --- named parse modes (core/parse_modes.py): where the answer sits and why a reply fails ---
+
+COOP_DEFECT = ("Cooperate", "Defect")
+
+
+@pytest.mark.parametrize(
+    ("reply", "span", "exact"),
+    [
+        # counted by hand: the value starts after '{"action": "' (12 characters)
+        ('{"action": "Defect"}', (12, 18), True),
+        ("{'action': 'Defect'}", (12, 18), True),  # the quotes swap one for one: same places
+        ('  {"action": "Defect"}\n', (14, 20), True),
+        ('Sure. {"action": "Defect", "why": "x"}', (18, 24), False),
+        ('{"action": "Cooperate", "action": "Defect"}', (35, 41), False),  # the last key counts
+    ],
+)
+def test_fontana_json_finds_the_label_where_it_is(reply, span, exact):
+    from pdbench.core.parse_modes import read_fontana_json
+
+    result = read_fontana_json(reply, COOP_DEFECT)
+    assert (result.action, result.span, result.exact) == (Action.D, span, exact)
+
+
+@pytest.mark.parametrize(
+    ("reply", "words"),
+    [
+        ("no braces", "no JSON object in the reply"),
+        ('{"action": "Coop', "the first JSON object is never closed"),
+        ('{"action": "Defect",}', "the first JSON object is not valid JSON"),
+        ('{"move": "Defect"}', 'the first JSON object has no "action"'),
+        (
+            '{"action": "defect"}',
+            '"action" must be exactly "Cooperate" or "Defect" (got \'defect\')',
+        ),
+    ],
+)
+def test_fontana_json_says_why_a_reply_is_not_read(reply, words):
+    from pdbench.core.parse_modes import read_fontana_json
+
+    result = read_fontana_json(reply, COOP_DEFECT)
+    assert result.action is None and words in (result.error or "")
+
+
+def test_akata_exact_reads_the_trimmed_label_and_nothing_else():
+    from pdbench.core.parse_modes import read_akata_exact, read_reply
+
+    assert read_akata_exact(" J\n", ("J", "F")).span == (1, 2)
+    assert read_akata_exact("j", ("J", "F")).error == "expected exactly J or F (got 'j')"
+    assert read_reply("  ", "token", None, ("J", "F"), "akata_exact").error == "empty reply"
+    # without a mode, the usual rules: "j" is read as J
+    assert read_reply("j", "token", None, ("J", "F")).action is Action.C

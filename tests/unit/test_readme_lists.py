@@ -38,3 +38,9 @@ def test_message_rule_list_names_every_registered_rule() -> None:
     from pdbench.core.talk import rule_names
 
     assert sorted(_names_after("message rule (`talk` (")) == sorted(rule_names())
+
+
+def test_parse_mode_list_names_every_registered_mode() -> None:
+    from pdbench.core.parse_modes import parse_mode_names
+
+    assert sorted(_names_after("in place of `answer_pattern`:", ";")) == parse_mode_names()

@@ -20,8 +20,8 @@ from pdbench.core.parse import (
     Labels,
     correction_message,
     decision_probability,
-    parse_action,
 )
+from pdbench.core.parse_modes import read_reply
 from pdbench.core.payoff import PayoffMatrix
 from pdbench.core.rng import Purpose, counter_bits
 from pdbench.core.types import Action, Attempt, Decision, Observation
@@ -357,8 +357,8 @@ class LLMAgent(AgentBase):
                 mode=cfg.prompt_mode,
             )
             completion = await self.provider.complete(request)
-            result = parse_action(
-                completion.text, cfg.output_format, cfg.answer_pattern, self.labels
+            result = read_reply(
+                completion.text, cfg.output_format, cfg.answer_pattern, self.labels, cfg.parse
             )
             error = result.error
             if error is not None and completion.truncated:

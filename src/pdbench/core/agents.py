@@ -44,6 +44,9 @@ PROMPT_SETTINGS: tuple[str, ...] = (
     "verbatim_prompts",
     "talk_text",
 )
+# Settings that shape how replies are read, in the prompt version only when set (so that the
+# versions of agents recorded before they existed stay the same).
+READING_SETTINGS: tuple[str, ...] = ("parse",)
 # The per-game metrics compared across runs (per agent: `agent_<side>_<metric>`), with labels.
 HEADLINE_METRICS: tuple[tuple[str, str], ...] = (
     ("cooperation_rate", "cooperation"),
@@ -90,7 +93,7 @@ def _matches(path: str, recorded: Mapping[str, str]) -> str | None:
 def prompt_version(config: Mapping[str, Any], prompt_files: Mapping[str, str]) -> str:
     """A short hash of an LLM agent's prompt files' contents (the manifest's `prompt_files`:
     path -> sha256; a file the manifest does not record counts by its path) and of the
-    settings in PROMPT_SETTINGS."""
+    settings in PROMPT_SETTINGS (and READING_SETTINGS that are set)."""
     prompts = dict(config.get("prompts") or {})
     parts: dict[str, Any] = {}
     round_key: str | None = None
@@ -113,6 +116,9 @@ def prompt_version(config: Mapping[str, Any], prompt_files: Mapping[str, str]) -
         found = _matches(f"{where}.md", prompt_files)
         parts["persona"] = prompt_files[found] if found else f"path:{where}.md"
     parts["settings"] = {name: config.get(name) for name in PROMPT_SETTINGS}
+    for name in READING_SETTINGS:
+        if config.get(name) is not None:
+            parts["settings"][name] = config.get(name)
     return hashlib.sha256(_canonical(parts).encode()).hexdigest()[:VERSION_DIGITS]
 
 

@@ -20,6 +20,7 @@ from pydantic import BeforeValidator, Field, ValidationInfo, field_validator, mo
 
 from pdbench.core.horizon import FixedHorizon, GeometricHorizon, Horizon
 from pdbench.core.metrics import CollapseParams
+from pdbench.core.parse_modes import parse_settings_problem
 from pdbench.core.payoff import DEFAULT_MATRIX, PayoffMatrix
 from pdbench.core.strict import Strict
 from pdbench.core.talk import (
@@ -320,6 +321,9 @@ class LLMAgentConfig(Strict):
     # A regex whose last match in a reply is the answer (group `answer`, else group 1, else the
     # whole match); null: the last standalone C/D (token) or the last JSON object (json, choice).
     answer_pattern: str | None = None
+    # A named way of reading replies, for a paper's own parser (core/parse_modes.py:
+    # fontana_json, akata_exact); null: output_format and answer_pattern decide.
+    parse: str | None = None
     record_logprobs: bool = False  # ask for top log-probabilities: P(C) per decision
     max_retries: int = Field(default=2, ge=0, le=10)
     # The re-prompt after an invalid reply, sent as a new user turn after the reply;
@@ -347,6 +351,17 @@ class LLMAgentConfig(Strict):
                 re.compile(value)
             except re.error as exc:
                 raise ValueError(f"not a valid regular expression ({exc})") from None
+        return value
+
+    @field_validator("parse")
+    @classmethod
+    def _parse_mode(cls, value: str | None, info: ValidationInfo) -> str | None:
+        # output_format and answer_pattern are declared above, so they are validated first.
+        problem = parse_settings_problem(
+            value, info.data.get("answer_pattern"), info.data.get("output_format", "token")
+        )
+        if problem is not None:
+            raise ValueError(problem)
         return value
 
     @model_validator(mode="after")
