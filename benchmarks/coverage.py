@@ -1,10 +1,13 @@
 """Coverage of pdbench's 95% intervals, per metric and design (issue 19).
 
-Run: `uv run python benchmarks/coverage.py` (about 2 minutes; `--conditions 200` is quicker,
-`--designs geometric_5,share_6` picks designs, `--markdown` prints the table as Markdown).
+Run: `uv run python benchmarks/coverage.py` (about 5 minutes on a loaded machine; `--conditions
+200` is quicker, `--designs geometric_5,share_6` picks designs, `--markdown` prints the table as
+Markdown). The LLM-like designs alone, with 1,000 conditions each (about a minute):
+`--designs mock_llm_tft_geometric_6,mock_llm_tft_geometric_8 --conditions 1000`.
 
 For each design, many independent conditions of n games are simulated here, with this file's
-own vectorised players (TFT, GRIM, WSLS, GTFT, RANDOM(p), with noise flipping a chosen move), not
+own vectorised players (TFT, GRIM, WSLS, GTFT, RANDOM(p), the mock LLM's cooperative persona,
+with noise flipping a chosen move), not
 with pdbench's engine. Each condition's games go through pdbench's aggregation
 (`core.metrics.aggregate_rows` and `add_intervals`, the code under test, with the feasible
 ranges of `storage.intervals.design_of`), and the benchmark counts how often each interval
