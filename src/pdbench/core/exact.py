@@ -29,12 +29,6 @@ from typing import Any
 EXACT_COLUMN = "exact"
 # Condition rows: every game gave the same value of every metric (usage columns aside).
 IDENTICAL_COLUMN = "identical_games"
-# How an exact condition's interval is made (the manifest's `intervals.methods`).
-EXACT_METHOD = (
-    "a condition deterministic by construction (no policy that draws, no LLM agent, no noise, "
-    "a fixed horizon) plays the same game every time: its values are exact, and each interval "
-    "is the value itself"
-)
 # What a screen says beside an exact value, and beside the wide interval of a condition whose
 # games were all identical although its agents could have played otherwise.
 EXACT_NOTE = "exact: deterministic"
