@@ -1,10 +1,13 @@
 """Coverage of pdbench's 95% intervals, per metric and design (issue 19).
 
-Run: `uv run python benchmarks/coverage.py` (about 2 minutes; `--conditions 200` is quicker,
-`--designs geometric_5,share_6` picks designs, `--markdown` prints the table as Markdown).
+Run: `uv run python benchmarks/coverage.py` (about 5 minutes on a loaded machine; `--conditions
+200` is quicker, `--designs geometric_5,share_6` picks designs, `--markdown` prints the table as
+Markdown). The LLM-like designs alone, with 1,000 conditions each (about a minute):
+`--designs mock_llm_tft_geometric_6,mock_llm_tft_geometric_8 --conditions 1000`.
 
 For each design, many independent conditions of n games are simulated here, with this file's
-own vectorised players (TFT, GRIM, WSLS, GTFT, RANDOM(p), with noise flipping a chosen move), not
+own vectorised players (TFT, GRIM, WSLS, GTFT, RANDOM(p), the mock LLM's cooperative persona,
+with noise flipping a chosen move), not
 with pdbench's engine. Each condition's games go through pdbench's aggregation
 (`core.metrics.aggregate_rows` and `add_intervals`, the code under test, with the feasible
 ranges of `storage.intervals.design_of`), and the benchmark counts how often each interval
@@ -70,6 +73,12 @@ def gtft(q: float) -> Player:
 
 def random_player(p: float) -> Player:
     return Player(f"RANDOM({p})", p, {s: p for s in ("CC", "CD", "DC", "DD")})
+
+
+def mock_cooperative() -> Player:
+    """The mock LLM's cooperative persona (`providers.mock.mock_move`, restated here): C with
+    probability 0.9, 0.75 after the opponent's D; an LLM-like agent that varies a little."""
+    return Player("mock[cooperative]", 0.9, {"CC": 0.9, "CD": 0.75, "DC": 0.9, "DD": 0.75})
 
 
 @dataclass(frozen=True)
@@ -214,6 +223,10 @@ def intervals_of(
 
 
 COMMON = ("agent_a_cooperation_rate", "agent_a_total_payoff", "agent_a_payoff_per_round")
+# An LLM-like agent (the mock's cooperative persona) against TFT on a geometric horizon.
+LLM_LIKE = (*COMMON, "n_rounds", "agent_b_total_payoff", "overall_cooperation_rate",
+            "agent_a_exploitability_payoff_gap", "agent_a_first_move_cooperation",
+            "collapsed_fraction")  # fmt: skip
 
 
 def designs() -> list[Design]:
@@ -271,6 +284,14 @@ def designs() -> list[Design]:
         Design(
             "few_games_geometric_4", gtft(0.3), random_player(0.5), 4, n_rounds=None,
             stop_prob=0.3, metrics=(*COMMON, "n_rounds"),
+        ),
+        Design(
+            "mock_llm_tft_geometric_6", mock_cooperative(), tft(), 6, n_rounds=None,
+            stop_prob=0.1, metrics=LLM_LIKE,
+        ),
+        Design(
+            "mock_llm_tft_geometric_8", mock_cooperative(), tft(), 8, n_rounds=None,
+            stop_prob=0.1, metrics=LLM_LIKE,
         ),
     ]  # fmt: skip
 

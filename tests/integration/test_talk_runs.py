@@ -70,7 +70,10 @@ def test_the_liar_s_talk_metrics_equal_the_hand_calculation(talk_run: tuple[Path
     ):
         low, high = row[f"{metric}_ci_low"], row[f"{metric}_ci_high"]
         assert 0.0 <= low <= row[metric] <= high <= 1.0
-        assert high - low > 0.0  # 10 games never give a zero-width interval
+        # policies with a rule message channel, no noise, a fixed horizon: an exact condition,
+        # whose interval is the value itself (10 games of a condition that could vary never
+        # give a zero-width interval: tests/unit/test_interval_methods.py)
+        assert row["exact"] is True and low == high == row[metric]
 
 
 def test_the_mock_personas_talk_as_their_rules_say(talk_run: tuple[Path, Path]) -> None:

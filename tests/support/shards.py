@@ -16,7 +16,7 @@ from tests.support.configs import experiment, llm, policy, write_config
 from pdbench.errors import PdbenchError
 from pdbench.runners.config.loader import load_config
 from pdbench.runners.lifecycle.merge import merge_shards
-from pdbench.runners.lifecycle.session import RunOptions
+from pdbench.runners.lifecycle.session import RunOptions, snapshot_changes
 from pdbench.runners.science.experiment import run_experiment
 
 FILES = ("rounds.jsonl", "llm_calls.jsonl", "run_manifest.json")
@@ -283,12 +283,13 @@ class MergeFuzz:
         for key in ("conditions", "totals", "usage", "run_id", "seed", "collapse"):
             assert manifest[key] == self.manifest[key], f"{context}: {key}"
         # the config too, but for the output dir (each shard's and the merge's own) and
-        # run.budget (which may differ between shards, as on resume)
+        # run.budget (which may differ between shards, as on resume); a key whose value is
+        # null and a missing key are the same config (as for resume, `snapshot_changes`)
         budgetless = [
             {**c, "run": {**c["run"], "budget": None, "output_dir": None}}
             for c in (manifest["config"], self.manifest["config"])
         ]
-        assert budgetless[0] == budgetless[1], f"{context}: config"
+        assert not snapshot_changes(budgetless[1], budgetless[0]), f"{context}: config"
         timeless = {"timestamp_utc"}
         if strip(merged, timeless) == strip(self.rounds, timeless):
             if self.aggregates is None:

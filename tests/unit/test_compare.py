@@ -121,11 +121,16 @@ def test_compare_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert "each condition minus 'allc'" in out
     rows = pq.read_table(tmp_path / "run" / "comparisons.parquet").to_pylist()
     assert [r["condition"] for r in rows] == ["random", "alld"]
-    alld = rows[1]
-    assert alld["difference"] == pytest.approx(-1.0)  # ALLC cooperates always, ALLD never
-    # 5 vs 5 games, all values apart: the exact p is 2 / C(10, 5) = 2 / 252.
-    assert alld["p_value"] == pytest.approx(2 / 252)
-    assert alld["p_holm"] >= alld["p_value"]
+    random, alld = rows
+    # ALLC cooperates always, ALLD never, both against TFT over a fixed horizon with no noise:
+    # two exact conditions, so the difference is exact (its interval itself, no p-value)
+    assert (alld["difference"], alld["ci_low"], alld["ci_high"]) == (-1.0, -1.0, -1.0)
+    assert alld["exact"] is True and alld["p_value"] is None and alld["p_holm"] is None
+    assert random["exact"] is False and random["p_holm"] >= random["p_value"] > 0
+    # the same games, not known to be exact: 5 vs 5 games, all values apart, so the exact
+    # permutation p is 2 / C(10, 5) = 2 / 252
+    sampled = contrast([1.0] * 5, [0.0] * 5, np.random.default_rng(1))
+    assert sampled.p_value == pytest.approx(2 / 252)
     code, out, err = run_in_process(
         ["compare", str(tmp_path / "run"), "--baseline", "nope"], capsys
     )

@@ -149,6 +149,12 @@ def strategy_class(strategy: str) -> type:
     return cls
 
 
+def is_stochastic(strategy: str) -> bool:
+    """Whether an Axelrod strategy may draw (the library's `stochastic` classifier; a strategy
+    the library does not classify counts as stochastic)."""
+    return strategy_class(strategy).classifier.get("stochastic", True) is not False
+
+
 def playable_strategies() -> list[str]:
     """Class names of every strategy in `axelrod.all_strategies` that pdbench can play (all but
     the cheaters), in the library's order."""

@@ -13,7 +13,7 @@ from functools import cached_property
 
 from pdbench.agents.base import Agent
 from pdbench.agents.llm import LLMAgent, PromptTemplates
-from pdbench.agents.policy import is_batchable, make_policy
+from pdbench.agents.policy import is_batchable, make_policy, policy_class
 from pdbench.agents.providers.base import Provider
 from pdbench.core.config import (
     AnyAgentConfig,
@@ -57,6 +57,25 @@ class AgentSpec:
     def is_llm(self) -> bool:
         """Whether the agent calls a provider."""
         return isinstance(self.config, LLMAgentConfig)
+
+    @cached_property
+    def could_vary(self) -> str | None:
+        """What could make this agent's moves differ from game to game (None: nothing; see
+        `pdbench.core.exact`): an LLM agent, a person's moves, a policy that draws, a
+        stochastic Axelrod strategy."""
+        cfg = self.config
+        if isinstance(cfg, LLMAgentConfig):
+            return f"{self.name}, an LLM agent (its replies are sampled)"
+        if isinstance(cfg, HumanAgentConfig):
+            return f"{self.name}, a person (their moves are one sample of how they play)"
+        if isinstance(cfg, PolicyAgentConfig):
+            drawn = not policy_class(cfg.policy).deterministic
+            return f"{self.name}, a policy that draws at random" if drawn else None
+        from pdbench.agents.axelrod_adapter import is_stochastic
+
+        return (
+            f"{self.name}, a stochastic Axelrod strategy" if is_stochastic(cfg.strategy) else None
+        )
 
     @cached_property
     def batchable(self) -> bool:

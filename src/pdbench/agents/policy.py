@@ -48,6 +48,10 @@ class PolicyAgent(AgentBase):
     look: ClassVar[Look] = Look("❔", "", "#7f7f7f", ("#f2f2f2", "#d2d2d2"))
     reads: ClassVar[tuple[str, ...]] = ()  # the PolicyParams it uses
     memory: ClassVar[int | None] = None  # rounds of history its rule needs; None: no machine
+    # Whether its rule ever draws (`draw`): a deterministic policy plays the same moves against
+    # the same moves whatever its seed. Every policy declares it (`register_policy` checks);
+    # a condition of deterministic agents is exact (`core.exact`).
+    deterministic: ClassVar[bool | None] = None
 
     def __init__(self, params: PolicyParams | None = None, name: str | None = None) -> None:
         self.params = params or PolicyParams()
@@ -89,6 +93,8 @@ def register_policy(cls: type[PolicyAgent]) -> type[PolicyAgent]:
         raise ValueError(
             f"duplicate policy name {key!r} ({cls.__name__} and {POLICY_REGISTRY[key].__name__})"
         )
+    if cls.deterministic is None:
+        raise ValueError(f"{cls.__name__} does not declare whether it is deterministic")
     POLICY_REGISTRY[key] = cls
     return cls
 
@@ -151,6 +157,7 @@ class AllC(PolicyAgent):
     description = "Always cooperates."
     look = Look("🕊️", "Always Cooperate", "#3fb866", ("#e3f9e9", "#a9e4bd"))
     memory = 0
+    deterministic = True
 
     def choose(self, obs: Observation) -> Action:
         return C
@@ -168,6 +175,7 @@ class AllD(PolicyAgent):
     description = "Always defects."
     look = Look("😈", "Always Cheat", "#d64545", ("#ffe1e1", "#f4a3a3"))
     memory = 0
+    deterministic = True
 
     def choose(self, obs: Observation) -> Action:
         return D
@@ -185,6 +193,7 @@ class TitForTat(PolicyAgent):
     description = "Cooperates first, then copies the opponent's last move."
     look = Look("🪞", "Copycat", "#3b78d8", ("#e2eefe", "#a9c9f6"))
     memory = 1
+    deterministic = True
 
     def choose(self, obs: Observation) -> Action:
         return obs.history[-1].opp_action if obs.history else C
@@ -202,6 +211,7 @@ class Grim(PolicyAgent):
     description = "Cooperates until the opponent defects once, then defects forever."
     look = Look("💀", "Grudger", "#6b7280", ("#ececec", "#bdbdbd"))
     memory = 1
+    deterministic = True
     triggered: bool = False  # also before the first reset()
 
     def reset(self, seed: int | None = None) -> None:
@@ -232,6 +242,7 @@ class GenerousTitForTat(PolicyAgent):
     look = Look("😇", "Generous Copycat", "#f2b705", ("#fff7d6", "#ffe08a"))
     reads = ("generous_prob",)
     memory = 1
+    deterministic = False
 
     @staticmethod
     def forgiveness(params: PolicyParams, matrix: PayoffMatrix) -> float:
@@ -260,6 +271,7 @@ class WinStayLoseShift(PolicyAgent):
     look = Look("🔄", "Simpleton", "#9b6bd6", ("#f0e6fd", "#cdb3f2"))
     reads = ("win_threshold",)
     memory = 1
+    deterministic = True
 
     def choose(self, obs: Observation) -> Action:
         if not obs.history:
@@ -296,6 +308,7 @@ class RandomPolicy(PolicyAgent):
     look = Look("🎲", "Random", "#a89a3c", ("#f5f5dc", "#dcd6a8"))
     reads = ("coop_prob",)
     memory = 0
+    deterministic = False
 
     @staticmethod
     def probability(params: PolicyParams) -> float:
@@ -318,6 +331,7 @@ class SuspiciousTitForTat(PolicyAgent):
     description = "Defects first, then copies the opponent's last move."
     look = Look("🤨", "Suspicious Copycat", "#e8853b", ("#fdebd8", "#f4c08e"))
     memory = 1
+    deterministic = True
 
     def choose(self, obs: Observation) -> Action:
         return obs.history[-1].opp_action if obs.history else D
@@ -338,6 +352,7 @@ class TitForTwoTats(PolicyAgent):
     description = "Cooperates unless the opponent defected in each of the last two rounds."
     look = Look("🐱", "Copykitten", "#4fc3f7", ("#e6f4ff", "#b3dcf7"))
     memory = 2
+    deterministic = True
 
     def choose(self, obs: Observation) -> Action:
         last_two = obs.history[-2:]
@@ -363,6 +378,7 @@ class Alternator(PolicyAgent):
     description = "Cooperates first, then plays the opposite of its own last move."
     look = Look("🔀", "Alternator", "#2bb3a0", ("#e8f8f5", "#a9dfd3"))
     memory = 1
+    deterministic = True
 
     def choose(self, obs: Observation) -> Action:
         return obs.history[-1].my_action.flipped if obs.history else C
@@ -383,6 +399,7 @@ class DefectOnce(PolicyAgent):
     description = "Defects in the first round, then always cooperates."
     look = Look("🥊", "Defect Once", "#c2185b", ("#fde4ee", "#f3a6c4"))
     memory = 0
+    deterministic = True
 
     def choose(self, obs: Observation) -> Action:
         return D if obs.round_index == 0 else C

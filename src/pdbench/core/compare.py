@@ -45,6 +45,7 @@ class Contrast:
     ci_high: float | None
     p_value: float | None
     method: str
+    exact: bool = False  # both conditions exact (core/exact.py): the difference is exact
 
 
 def _clean(values: Sequence[float | None]) -> np.ndarray:
@@ -108,9 +109,14 @@ def _finite(values: np.ndarray) -> bool:
     return bool(values.size) and bool(np.isfinite(values).all())
 
 
-def own_interval(values: np.ndarray, bounds: Bounds | None) -> tuple[float | None, float | None]:
+def own_interval(
+    values: np.ndarray, bounds: Bounds | None, exact: bool = False
+) -> tuple[float | None, float | None]:
     """A condition's interval of its mean: Student-t, or the constant interval when every game
-    gave the same value (None, None when that has no bounded range)."""
+    gave the same value (None, None when that has no bounded range); the value itself when
+    the condition is exact (deterministic by construction) and its games agree."""
+    if exact and values.size and np.all(values == values[0]):
+        return float(values[0]), float(values[0])
     if values.size >= 2 and np.all(values == values[0]):
         return constant_interval(float(values[0]), int(values.size), bounds)
     return t_interval(values, bounds)
@@ -120,14 +126,15 @@ def mover_difference(
     baseline: np.ndarray,
     condition: np.ndarray,
     bounds: tuple[Bounds | None, Bounds | None] = (None, None),
+    exact: tuple[bool, bool] = (False, False),
 ) -> tuple[float | None, float | None]:
     """Newcombe's (1998) MOVER interval of mean(condition) - mean(baseline) from each
-    condition's own interval (`own_interval`); None when either has none, or a value is NaN or
-    infinite."""
+    condition's own interval (`own_interval`; `exact`: whether the baseline and the condition
+    are exact); None when either has none, or a value is NaN or infinite."""
     if not (_finite(baseline) and _finite(condition)):
         return None, None
-    l0, u0 = own_interval(baseline, bounds[0])
-    l1, u1 = own_interval(condition, bounds[1])
+    l0, u0 = own_interval(baseline, bounds[0], exact[0])
+    l1, u1 = own_interval(condition, bounds[1], exact[1])
     if l0 is None or u0 is None or l1 is None or u1 is None:
         return None, None
     m0, m1 = float(baseline.mean()), float(condition.mean())
@@ -144,19 +151,30 @@ def contrast(
     resamples: int = DEFAULT_RESAMPLES,
     permutations: int = DEFAULT_PERMUTATIONS,
     bounds: tuple[Bounds | None, Bounds | None] = (None, None),
+    exact: tuple[bool, bool] = (False, False),
 ) -> Contrast:
     """One condition against the baseline (None values, undefined in a game, left out);
-    `bounds`: the metric's feasible range in the baseline and in the condition."""
+    `bounds`: the metric's feasible range in the baseline and in the condition; `exact`:
+    whether the baseline and the condition are exact (deterministic by construction,
+    core/exact.py). An exact side whose games agree has no sampling error (its own interval in
+    MOVER is its value); when both are, the difference is exact: its interval is the
+    difference itself and there is no p-value (nothing was sampled)."""
     base = _clean(baseline_values)
     cond = _clean(condition_values)
     if base.size == 0 or cond.size == 0:
         return Contrast(base.size, cond.size, None, None, None, None, None, None, "no values")
     diff = float(cond.mean() - base.mean())
+    if all(exact) and np.all(base == base[0]) and np.all(cond == cond[0]):
+        diff = float(cond[0] - base[0])
+        return Contrast(
+            base.size, cond.size, float(base[0]), float(cond[0]), diff, diff, diff, None,
+            "exact: both conditions deterministic by construction", exact=True,
+        )  # fmt: skip
     low = high = p = None
     method = "too few games"
     if base.size >= 2 and cond.size >= 2:
         low, high = bootstrap_difference(base, cond, rng, resamples)
-        m_low, m_high = mover_difference(base, cond, bounds)
+        m_low, m_high = mover_difference(base, cond, bounds, exact)
         if None not in (low, high, m_low, m_high):
             low, high = min(low, m_low), max(high, m_high)
         p, how = permutation_p_value(base, cond, rng, permutations)

@@ -39,6 +39,7 @@ import numpy as np
 import orjson
 
 from pdbench.core.behaviour import STATES, behaviour_column_names, behaviour_columns_of_games
+from pdbench.core.exact import EXACT_COLUMN, IDENTICAL_COLUMN, games_identical, set_exact_intervals
 from pdbench.core.game_values import series_matrix, value_table
 from pdbench.core.stats import (
     KIND_MEAN,
@@ -533,8 +534,10 @@ def feasible_range(column: str, design: MetricDesign | None = None) -> Bounds | 
 IDENTITY_COLUMNS = frozenset(
     {"run_id", "condition", "scope", "replicate", "n_replicates", "agent_a_name", "agent_b_name"}
 )
-# Written beside the intervals on condition rows: the metrics whose interval was clipped.
+# Written beside the intervals on condition rows: the metrics whose interval was clipped,
+# whether the condition is exact and whether its games were all identical (core/exact.py).
 CLIPPED_COLUMN = "clipped_intervals"
+CONDITION_FLAGS: tuple[str, ...] = (CLIPPED_COLUMN, EXACT_COLUMN, IDENTICAL_COLUMN)
 
 
 def interval_columns(columns: Iterable[str]) -> list[str]:
@@ -545,7 +548,8 @@ def interval_columns(columns: Iterable[str]) -> list[str]:
         for c in columns
         if c not in IDENTITY_COLUMNS
         and c not in COUNT_COLUMNS
-        and c not in ("cooperation_rate_over_time", CLIPPED_COLUMN)
+        and c != "cooperation_rate_over_time"
+        and c not in CONDITION_FLAGS
         and not c.endswith(("_ci_low", "_ci_high"))
     ]
 
@@ -581,13 +585,18 @@ def add_intervals(
     settings: IntervalSettings,
     generator_for: Callable[[str], np.random.Generator],
     design_for: Callable[[str], MetricDesign | None] | None = None,
+    exact_for: Callable[[str], bool | None] | None = None,
 ) -> list[dict[str, Any]]:
     """Give each condition row `<metric>_ci_low`/`_ci_high` for every metric (replicate rows
     get no such keys: `row.get` and aggregates.parquet give null): 95% intervals over the condition's games by the method of the metric's kind,
     see core/stats.py, clipped to the metric's feasible range under the condition's design
     (`design_for(condition)`); `clipped_intervals` lists the metrics whose interval was clipped.
     `generator_for(condition)` gives the condition's generator (seeded from the run seed and
-    the condition's name by the caller, so adding a condition changes no other interval)."""
+    the condition's name by the caller, so adding a condition changes no other interval).
+    `exact_for(condition)`: whether the condition is deterministic by construction
+    (core/exact.py); such a condition whose games were all identical gets `exact` true and
+    each interval equal to the value. Every condition row says whether its games were all
+    identical (`identical_games`, 2 games or more)."""
     names = interval_columns(rows[0]) if rows else []
     by_condition: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
@@ -595,7 +604,7 @@ def add_intervals(
             by_condition.setdefault(str(row["condition"]), []).append(row)
     ends = [f"{column}_ci_{end}" for column in names for end in ("low", "high")]
     ends += ["cooperation_rate_over_time_ci_low", "cooperation_rate_over_time_ci_high"]
-    empty = dict.fromkeys([*ends, CLIPPED_COLUMN])
+    empty = dict.fromkeys([*ends, *CONDITION_FLAGS])
     for row in rows:
         if row.get("scope") != "condition":
             continue  # no interval keys (null in aggregates.parquet): 2 KB a game less held
@@ -605,6 +614,12 @@ def add_intervals(
             continue
         design = design_for(str(row["condition"])) if design_for is not None else None
         rng = generator_for(str(row["condition"]))
+        same = games_identical(games, names)
+        row[IDENTICAL_COLUMN] = same and len(games) >= 2
+        row[EXACT_COLUMN] = bool(same and exact_for and exact_for(str(row["condition"])))
+        if row[EXACT_COLUMN]:
+            set_exact_intervals(row, names)
+            continue
         weights = resample_weights(len(games), settings.resamples, rng)
         found: dict[str, tuple[float | None, float | None]] = {}
         plain = [c for c in names if interval_kind(c) == KIND_MEAN]

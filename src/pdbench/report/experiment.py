@@ -8,6 +8,14 @@ import json
 from functools import partial
 from typing import Any
 
+from pdbench.core.coverage_advice import coverage_warnings
+from pdbench.core.exact import (
+    EXACT_NOTE,
+    flag,
+    identical_note,
+    is_exact_row,
+    recorded_could_vary,
+)
 from pdbench.core.metrics import (
     AGGREGATE_COLUMNS,
     CLIPPED_COLUMN,
@@ -88,10 +96,34 @@ def clipped_note(conditions: list[dict[str, Any]]) -> str:
 
 
 def cell(row: dict[str, Any], column: str, percent: bool) -> str:
-    """A metric's value and interval; a round-valued metric as rounds numbered from 1."""
+    """A metric's value and interval (an exact condition's value: 'exact: deterministic', no
+    interval); a round-valued metric as rounds numbered from 1."""
     low, high = row.get(f"{column}_ci_low"), row.get(f"{column}_ci_high")
     shown = partial(shown_value, column)
-    return fmt(shown(row.get(column)), shown(low), shown(high), percent)
+    exact = EXACT_NOTE if is_exact_row(row) and f"{column}_ci_low" in row else ""
+    return fmt(shown(row.get(column)), shown(low), shown(high), percent, exact)
+
+
+def exactness_note(manifest: dict[str, Any], conditions: list[dict[str, Any]]) -> str:
+    """Which conditions are exact (deterministic by construction: values, not estimates), why
+    the interval of a condition whose games were all identical is still wide, and where the
+    intervals may cover less than 95% (`coverage_warnings`)."""
+    could_vary = recorded_could_vary(manifest)
+    exact = [text(r["condition"]) for r in conditions if is_exact_row(r)]
+    parts = []
+    if exact:
+        parts.append(
+            "<p class='note'>Exact (deterministic by construction: no policy that draws, no "
+            "LLM agent, no noise, a fixed horizon; every game is the same game, so each value "
+            f"is exact and has no interval): {', '.join(exact)}.</p>"
+        )
+    for r in conditions:
+        note = identical_note(r, could_vary.get(str(r["condition"]), []))
+        if note:
+            parts.append(f"<p class='note'>{text(r['condition'])}: {text(note)}.</p>")
+    for name, warning in coverage_warnings(manifest.get("conditions") or [], conditions):
+        parts.append(f"<p class='note'><b>⚠ {text(name)}: {text(warning)}.</b></p>")
+    return "".join(parts)
 
 
 def _agents(row: dict[str, Any]) -> str:
@@ -136,7 +168,9 @@ def setup_section(manifest: dict[str, Any], conditions: list[dict[str, Any]]) ->
     )
 
 
-def metrics_section(conditions: list[dict[str, Any]]) -> str:
+def metrics_section(
+    conditions: list[dict[str, Any]], manifest: dict[str, Any] | None = None
+) -> str:
     points = []
     for r in conditions:
         for side in ("a", "b"):
@@ -175,6 +209,7 @@ def metrics_section(conditions: list[dict[str, Any]]) -> str:
         "different horizons are not comparable: payoffs per round are shown instead. "
         f"{NUMBERING_NOTE}</p>"
         + clipped_note(conditions)
+        + exactness_note(manifest or {}, conditions)
         + f"<figure>{chart}</figure><div class='scroll'><table><tr><th>condition</th><th>games</th>"
         f"{head}</tr>{body}</table></div>{every}</section>"
     )
@@ -354,6 +389,11 @@ def fallback_section(conditions: list[dict[str, Any]]) -> str:
     )
 
 
+def _exact_label(row: dict[str, Any]) -> str:
+    """'exact' for a comparison of two exact conditions (their difference is exact)."""
+    return "exact" if flag(row.get("exact")) else ""
+
+
 def comparisons_section(rows: list[dict[str, Any]] | None) -> str:
     if not rows:
         return (
@@ -365,7 +405,7 @@ def comparisons_section(rows: list[dict[str, Any]] | None) -> str:
     body = "".join(
         f"<tr><td>{text(r['condition'])}</td><td>{r['n_condition']}</td>"
         f"<td>{fmt(shown(r['condition_mean']))}</td>"
-        f"<td>{fmt(r['difference'], r['ci_low'], r['ci_high'])}</td>"
+        f"<td>{fmt(r['difference'], r['ci_low'], r['ci_high'], exact=_exact_label(r))}</td>"
         f"<td>{fmt(r['p_value'])}</td><td>{fmt(r['p_holm'])}</td></tr>"
         for r in rows
     )
@@ -390,7 +430,7 @@ def experiment_sections(
     sections = [
         setup_section(manifest, conditions),
         published_section(manifest, aggregates),
-        metrics_section(conditions),
+        metrics_section(conditions, manifest),
         axes_section(manifest, aggregates),
         over_time_section(conditions),
         memory_one_section(conditions),

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pdbench.core.coverage_advice import coverage_warnings
+from pdbench.core.exact import exactness_lines, recorded_could_vary
 from pdbench.errors import RunError
 from pdbench.runners.config.loader import LoadedConfig
 from pdbench.runners.engine.engine import GamePlan
@@ -111,7 +113,16 @@ def report(loaded: LoadedConfig, result: Any, resumed: bool = False) -> list[str
             f"run {run_id}: {result.n_games} games{kept}, {result.n_rounds} rounds "
             f"-> {result.run_dir}"
         )
-        tail = [summary_table(result.rows), *fallback_warnings(result.rows)]
+        conditions = [r for r in result.rows if r.get("scope") == "condition"]
+        tail = [
+            summary_table(result.rows),
+            *exactness_lines(conditions, recorded_could_vary(manifest)),
+            *fallback_warnings(result.rows),
+            *(
+                f"warning: {name}: {text}"
+                for name, text in coverage_warnings(manifest.get("conditions") or [], conditions)
+            ),
+        ]
     elif loaded.kind == "tournament":
         totals = manifest["totals"]
         head = (

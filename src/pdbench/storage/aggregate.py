@@ -11,6 +11,7 @@ from typing import Any
 
 import orjson
 
+from pdbench.core.exact import recorded_exact
 from pdbench.core.metrics import CollapseParams, GameOutcome, aggregate_rows
 from pdbench.errors import RunError
 from pdbench.storage.intervals import (
@@ -158,6 +159,7 @@ def aggregate_games(
         condition_order = [str(c["name"]) for c in manifest.get("conditions", [])]
         settings = interval_settings(manifest)
         designs = metric_designs(manifest)
+        exact = recorded_exact(manifest)
         coordinates = {
             c["name"]: c["sweep"] for c in manifest.get("conditions", []) if c.get("sweep")
         }
@@ -177,7 +179,7 @@ def aggregate_games(
             order = condition_order if condition is None else [condition]
             part = aggregate_rows(manifest.get("run_id", ""), outcomes, order, collapse)
             part = add_usage_columns(part, usage)
-            pending.append(pool.submit(with_intervals, part, settings, designs, predrawn))
+            pending.append(pool.submit(with_intervals, part, settings, designs, predrawn, exact))
         rows = [row for done in pending for row in done.result()]
     rows = add_sweep_columns(rows, coordinates)
     write_aggregates(rows, run_dir / AGGREGATES_FILE)

@@ -167,17 +167,19 @@ def with_intervals(
     settings: IntervalSettings,
     designs: dict[str, MetricDesign] | None = None,
     predrawn: Predrawn | None = None,
+    exact: dict[str, bool] | None = None,
 ) -> list[dict[str, Any]]:
     """`rows` with the interval columns of every condition row (core.metrics.add_intervals),
     clipped to each condition's feasible ranges (`designs`, by condition name); `predrawn`:
-    weights drawn ahead for these settings (the same numbers, sooner)."""
+    weights drawn ahead for these settings (the same numbers, sooner); `exact`: the conditions
+    the manifest records as deterministic by construction (`core.exact.recorded_exact`)."""
     found = designs or {}
     generators = (
         predrawn.generator_for
         if predrawn is not None and predrawn.settings == settings
         else interval_generators(settings)
     )
-    return add_intervals(rows, settings, generators, found.get)
+    return add_intervals(rows, settings, generators, found.get, (exact or {}).get)
 
 
 def metric_designs(manifest: dict[str, Any]) -> dict[str, MetricDesign]:

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from pdbench.core.exact import EXACT_COLUMN, IDENTICAL_COLUMN
 from pdbench.core.metrics import (
     AGGREGATE_COLUMNS,
     CLIPPED_COLUMN,
+    CONDITION_FLAGS,
     COUNT_COLUMNS,
     interval_columns,
 )
@@ -120,10 +122,14 @@ def aggregates_arrow_schema() -> Any:
         for end in ("ci_low", "ci_high")
     ]
     types_[CLIPPED_COLUMN] = pa.string()
+    types_[EXACT_COLUMN] = types_[IDENTICAL_COLUMN] = pa.bool_()
     types_["cooperation_rate_over_time_ci_low"] = pa.string()
     types_["cooperation_rate_over_time_ci_high"] = pa.string()
     for name in COUNT_COLUMNS:
         types_[name] = pa.int64()
     return pa.schema(
-        [(name, types_.get(name, pa.float64())) for name in (*columns, *intervals, CLIPPED_COLUMN)]
+        [
+            (name, types_.get(name, pa.float64()))
+            for name in (*columns, *intervals, *CONDITION_FLAGS)
+        ]
     )

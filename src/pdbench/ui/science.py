@@ -5,11 +5,13 @@ and their 95% intervals, computed by `pdbench.core.metrics`), nothing recomputed
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import altair as alt
 import pandas as pd
 
 from pdbench.core import rounds_display
+from pdbench.core.exact import EXACT_NOTE, exactness_lines, is_exact_row, recorded_could_vary
 from pdbench.ui.charts import wrapping_legend
 from pdbench.ui.style import AGENT_COLORS
 from pdbench.ui.tables import METRICS, format_value
@@ -22,7 +24,8 @@ def comparison_frame(
     aggregates: pd.DataFrame, metric: str, conditions: Sequence[str]
 ) -> pd.DataFrame:
     """One row per condition: the metric's mean, its interval and a text of both (a
-    round-valued metric as rounds numbered from 1)."""
+    round-valued metric as rounds numbered from 1; an exact condition's value marked exact,
+    its interval the value itself)."""
     rows = aggregates[aggregates["scope"] == "condition"].set_index("condition")
     kind = METRICS.get(metric, (metric, "number"))[1]
     out = []
@@ -38,7 +41,9 @@ def comparison_frame(
         text = "no value"
         if known:
             text = format_value(value, kind)
-            if has_ci:
+            if is_exact_row(row) and has_ci:
+                text += f" ({EXACT_NOTE})"
+            elif has_ci:
                 text += f" [{format_value(low, kind)}, {format_value(high, kind)}]"
         out.append(
             {
@@ -51,6 +56,18 @@ def comparison_frame(
             }
         )
     return pd.DataFrame(out, columns=["condition", "value", "low", "high", "games", "text"])
+
+
+def exactness_notes(
+    aggregates: pd.DataFrame, manifest: dict[str, Any], conditions: Sequence[str]
+) -> list[str]:
+    """What the app says about these conditions' intervals (`core.exact.exactness_lines`):
+    which are exact, and why a condition whose games were all identical has a wide interval;
+    from aggregates.parquet's `exact` and `identical_games` and the manifest's `could_vary`."""
+    rows = aggregates[aggregates["scope"] == "condition"]
+    records = rows.astype(object).where(rows.notna(), None).to_dict("records")
+    wanted = [r for r in records if r.get("condition") in set(conditions)]
+    return exactness_lines(wanted, recorded_could_vary(manifest))
 
 
 def interval_chart(

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from pdbench.core import rounds_display
+from pdbench.core.exact import EXACT_NOTE, is_exact_row
 from pdbench.core.payoff import PayoffMatrix
 from pdbench.core.strategy_card import card_ties, strategy_label
 from pdbench.core.strategy_gof import card_verdict
@@ -305,11 +306,13 @@ def metric_text_table(summary: pd.DataFrame, replicate: int) -> pd.DataFrame:
 
 def interval_table(aggregates: pd.DataFrame, condition: str) -> pd.DataFrame:
     """Per metric of the condition row: its value and 95% interval over games, as text (the
-    numbers are aggregates.parquet's, computed by pdbench.core; rounds numbered from 1)."""
+    numbers are aggregates.parquet's, computed by pdbench.core; rounds numbered from 1); an
+    exact condition's (core/exact.py) interval reads 'exact: deterministic'."""
     row = condition_row(aggregates, condition)
     records = []
     if row is None:
         return pd.DataFrame(columns=["metric", "value", "95% interval (games as the unit)"])
+    exact = is_exact_row(row)
     for column, (label, kind) in METRICS.items():
         if column not in row.index:
             continue
@@ -320,6 +323,8 @@ def interval_table(aggregates: pd.DataFrame, condition: str) -> pd.DataFrame:
             if low is None or high is None or pd.isna(low) or pd.isna(high)
             else f"{format_value(low, kind)} – {format_value(high, kind)}"
         )
+        if exact and interval != "—":
+            interval = EXACT_NOTE
         records.append(
             {
                 "metric": label,

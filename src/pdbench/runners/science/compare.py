@@ -9,8 +9,9 @@ from typing import Any
 import numpy as np
 
 from pdbench.core.compare import contrast, holm
+from pdbench.core.exact import flag, is_exact_row
 from pdbench.core.metrics import (
-    CLIPPED_COLUMN,
+    CONDITION_FLAGS,
     COUNT_COLUMNS,
     IDENTITY_COLUMNS,
     MetricDesign,
@@ -49,6 +50,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("p_value", "float64"),
     ("p_holm", "float64"),
     ("method", "string"),
+    ("exact", "bool"),
 )
 
 
@@ -61,7 +63,8 @@ def per_game_metrics(rows: list[dict[str, Any]]) -> list[str]:
         if c not in IDENTITY_COLUMNS
         and c not in COUNT_COLUMNS
         and not c.endswith(("_ci_low", "_ci_high"))
-        and c not in ("cooperation_rate_over_time", CLIPPED_COLUMN)
+        and c != "cooperation_rate_over_time"
+        and c not in CONDITION_FLAGS
     ]
 
 
@@ -104,6 +107,7 @@ def comparison_rows(
     baseline = baseline or conditions[0]
     if baseline not in games:
         raise RunError(f"unknown baseline condition {baseline!r} (valid: {', '.join(conditions)})")
+    exact = {str(r["condition"]): is_exact_row(r) for r in rows if r.get("scope") == "condition"}
     out = []
     for condition in conditions:
         if condition == baseline:
@@ -113,7 +117,8 @@ def comparison_rows(
             feasible_range(metric, designs.get(baseline)),
             feasible_range(metric, designs.get(condition)),
         )
-        result = contrast(games[baseline], games[condition], rng, bounds=bounds)
+        sides = (exact.get(baseline, False), exact.get(condition, False))
+        result = contrast(games[baseline], games[condition], rng, bounds=bounds, exact=sides)
         out.append(
             {
                 "metric": metric,
@@ -128,6 +133,7 @@ def comparison_rows(
                 "ci_high": result.ci_high,
                 "p_value": result.p_value,
                 "method": result.method,
+                "exact": result.exact,
             }
         )
     for row, adjusted in zip(out, holm([r["p_value"] for r in out]), strict=True):
@@ -200,12 +206,20 @@ def comparison_table(rows: list[dict[str, Any]]) -> str:
     ]
     for row in rows:
         ci = "" if row["ci_low"] is None else f" [{_num(row['ci_low'])}, {_num(row['ci_high'])}]"
+        difference = _num(row["difference"])
+        if flag(row.get("exact")):
+            difference, ci = ("0" if row["difference"] == 0 else difference), " (exact)"
         mean_value = shown_value(head["metric"], row["condition_mean"])
         mean = "-" if mean_value is None else f"{mean_value:.3f}"
         p = "-" if row["p_value"] is None else f"{row['p_value']:.4f}"
         ph = "-" if row["p_holm"] is None else f"{row['p_holm']:.4f}"
         lines.append(
             f"{row['condition'][:28]:28} {row['n_condition']:>4} {mean:>8} "
-            f"{_num(row['difference']) + ci:>30} {p:>8} {ph:>9}"
+            f"{difference + ci:>30} {p:>8} {ph:>9}"
+        )
+    if any(flag(row.get("exact")) for row in rows):
+        lines.append(
+            "(exact: both conditions deterministic by construction, every game the same game; "
+            "the difference is exact, with no interval or p-value)"
         )
     return "\n".join(lines)

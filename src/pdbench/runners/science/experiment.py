@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from pdbench.core.config import ExperimentConfig
+from pdbench.core.exact import condition_exactness
 from pdbench.core.horizon import Horizon
 from pdbench.core.metrics import AGGREGATE_COLUMNS, GameOutcome, metric_kinds
 from pdbench.core.rng import game_seed
@@ -120,9 +121,15 @@ def manifest_conditions(loaded: LoadedConfig, plans: list[GamePlan]) -> list[dic
     """The manifest's per-condition entries: agents, horizon, disclosure, noise, games."""
     cfg: ExperimentConfig = loaded.config
     out = []
-    for cond in cfg.experiment.conditions:
+    for i, cond in enumerate(cfg.experiment.conditions):
         games = [p for p in plans if p.condition == cond.name]
         horizon = cond.horizon or cfg.horizon
+        noise = cond.noise if cond.noise is not None else cfg.game.noise
+        specs = (
+            loaded.agents[("experiment", "conditions", i, "agent_a")],
+            loaded.agents[("experiment", "conditions", i, "agent_b")],
+        )
+        exactness = condition_exactness([s.could_vary for s in specs], horizon.type, noise)
         disclosure = (
             {
                 side: spec.horizon_disclosure(games[0].horizon)
@@ -139,9 +146,9 @@ def manifest_conditions(loaded: LoadedConfig, plans: list[GamePlan]) -> list[dic
                 "agent_b": cond.agent_b.display_name(),
                 "horizon": horizon.model_dump(mode="json"),
                 "horizon_disclosure": disclosure,
-                "noise": games[0].noise
-                if games
-                else (cond.noise if cond.noise is not None else cfg.game.noise),
+                "noise": games[0].noise if games else noise,
+                "exact": exactness.exact,
+                "could_vary": list(exactness.could_vary),
                 **(
                     {
                         "communication": cfg.communication_of(cond).model_dump(mode="json"),

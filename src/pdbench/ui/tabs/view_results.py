@@ -198,6 +198,8 @@ def _intervals(game: Game) -> None:
     note = tables.talk_note(game.aggregates, game.condition)
     if note is not None:
         st.caption(note)
+    for note in science.exactness_notes(game.aggregates, game.manifest, [game.condition]):
+        st.info(note)
 
 
 def _strategy_cards(game: Game) -> None:
@@ -337,6 +339,8 @@ def _compare(game: Game) -> None:
         "clipped to the metric's feasible range; none for 1 game. From aggregates.parquet. "
         "`pdbench compare` tests the differences."
     )
+    for note in science.exactness_notes(game.aggregates, game.manifest, shown):
+        st.caption(note)
 
 
 def _memory_one(game: Game) -> None:
