@@ -88,6 +88,11 @@ _LETTERS: dict[str, str] = {
     "ò": "it",
     "ì": "it",
 }
+# word -> the languages whose list has it
+_LANGUAGES_OF: dict[str, tuple[str, ...]] = {
+    word: tuple(lang for lang, vocab in _WORDS.items() if word in vocab)
+    for word in set().union(*_WORDS.values())
+}
 _WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
 
 
@@ -99,23 +104,27 @@ def _script(char: str) -> str:
 
 
 def detect_language(text: str) -> str:
-    """"en" for a text the English reader can read, else a language code ("de", "fr", "es",
+    """ "en" for a text the English reader can read, else a language code ("de", "fr", "es",
     "it", "pt", "nl") or "not English (<script> script)"; see the module docstring."""
     letters = [c for c in text if c.isalpha()]
     if not letters:
         return ENGLISH
     scripts: dict[str, int] = {}
     for char in letters:
-        script = _script(char)
+        script = "latin" if char.isascii() else _script(char)
         scripts[script] = scripts.get(script, 0) + 1
     latin = scripts.pop("latin", 0)
     if scripts and latin < len(letters) / 2:
         return f"not English ({max(scripts, key=lambda s: scripts[s])} script)"
     lowered = text.lower().replace("’", "'")
     words = _WORD.findall(lowered)
-    scores = {lang: sum(w in vocab for w in words) for lang, vocab in _WORDS.items()}
-    for char in lowered:
-        if char in _LETTERS:
-            scores[_LETTERS[char]] += 1
+    scores = dict.fromkeys(_WORDS, 0)
+    for word in words:
+        for lang in _LANGUAGES_OF.get(word, ()):
+            scores[lang] += 1
+    if not lowered.isascii():
+        for char in lowered:
+            if char in _LETTERS:
+                scores[_LETTERS[char]] += 1
     other = max((lang for lang in scores if lang != ENGLISH), key=lambda lang: scores[lang])
     return other if scores[other] > scores[ENGLISH] else ENGLISH

@@ -15,14 +15,16 @@ The rules (`READER_RULES` says them in one paragraph for the report):
    C: cooperate, collaborate, be/stay cooperative, play nice/fair, work together, trust you, stay
    loyal, keep the peace, ...; D: defect, betray, cheat, go my own way, protect myself, look out
    for myself, take advantage, break our deal, let you down, ...; and the agent's move labels
-   after "play/choose/pick/go with" ("I'll play J"). Past tense ("I cooperated") is not a
-   statement.
+   after "play/choose/pick/go with" ("I'll play J"), or alone as the whole message ("C", "J.").
+   "You can trust me / count on me" and "I'll do my part" promise C. Past tense ("I
+   cooperated") is not a statement.
 3. **Negation and stopping.** Each "not"/"never"/"refuse" and each "stop/end/quit/cease/give
    up/abandon/no longer" between subject and move flips the move: "I will not defect" and "I
-   will never defect" are C, "I will stop cooperating", "I'll end our cooperation" are D, "I
-   won't stop cooperating" is C.
-4. **Hedges.** "might", "may", "maybe", "probably", "perhaps", "could" before the move make it
-   no commitment (`none`).
+   will never defect" (and "never will I defect") are C, "I will stop cooperating", "I'll end
+   our cooperation", "I'm done cooperating", "no more cooperation" are D, "I won't stop
+   cooperating" is C.
+4. **Hedges.** "might", "may", "maybe", "probably", "perhaps", "could", "whether", "thinking
+   about" before the move (or just before the subject) make it no commitment (`none`).
 5. **Conditions.** A statement in a sentence that makes it depend on the partner ("if you",
    "as long as you", "unless you", "until you", "provided you", "otherwise", "in return"), and
    reciprocity ("so will I", "I'll do the same", "I'll match/copy/mirror your move", "I reply in
@@ -56,7 +58,7 @@ READER_NAME = "rule reader v2 (English only)"
 READER_RULES = (
     "English first-person statements of a move ('I will / I'll / let's / we should / my plan is "
     "to' + cooperate, work together, play nice, stay loyal, trust you, ... or defect, betray, go "
-    "my own way, protect myself, ... or the agent's move label); 'not', 'never' and 'stop / end "
+    "my own way, protect myself, ... or the agent's move label, also alone); 'not', 'never' and 'stop / end "
     "/ no longer' flip the move; 'might / maybe / probably' make it no commitment; 'if you / as "
     "long as you / unless you / so will I / I'll match your move' make it a conditional promise "
     "of C; a question is no statement unless it proposes ('how about we cooperate?'); C and D "
@@ -92,7 +94,7 @@ C_PHRASES = (
     "stay true", "be a team player", "team up", "keep the peace", "keep our deal",
     "honor our deal", "honour our deal", "stick with cooperation", "stick to cooperation",
     "choose cooperation", "go with cooperation", "pick cooperation", "hold up my end",
-    "be generous", "help you", "help each other",
+    "be generous", "help you", "help each other", "cooperative move", "cooperative option",
 )  # fmt: skip
 D_PHRASES = (
     "defect", "defecting", "defection", "betray", "betraying", "cheat", "cheating",
@@ -101,18 +103,23 @@ D_PHRASES = (
     "put myself first", "take advantage", "exploit you", "let you down", "be selfish",
     "play selfishly", "act selfishly", "retaliate", "punish you", "strike back", "turn on you",
     "break our deal", "break the deal", "break our agreement", "break my promise",
-    "choose defection", "go with defection", "compete against you",
+    "choose defection", "go with defection", "compete against you", "selfish move",
+    "selfish option",
 )  # fmt: skip
 # Words allowed between the subject and the move phrase; some of them change the reading.
 _NEGATIONS = frozenset({"not", "never", "refuse"})
-_STOPS = frozenset({"stop", "end", "quit", "cease", "abandon", "longer"})  # "no longer"
-_HEDGES = frozenset({"might", "may", "maybe", "probably", "perhaps", "possibly", "could"})
+_STOPS = frozenset(
+    {"stop", "stopping", "end", "ending", "quit", "quitting", "cease", "abandon", "longer"}
+)  # "no longer"; "give up", "be done" and "no more" are spelt "quit" by `_normalize`
+_HEDGES = frozenset(
+    {"might", "may", "maybe", "probably", "perhaps", "possibly", "could", "whether", "thinking"}
+)
 _FILLER = (
     "will shall would am are is be going to gonna promise intend plan want wanted commit choose "
     "decide decided have ready happy willing glad definitely certainly surely always absolutely "
     "totally really just also still again both all then now continue keep stay remain do no "
     "start begin try simply fully honestly truly only gladly hereby must should need give up our "
-    "the this my further rather prefer for sure each and round too"
+    "the this my further rather prefer for sure each and round too ever agree about"
 ).split()
 _FILLER_WORDS = sorted({*_FILLER, *_NEGATIONS, *_STOPS, *_HEDGES})
 _SUBJECT = r"i|we|let us|my (?:plan|intention|choice|move|decision|answer|strategy) is(?: to)?"
@@ -135,8 +142,11 @@ _RECIPROCITY = re.compile(
     r"i will do likewise|i will follow suit|me too|i will return the favou?r|tit for tat|"
     r"(?:i|we) (?:will |always |just |simply )*(?:match|copy|mirror|mimic|reciprocate|repay|"
     r"respond in kind|reply in kind|answer in kind|play what you|do what you|play whatever you|"
-    r"follow your lead|treat you (?:as|the way) you treat me|do as you do))\b"
+    r"follow your lead|treat you (?:as|the way) you treat me|do as you do)|"
+    r"^(?:you )?cooperate(?:,| and) i (?:will )?cooperate)\b"
 )
+# Promises of C that name no move ("you can trust me").
+_IMPLICIT_C = re.compile(r"\byou can (?:trust|count on|rely on) me\b|\bi will do my part\b")
 _PARTNER_DEFECTS = re.compile(
     r"\b(?:you|your|the other|my (?:partner|opponent))\b[\w\s']{0,20}?\b(?:defect|defects|"
     r"betray|betrays|cheat|cheats|double-cross)|unless you"
@@ -145,7 +155,7 @@ _STANDING = re.compile(
     r"\b(?:always|never|forever|for good|from now on|from here on|henceforth|anymore|any more|"
     r"no longer|every round|each round|every time|all rounds|all game|whole game|entire game|"
     r"rest of the game|remainder of the game|until the end|throughout|as long as|so long as|"
-    r"until|stop|end|quit|cease)\b"
+    r"until)\b"
 )
 _PROPOSAL = re.compile(
     r"^(?:how about|what about|what if|why not|why do not we|shall we|should we|can we|"
@@ -156,27 +166,36 @@ _PAST = re.compile(
     r"\b(?:co-?operated|collaborated|defected|betrayed|cheated|trusted|last round|last time|"
     r"before|earlier|so far|was|were|did|had)\b"
 )
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
 _FIRST_PERSON = re.compile(r"\b(?:i|we|us|me|my|our)\b")
-_CONTRACTIONS = (
-    (r"\bwon't\b", "will not"),
-    (r"\bcan't\b", "cannot"),
-    (r"\bshan't\b", "shall not"),
-    (r"n't\b", " not"),
-    (r"\blet's\b", "let us"),
-    (r"\b(i|we|you|they)'ll\b", r"\1 will"),
-    (r"\bi'm\b", "i am"),
-    (r"\b(we|you|they)'re\b", r"\1 are"),
-    (r"\b(i|we|you|they)'ve\b", r"\1 have"),
-    (r"\b(i|we|you|they)'d\b", r"\1 would"),
-    (r"\bgonna\b", "going to"),
-    (r"\bwanna\b", "want to"),
+_CONTRACTIONS = tuple(
+    (re.compile(pattern), replacement)
+    for pattern, replacement in (
+        (r"\bwon't\b", "will not"),
+        (r"\bcan't\b", "cannot"),
+        (r"\bshan't\b", "shall not"),
+        (r"n't\b", " not"),
+        (r"\blet's\b", "let us"),
+        (r"\b(i|we|you|they)'ll\b", r"\1 will"),
+        (r"\bi'm\b", "i am"),
+        (r"\b(we|you|they)'re\b", r"\1 are"),
+        (r"\b(i|we|you|they)'ve\b", r"\1 have"),
+        (r"\b(i|we|you|they)'d\b", r"\1 would"),
+        (r"\bgonna\b", "going to"),
+        (r"\bwanna\b", "want to"),
+        (r"\bnever (will|shall|would) (i|we)\b", r"\2 \1 never"),
+        (r"\b(i|we) (?:am|are) done\b", r"\1 quit"),
+        (r"\bgive up\b", "quit"),
+        (r"^no more (cooperation|cooperating|defection|defecting)\b", r"i quit \1"),
+        (r",\s*(?:right|ok|okay|yes|deal|agreed|alright)\s*\?", "."),
+    )
 )
 
 
 def _normalize(text: str) -> str:
     lowered = " ".join(text.lower().replace("’", "'").replace("‘", "'").split())
     for pattern, replacement in _CONTRACTIONS:
-        lowered = re.sub(pattern, replacement, lowered)
+        lowered = pattern.sub(replacement, lowered)
     return lowered
 
 
@@ -219,7 +238,8 @@ def _statements(sentence: str, labels: tuple[str, str]) -> tuple[list[tuple[str,
     hedged = False
     for match in pattern.finditer(sentence):
         fill = match.group("fill").split()
-        if any(word in _HEDGES for word in fill):
+        before = sentence[: match.start()].split()[-3:]  # "maybe i will", "perhaps we"
+        if any(word in _HEDGES for word in (*before, *fill)):
             hedged = True
             continue
         if match.group("move") is not None:
@@ -231,6 +251,8 @@ def _statements(sentence: str, labels: tuple[str, str]) -> tuple[list[tuple[str,
         if flips % 2:
             move = "D" if move == "C" else "C"
         found.append((move, stops > 0))
+    if not found and _IMPLICIT_C.search(sentence):
+        found.append(("C", False))
     return found, hedged
 
 
@@ -282,10 +304,13 @@ def read_message(text: str, labels: tuple[str, str] = ("C", "D")) -> Reading:
     language = detect_language(text)
     if language != ENGLISH:
         return Reading("unread", reason=f"language: {language}")
+    normalized = _normalize(text)
+    bare = normalized.strip(" .!'\"")
+    for label, kind in zip(labels, ("C", "D"), strict=True):
+        if bare == label.lower():
+            return Reading(kind)
     sentences = [
-        _read_sentence(s, labels)
-        for s in re.findall(r"[^.!?\n]+[.!?]*", _normalize(text))
-        if s.strip(" .!?")
+        _read_sentence(s, labels) for s in _SENTENCE.findall(normalized) if s.strip(" .!?")
     ]
     plain = {s.kind for s in sentences if s.kind in ("C", "D") and not s.conditional}
     if len(plain) == 2:
