@@ -28,7 +28,8 @@ C, D = Action.C, Action.D
     ("text", "labels", "expected"),
     [
         ("I will cooperate.", ("C", "D"), C),
-        ("I'll cooperate if you do", ("C", "D"), C),
+        # a conditional promise states no unconditional next move (issue 29: conditional_C)
+        ("I'll cooperate if you do", ("C", "D"), None),
         ("I will always cooperate", ("C", "D"), C),
         ("I promise to cooperate", ("C", "D"), C),
         ("Let's both cooperate!", ("C", "D"), C),
@@ -46,7 +47,9 @@ C, D = Action.C, Action.D
         ("Hello there", ("C", "D"), None),
         ("Defect!", ("C", "D"), None),
         ("You will cooperate", ("C", "D"), None),
-        ("I will definitely not defect", ("C", "D"), None),
+        ("I will definitely not defect", ("C", "D"), C),  # negation through an adverb
+        ("I will stop cooperating", ("C", "D"), D),
+        ("Ich werde kooperieren", ("C", "D"), None),  # not English: unread
         ("I will cooperate or I will defect", ("C", "D"), None),
         ("", ("C", "D"), None),
     ],

@@ -7,7 +7,7 @@ oldest first), `{max_chars}` and `{message_instruction}`. The reply asked for is
 object, `{"message": "...", "intention": "C" | "D" | "none"}`: the message the other player
 reads, and the move the agent means to play next, which the other player never sees. A reply
 that is not such an object is read as the message itself (its intention then read from the text
-by the phrase table of `pdbench.core.talk`); an empty reply is retried, and after
+by the rule reader, `pdbench.core.talk.read_intent`); an empty reply is retried, and after
 `max_retries` the agent says nothing that turn (a counted fallback). Every call goes through
 the run's broker (cache, retries, budgets, llm_calls.jsonl with purpose `message`).
 """

@@ -14,8 +14,9 @@ The channel (`communication` of an experiment or of one condition):
 
 A message's **intention** is the move it says its writer will make next: the intention the
 writer declared (an LLM's structured reply, a policy's rule), else the one read from its text
-by the phrase table `INTENT_PHRASES` (first person statements such as "I will cooperate",
-"I'll play J", "I won't defect"; a text that states both moves, or neither, states none). The
+by the rule reader (`pdbench.core.talk_reader`, summed up in `INTENT_PHRASES`: first person
+statements such as "I will cooperate", "I'll play J", "I won't defect"; a conditional promise, a
+text that states both moves, or neither, or is not in English, states none). The
 intention of an agent before a move is that of its last message of the exchange that states
 one. Metrics compare it with the move the agent chose (before execution noise; a noise flip is
 not the writer's doing), see `pdbench.core.talk_metrics`.
@@ -30,6 +31,7 @@ from typing import Literal
 from pydantic import Field
 
 from pdbench.core.strict import Strict
+from pdbench.core.talk_reader import READER_NAME, READER_RULES, read_message
 from pdbench.core.types import Action
 
 MODES = ("none", "pregame", "every_round")
@@ -84,47 +86,19 @@ def speaking_groups(order: str, exchange_index: int, turns: int) -> list[tuple[i
 # --------------------------------------------------------------------------------------------
 # Reading an intention from a text
 
-_WILL = (
-    r"(?:i\s*(?:will|'ll|shall|am going to|'m going to|promise to|intend to|plan to)"
-    r"|let's|let us|we\s*(?:will|should|'ll))"
-)
-_WONT = r"(?:i\s*(?:will not|won't|shall not|am not going to|'m not going to|promise not to|never))"
-_FILLER = r"(?:\s+(?!not\b|never\b|n't\b)[\w']+){0,2}?"  # "always", "definitely", ...
-_PLAY = r"(?:\s+(?:play|choose|pick|select|go with|answer))?"
-
-
-def _phrases(c_words: list[str], d_words: list[str]) -> list[tuple[re.Pattern[str], Action]]:
-    def words(ws: list[str]) -> str:
-        return "|".join(re.escape(w) for w in ws)
-
-    out = []
-    for stated, negated, target in ((c_words, d_words, Action.C), (d_words, c_words, Action.D)):
-        will = rf"\b{_WILL}(?!\s+not\b|\s+never\b){_FILLER}{_PLAY}\s+(?:{words(stated)})\b"
-        out.append((re.compile(will), target))
-        out.append((re.compile(rf"\b{_WONT}{_PLAY}\s+(?:{words(negated)})\b"), target))
-    return out
-
-
-# The words of each move: the action words, and the labels an agent is shown (J/F, C/D, ...).
-C_WORDS = ["cooperate", "cooperating", "cooperation", "stay cooperative"]
-D_WORDS = ["defect", "defecting", "defection", "betray you", "cheat"]
 INTENT_PHRASES = (
-    "first person statements of the next move: 'I will / I'll / I shall / I am going to / "
-    "I promise to / I intend to / I plan to / let's / we will / we should' followed (within two "
-    "words, optionally 'play', 'choose', 'pick', 'select', 'go with') by a move word; "
-    "'I will not / won't / never' followed by a move word states the other move. Move words: "
-    f"C: {', '.join(C_WORDS)} or the agent's C label; D: {', '.join(D_WORDS)} or its D label."
+    f"the {READER_NAME}: {READER_RULES} A message's intention is the move it states without "
+    "condition (a conditional promise, a contradiction, a question, a text not in English or one "
+    "no rule reads states none)."
 )
 
 
 def read_intent(text: str, labels: tuple[str, str] = ("C", "D")) -> Action | None:
-    """The move a message says its writer will make next (see `INTENT_PHRASES`): C or D when
-    the text states exactly one of them, None when it states neither or both."""
-    lowered = " ".join(text.lower().replace("’", "'").split())
-    c_words = [*C_WORDS, labels[0].lower()]
-    d_words = [*D_WORDS, labels[1].lower()]
-    found = {target for pattern, target in _phrases(c_words, d_words) if pattern.search(lowered)}
-    return found.pop() if len(found) == 1 else None
+    """The move a message says its writer will make next, read by the rule reader
+    (`pdbench.core.talk_reader.read_message`, see `INTENT_PHRASES`): C or D when the text states
+    exactly one of them without condition, None otherwise (a conditional promise, none, unread)."""
+    kind = read_message(text, labels).kind
+    return Action.C if kind == "C" else Action.D if kind == "D" else None
 
 
 def clip_text(text: str, max_chars: int) -> str:
