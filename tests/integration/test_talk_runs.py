@@ -5,6 +5,7 @@ aggregates from `pdbench aggregate`, a cached re-run that sends no request, and 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from tests.support.configs import execute
 
+from pdbench.core.talk_reader import READER_NAME
 from pdbench.storage.aggregate import aggregate_run_dir
 
 REPO = Path(__file__).resolve().parents[2]
@@ -190,7 +192,8 @@ def test_the_app_s_metric_table_shows_the_talk_metrics_of_a_talking_condition(
     label = talking.loc["agent_a_said_deception_rate", "label"]
     assert label == "A deception: said C, chose D (next move) · said (as the partner read it)"
     assert "declared (private intention)" in talking.loc["agent_a_declared_deception_rate", "label"]
-    assert "rules reader" in (tables.talk_note(aggregates, LIAR) or "")
+    note = tables.talk_note(aggregates, LIAR) or ""
+    assert READER_NAME in note and re.search(r"kappa \d\.\d\d on \d+ labelled messages", note)
     assert tables.talk_note(aggregates, SILENT) is None
     silent = tables.metric_summary(aggregates, SILENT, 0).set_index("metric")
     assert not set(silent.index) & tables.TALK_METRICS
@@ -279,7 +282,7 @@ def test_the_report_shows_said_and_declared_apart_and_names_the_reader(
     html = talk_section([r for r in rows if r["scope"] == "condition"])
     assert "<h3>Said (as the partner read it)</h3>" in html
     assert "<h3>Declared (private intention)</h3>" in html
-    assert "messages read by the rules reader" in html
+    assert READER_NAME in html and re.search(r"kappa \d\.\d\d on \d+ labelled messages", html)
     assert "said promises kept, standing" in html
     # aggregates written before issue 29 (old names): a one-line note, not a wrong table
     old = [

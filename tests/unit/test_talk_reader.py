@@ -196,7 +196,10 @@ def test_reader_accuracy_is_the_rules_scored_on_the_corpus() -> None:
     assert scores.accuracy == pytest.approx(right / len(corpus))
     line = reader_accuracy_line(0.25)
     assert line.startswith("said = rule reader v2 (English only): precision ")
-    assert f"on {len(corpus)} labelled messages; 25% of this run's messages unread" in line
+    assert f"on {len(corpus)} labelled messages (kappa " in line
+    held = [m for m in corpus if m.category == "local_model"]
+    assert f"on the {len(held)} of them labelled before the rules were tuned" in line
+    assert line.endswith("; 25% of this run's messages unread")
 
 
 # --------------------------------------------------------------------------------------------

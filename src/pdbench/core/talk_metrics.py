@@ -68,7 +68,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pdbench.core.talk_reader import READER_NAME, Reading, read_message
+from pdbench.core.talk_reader import Reading, read_message
 from pdbench.core.types import Action, Message
 
 # What binds a move: no statement, D, C, conditional C.
@@ -320,13 +320,6 @@ def retired_talk_note(columns: Iterable[str]) -> str | None:
         f"talk metrics computed before said and declared were told apart ({old[0]}, ...): "
         "not shown; run `pdbench aggregate RUN_DIR` to recompute them"
     )
-
-
-def reader_note() -> str:
-    """The line naming the message reader next to the talk metrics (the report, the app,
-    `compare`). Issue 29's reader work adds its measured accuracy here, in this one place."""
-    # The measured accuracy of the reader (benchmarks/talk_reader.py) goes on this line.
-    return f"messages read by the {READER_NAME} reader"
 
 
 def _ratio(hits: int, of: int) -> float | None:

@@ -1,7 +1,7 @@
 """The report's talk section (runs with a message channel): per condition and agent, what it
 said (its messages as the partner read them) and what it privately declared, and whether its
 moves followed each, from aggregates.parquet (never recomputed). Labels and readings come from
-`core.talk_metrics.TALK_LABELS`; the reader line from `core.talk_metrics.reader_note`."""
+`core.talk_metrics.TALK_LABELS`; the reader line from `storage.talk_corpus.reader_accuracy_line`."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from pdbench.core.talk_metrics import (
     SAID,
     TALK_LABELS,
     TALK_POOLED_COLUMNS,
-    reader_note,
     retired_talk_note,
 )
 from pdbench.report.format import fmt
 from pdbench.report.markup import text
 from pdbench.report.svg import Point, interval_dots
+from pdbench.storage.talk_corpus import reader_accuracy_line
 
 AGENT_COLORS = {"a": "#3b6fd8", "b": "#e08a1e"}
 # The rates of each table, in order (names after `agent_x_`; labels in TALK_LABELS).
@@ -114,7 +114,7 @@ def talk_section(conditions: list[dict[str, Any]]) -> str:
         "when the other player cooperated in that round and void (not counted) when it "
         "defected. Moves are the chosen ones, before execution noise. Each rate is pooled "
         "over the condition's games (counts shown as <i>of n</i>), with a 95% interval that "
-        f"keeps the game as the unit. {text(reader_note())}.</p>"
+        f"keeps the game as the unit. {text(reader_accuracy_line())}.</p>"
         f"{_table(talking, SAID_RATES, 'Said (as the partner read it)')}"
         f"{_table(talking, DECLARED_RATES, 'Declared (private intention)')}"
         f"{chart}</section>"

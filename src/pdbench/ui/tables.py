@@ -25,11 +25,11 @@ from pdbench.core.talk_metrics import (
     SAID,
     TALK_COLUMNS,
     TALK_LABELS,
-    reader_note,
     retired_talk_note,
 )
 from pdbench.storage.aggregate import series_cell
 from pdbench.storage.record.fields import ROUND_INDEX, side_field
+from pdbench.storage.talk_corpus import reader_accuracy_line
 from pdbench.ui.podium import PodiumStep, podium_medals
 from pdbench.ui.style import Player, medal
 
@@ -226,7 +226,7 @@ def _talked(rows: pd.DataFrame) -> bool:
 
 def talk_note(aggregates: pd.DataFrame, condition: str) -> str | None:
     """The line shown beside the talk metrics of a condition whose agents talked: which
-    reading is which and the reader used (`core.talk_metrics.reader_note`), or that the
+    reading is which and the reader used (`storage.talk_corpus.reader_accuracy_line`), or that the
     aggregates hold the talk metrics' old names; None when nobody talked."""
     rows = aggregates[aggregates["condition"] == condition]
     retired = retired_talk_note(aggregates.columns)
@@ -236,7 +236,7 @@ def talk_note(aggregates: pd.DataFrame, condition: str) -> str | None:
         return None
     return (
         f"Talk: *{SAID}* is the message text as the other player saw it; *{DECLARED}* is the "
-        f"agent's structured intention, never shown to the other player. {reader_note()}."
+        f"agent's structured intention, never shown to the other player. {reader_accuracy_line()}."
     )
 
 

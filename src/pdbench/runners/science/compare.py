@@ -23,7 +23,6 @@ from pdbench.core.rounds_display import is_round_metric, metric_label, shown_val
 from pdbench.core.talk_metrics import (
     DECLARED,
     RETIRED_TALK_METRICS,
-    reader_note,
     talk_metric_reading,
 )
 from pdbench.errors import RunError
@@ -33,6 +32,7 @@ from pdbench.storage.parquet import numeric_columns, read_checked_rows
 from pdbench.storage.run_dir import read_manifest
 from pdbench.storage.schema import AGGREGATES_FILE, aggregates_arrow_schema
 from pdbench.storage.strategy_fit import write_table
+from pdbench.storage.talk_corpus import reader_accuracy_line
 
 COMPARISONS_FILE = "comparisons.parquet"
 DEFAULT_METRIC = "agent_a_cooperation_rate"
@@ -179,7 +179,7 @@ def _talk_note(metric: str) -> list[str]:
         return []
     if reading == DECLARED:
         return [f"({reading})"]
-    return [f"({reading + '; ' if reading else ''}{reader_note()})"]
+    return [f"({reading + '; ' if reading else ''}{reader_accuracy_line()})"]
 
 
 def comparison_table(rows: list[dict[str, Any]]) -> str:
