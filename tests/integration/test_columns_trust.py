@@ -18,7 +18,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from tests.support.cli import run_in_process
+from tests.support.cli import run_in_process, run_uncaptured
 from tests.support.configs import experiment, llm, policy, write_config
 
 from pdbench.storage.record import columns, writer
@@ -186,31 +186,10 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         ("more", {"run_id": "mine", "seed": 5}, 4),
     ):
         cfg = _config(tmp, name, 30, reps, "columns", **run)
-        code, err = _quiet(["run", str(cfg), "-o", str(tmp / name)])
+        code, err = run_uncaptured(["run", str(cfg), "-o", str(tmp / name)])
         assert code == 0, err
         runs[name] = tmp / name
     return runs
-
-
-def _quiet(args: list[str]) -> tuple[int, str]:
-    """`pdbench ARGS` in this process, outside any test's capture: (exit code, stderr)."""
-    import contextlib
-    import io
-    import sys
-
-    from pdbench import cli
-
-    err = io.StringIO()
-    old, sys.argv = sys.argv, ["pdbench", *args]
-    try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
-            cli.main()
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    finally:
-        sys.argv = old
-    return code, err.getvalue()
 
 
 def _damaged_copy(finished: dict[str, Path], tmp_path: Path, how: str) -> tuple[Path, Path]:

@@ -15,19 +15,36 @@ import pytest
 
 def run_in_process(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     """`pdbench ARGS` through `pdbench.cli.main` in this process: (exit code, stdout, stderr)."""
+    code = _main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_uncaptured(args: list[str]) -> tuple[int, str]:
+    """`pdbench ARGS` in this process outside any test's capture (e.g. in a module fixture):
+    (exit code, stderr); stdout is dropped."""
+    import contextlib
+    import io
+
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        code = _main(args)
+    return code, err.getvalue()
+
+
+def _main(args: list[str]) -> int:
+    """`pdbench.cli.main` with these arguments: its exit code."""
     from pdbench import cli
 
     old = sys.argv
     sys.argv = ["pdbench", *args]
     try:
         cli.main()
-        code = 0
+        return 0
     except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
+        return exc.code if isinstance(exc.code, int) else 1
     finally:
         sys.argv = old
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def cli_env() -> dict[str, str]:
