@@ -38,7 +38,9 @@ from pdbench.storage.record.fields import (
 from pdbench.storage.record.parts import (
     PART_PREFIX,
     PART_SUFFIX,
+    ROW_GROUP_ROWS_ENV,
     part_paths,
+    rows_from_env,
 )
 
 GAMES_KEY = b"pdbench.games"
@@ -139,7 +141,7 @@ def write_part(
         pq.write_table(
             table,
             tmp,
-            row_group_size=ROW_GROUP_ROWS,
+            row_group_size=rows_from_env(ROW_GROUP_ROWS_ENV, ROW_GROUP_ROWS),
             compression="zstd",
             use_dictionary=True,
             write_statistics=["condition", "replicate"],

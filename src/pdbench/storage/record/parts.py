@@ -3,12 +3,19 @@ the parts' names and their order (see `columns`)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+from pdbench.errors import RunError
 from pdbench.storage.schema import ROUNDS_COLUMNS_DIR
 
 PART_PREFIX = "part-"
 PART_SUFFIX = ".parquet"
+# Test knobs: the kill fuzzer (tests/support/kill_fuzz.py) shrinks parts and row groups in a
+# `pdbench` subprocess, so small runs write many parts and games longer than a row group. Unset,
+# the defaults (writer.PART_ROUNDS, columns.ROW_GROUP_ROWS) hold.
+PART_ROUNDS_ENV = "PDBENCH_PART_ROUNDS"
+ROW_GROUP_ROWS_ENV = "PDBENCH_ROW_GROUP_ROWS"
 
 
 def columns_dir(run_dir: Path) -> Path:
@@ -36,3 +43,13 @@ def part_number(path: Path) -> int:
 def has_columns(run_dir: Path) -> bool:
     """Whether the run directory holds rounds in columns."""
     return bool(part_paths(run_dir))
+
+
+def rows_from_env(name: str, default: int) -> int:
+    """$NAME as a positive number of rows (a test knob, see PART_ROUNDS_ENV), else `default`."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    if not (raw.isascii() and raw.isdigit() and int(raw) > 0):
+        raise RunError(f"{name}: must be a positive number of rows (got {raw!r})")
+    return int(raw)
