@@ -63,10 +63,12 @@ class Design:
     n_rounds: int
     replicates: int
     shards: int = 1
+    long_rounds: int | None = None  # the second condition's games, when they are to differ
 
     @property
     def name(self) -> str:
-        return f"{self.mode}/{self.n_rounds}x{self.replicates}" + (
+        rounds = f"{self.n_rounds}+{self.long_rounds}" if self.long_rounds else str(self.n_rounds)
+        return f"{self.mode}/{rounds}x{self.replicates}" + (
             f"/shards{self.shards}" if self.shards > 1 else ""
         )
 
@@ -116,11 +118,16 @@ def write_config(directory: Path, design: Design, seed: int) -> Path:
             "conditions": [
                 {"name": n, "agent_a": {"type": "policy", "policy": a}}
                 | {"agent_b": {"type": "policy", "policy": b}}
-                for n, a, b in CONDITIONS
+                | (
+                    {"horizon": {"type": "fixed", "n_rounds": design.long_rounds}}
+                    if i and design.long_rounds
+                    else {}
+                )
+                for i, (n, a, b) in enumerate(CONDITIONS)
             ],
         },
     }
-    path = directory / f"{design.mode}-{design.n_rounds}x{design.replicates}.yaml"
+    path = directory / f"{design.name.replace('/', '-')}.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     return path
 
