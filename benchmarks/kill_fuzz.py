@@ -83,6 +83,12 @@ def main() -> None:
                         f"{' | '.join(result.differences)}"
                     )
                 seed += 1
+                if (seed - args.seed) % 25 == 0:
+                    print(
+                        f"... {seed - args.seed} cases, {time.monotonic() - began:.0f} s: kills "
+                        f"{dict(kills)}, cases that differ {len(failures)}",
+                        flush=True,
+                    )
     finally:
         shutil.rmtree(base, ignore_errors=True)
     elapsed = time.monotonic() - began
