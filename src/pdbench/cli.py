@@ -382,6 +382,24 @@ def main() -> None:
     except KeyboardInterrupt:
         err("interrupted")
         sys.exit(130)
+    except BrokenPipeError:  # output piped into a command that stopped reading (head)
+        sys.stderr.close()
+        sys.exit(1)
+    except OSError as exc:  # a path the system refuses (too long, unreadable, ...)
+        if debug:
+            raise
+        err(os_error_line(exc))
+        sys.exit(2)
+
+
+def os_error_line(exc: OSError) -> str:
+    """An operating system error as one line: the path (cut to 100 characters) and why."""
+    why = exc.strerror or str(exc)
+    if exc.filename is None:
+        return f"error: {why}"
+    name = str(exc.filename)
+    shown = name if len(name) <= 100 else f"{name[:97]}..."
+    return f"{shown}: {why}"
 
 
 def __getattr__(name: str) -> Any:

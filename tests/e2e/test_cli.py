@@ -271,7 +271,9 @@ def probe_imports(args: list[str], cwd: Path) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
-    "args", [["--help"], ["validate", "configs/experiment.yaml"]], ids=["help", "validate"]
+    "args",
+    [["--help"], ["validate", "configs/experiment.yaml"], ["validate", "configs/talk.yaml"]],
+    ids=["help", "validate", "validate_talk"],  # talk: the plan counts the messages too
 )
 def test_help_and_validate_do_not_import_heavy_libraries(args: list[str]) -> None:
     result = probe_imports(args, REPO)
@@ -281,7 +283,7 @@ def test_help_and_validate_do_not_import_heavy_libraries(args: list[str]) -> Non
         for command in ("validate", "run", "aggregate", "ui"):
             assert command in result["stdout"]
     else:
-        assert "configs/experiment.yaml: valid" in result["stdout"]
+        assert f"{args[1]}: valid" in result["stdout"]
 
 
 def test_import_probe_detects_heavy_libraries(smoke: dict[str, Any]) -> None:
@@ -303,3 +305,20 @@ def test_tournament_imports_pyarrow_only(tmp_path: Path) -> None:
     assert result["heavy"] == ["pyarrow"]
     leaderboard = pd.read_parquet(tmp_path / "out" / "leaderboard.parquet")
     assert len(leaderboard) == len(config["tournament"]["players"])
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["aggregate"], ["profile"], ["report"], ["resume"], ["compare", "--across-runs"]],
+)
+def test_a_directory_name_the_system_refuses_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str]
+) -> None:
+    """A name longer than the file system allows (ENAMETOOLONG) is one line, exit 2."""
+    from tests.support.cli import run_in_process
+
+    name = str(tmp_path / ("a" * 300))
+    code, _, err = run_in_process([*args, name, *([name] if "compare" in args else [])], capsys)
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "File name too long" in lines[0] and "Traceback" not in err

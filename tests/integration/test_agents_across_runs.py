@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -207,3 +208,128 @@ def test_the_strategy_card_is_the_profile_commands(runs: dict[str, Path]) -> Non
     assert friday.card is None and friday.card_note.startswith(
         "no strategy card: run `pdbench profile "
     )
+
+
+def _set_keys(run_dir: Path, **manifest: Any) -> None:
+    """These keys set in the run's manifest."""
+    path = run_dir / "run_manifest.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), **manifest}), encoding="utf-8")
+
+
+def _copy(run_dir: Path, target: Path, **manifest: Any) -> Path:
+    """A copy of `run_dir` (as `cp -r`), with these manifest keys set."""
+    shutil.copytree(run_dir, target)
+    _set_keys(target, **manifest)
+    return target
+
+
+def _started(run_dir: Path) -> str:
+    """The start time as the message gives it: the manifest's UTC stamp to the second."""
+    stamp = json.loads((run_dir / "run_manifest.json").read_text())["started_at_utc"]
+    assert stamp.endswith("+00:00")
+    return f"{stamp[:10]} {stamp[11:19]} UTC"
+
+
+@pytest.mark.parametrize("order", [("monday", "copy"), ("copy", "monday", "friday")])
+def test_a_copy_of_a_run_is_named_as_the_same_run(
+    runs: dict[str, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    order: tuple[str, ...],
+) -> None:
+    paths = {**runs, "copy": _copy(runs["monday"], tmp_path / "backup")}
+    code, out, err = run_in_process(
+        ["compare", *(str(paths[k]) for k in order), "--across-runs"], capsys
+    )
+    assert code == 2, (out, err)
+    first, other = (paths[k] for k in order if k in ("monday", "copy"))
+    assert err.strip().splitlines() == [
+        f"{first} and {other}: both directories hold the same run (run_id monday, started "
+        f"{_started(runs['monday'])}); --across-runs compares different runs"
+    ]
+
+
+def test_another_start_time_is_another_run(
+    runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One run_id started twice (a run made again into another directory) is two runs."""
+    again = _copy(runs["monday"], tmp_path / "again", started_at_utc="2031-01-01T00:00:00+00:00")
+    code, out, err = run_in_process(
+        ["compare", str(runs["monday"]), str(again), "--across-runs", "--agent", "TFT"], capsys
+    )
+    assert code == 0, err
+    assert "agent TFT" in out
+
+
+def _truncate_aggregates(run_dir: Path) -> None:
+    with open(run_dir / "aggregates.parquet", "r+b") as fh:
+        fh.truncate(2000)
+
+
+def _break_config(run_dir: Path) -> None:
+    config = json.loads((run_dir / "run_manifest.json").read_text())["config"]
+    config["experiment"]["conditions"][0]["agent_a"] = 5  # not an agent's config
+    _set_keys(run_dir, config=config)
+
+
+DAMAGE = {
+    "truncated aggregates": (_truncate_aggregates, "aggregates.parquet: not a readable Parquet"),
+    "no aggregates": (lambda d: (d / "aggregates.parquet").unlink(), ": no aggregates.parquet"),
+    "garbled manifest": (
+        lambda d: (d / "run_manifest.json").write_text("{garbled"),
+        "run_manifest.json: not valid JSON",
+    ),
+    "no manifest": (lambda d: (d / "run_manifest.json").unlink(), "not a pdbench experiment"),
+    "config of the wrong shape": (_break_config, "run_manifest.json: not a manifest pdbench"),
+    "newer manifest": (
+        lambda d: _set_keys(d, schema_version=99),
+        "run_manifest.json: written with schema_version 99",
+    ),
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGE.values(), ids=DAMAGE.keys())
+def test_a_damaged_run_costs_one_line(
+    runs: dict[str, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    damage: tuple[Any, str],
+) -> None:
+    """scan_runs (the Agents tab) leaves out the damaged run with one line naming it and keeps
+    the others; `compare --across-runs` refuses with that line, exit 2."""
+    damaged = _copy(runs["friday"], tmp_path / "damaged", run_id="other", seed=99)
+    damage[0](damaged)
+    healthy, _ = scan_runs([runs["monday"], runs["friday"]])
+    appearances, problems = scan_runs([runs["monday"], damaged, runs["friday"]])
+    assert [a.key for a in appearances] == [a.key for a in healthy]
+    assert len(problems) == 1 and str(damaged) in problems[0] and damage[1] in problems[0]
+    assert "\n" not in problems[0]
+    code, out, err = run_in_process(
+        ["compare", str(runs["monday"]), str(damaged), "--across-runs"], capsys
+    )
+    assert code == 2, (out, err)
+    assert err.strip().splitlines() == problems
+
+
+def test_a_copy_is_counted_once_in_a_scan(runs: dict[str, Path], tmp_path: Path) -> None:
+    copy = _copy(runs["monday"], tmp_path / "backup")
+    healthy, _ = scan_runs([runs["monday"], runs["friday"]])
+    appearances, problems = scan_runs([runs["monday"], runs["friday"], copy])
+    assert [(a.key, a.run_label) for a in appearances] == [
+        (a.key, a.run_label) for a in healthy
+    ]  # nor does the copy change monday's label
+    assert problems == [
+        f"{copy}: the same run as {runs['monday']} (run_id monday, started "
+        f"{_started(runs['monday'])}); counted once"
+    ]
+
+
+def test_a_directory_name_too_long_is_one_line(
+    runs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    long = runs["monday"].parent / ("n" * 300)  # one name past NAME_MAX (255)
+    code, out, err = run_in_process(
+        ["compare", str(runs["monday"]), str(long), "--across-runs"], capsys
+    )
+    assert code == 2, (out, err)
+    assert err.strip().splitlines() == [f"{long}: cannot be read (File name too long)"]

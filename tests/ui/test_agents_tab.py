@@ -4,6 +4,8 @@ prints; a third one facing another design named as such, with no difference."""
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -74,3 +76,46 @@ def test_two_agents_from_two_runs_side_by_side(
     assert len(at.table) == 2  # the side by side (now three columns) and one difference table
     assert len(at.table[0].value.columns) == 3
     assert any("designs differ (noise 0.0 vs 0.1)" in w.value for w in at.warning)
+
+
+def test_a_damaged_run_and_a_copy_cost_one_line_each(
+    two_runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Besides monday and friday: a run whose aggregates.parquet is cut short, one whose
+    manifest is garbled, a directory that is not a run, and a copy of monday (the same run
+    twice). The two runs' agents are listed as without them, one line for each of the others."""
+    shutil.copytree(two_runs / "data", tmp_path / "data")
+    runs = tmp_path / "data" / "runs"
+    broken = runs / "broken"
+    shutil.copytree(runs / "friday", broken)
+    manifest = json.loads((broken / "run_manifest.json").read_text())
+    manifest.update(run_id="broken", started_at_utc="2031-01-01T00:00:00+00:00")
+    (broken / "run_manifest.json").write_text(json.dumps(manifest))
+    with open(broken / "aggregates.parquet", "r+b") as fh:
+        fh.truncate(2000)
+    shutil.copytree(runs / "friday", runs / "garbled")
+    (runs / "garbled" / "run_manifest.json").write_text("{garbled")
+    (runs / "notes").mkdir()
+    (runs / "notes" / "todo.txt").write_text("not a run")
+    shutil.copytree(runs / "monday", runs / "monday_backup")
+    monkeypatch.chdir(tmp_path)
+    at = show_tab(make_app().run(), AGENTS)
+    assert not at.exception, [e.value for e in at.exception]
+    agents = at.dataframe[0].value
+    coop = agents[agents["agent"].str.startswith("mock-persona-v1[cooperative] · prompt ")]
+    assert list(coop["runs"]) == ["friday, monday"] and list(coop["appearances"]) == [3]
+    warnings = [w.value for w in at.warning]
+    assert all("\n" not in w for w in warnings), warnings
+    assert len(warnings) == 3, warnings  # the directory without a manifest is not a run
+    assert any(
+        f"{(runs / 'garbled').resolve()}/run_manifest.json: not valid JSON" in w for w in warnings
+    ), warnings
+    assert any(
+        f"{broken.resolve()}/aggregates.parquet: not a readable Parquet file" in w for w in warnings
+    ), warnings
+    assert any(
+        f"{(runs / 'monday_backup').resolve()}: the same run as {(runs / 'monday').resolve()}" in w
+        for w in warnings
+    ), warnings
+    picked = at.multiselect(key="ag_picked").value  # the default pair still: monday, friday
+    assert [k.split("@")[0] for k in picked] == ["monday", "friday"]

@@ -318,10 +318,9 @@ def test_every_agent_option_builds_a_valid_config(tmp_path: Path) -> None:
 
 
 def test_new_run_dirs_do_not_collide(tmp_path: Path) -> None:
-    first = launcher.new_run_dir(tmp_path)
-    first.mkdir()
+    first = launcher.new_run_dir(tmp_path)  # made (see test_run_dirs.py for the same second)
     second = launcher.new_run_dir(tmp_path)
-    assert second != first and second.name.startswith(first.name)
+    assert first.is_dir() and second.is_dir() and second != first
 
 
 def test_payoff_editor_round_trip_and_errors() -> None:

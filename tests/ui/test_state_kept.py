@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from streamlit.testing.v1 import AppTest
 from tests.ui.sample import make_tournament
 from tests.ui.test_app import APP, RUN, TOURNAMENT, VIEW, assert_clean, make_app, show_tab
@@ -132,3 +133,49 @@ def test_a_session_without_a_view_in_its_url_keeps_what_is_set(sample_run: Path)
     at.run()
     assert_clean(at)
     assert at.query_params["tab"] == "run"
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"tab": "view", "run": "\x00", "cond": "TFT_vs_ALLD"}, "run"),
+        ({"tab": "replay", "run": "loop1/x"}, "run"),  # a symlink loop
+        ({"tab": "tournament", "tournament": "\x00"}, "tournament"),
+        ({"tab": "evolution", "evolution": "loop1"}, "evolution"),
+    ],
+)
+def test_a_link_naming_an_unreadable_path_gets_one_note(
+    sample_run: Path, params: dict[str, str], field: str
+) -> None:
+    Path("loop1").symlink_to("loop2")
+    Path("loop2").symlink_to("loop1")
+    make_tournament(Path("data/tournaments/one"), ["TFT", "ALLD"], run_id="one")
+    at = make_app(sample_run)
+    at.query_params.update(params)
+    at.run()
+    assert_clean(at)
+    notes = [i.value for i in at.info if "The link's" in i.value]
+    assert len(notes) == 1 and "\n" not in notes[0], notes
+    assert notes[0].startswith(f"The link's {field}=")
+    assert "is not a path that can be read" in notes[0]
+
+
+@pytest.mark.parametrize(
+    ("typed", "problem"),
+    [
+        ("\x00", "not a path that can be read"),
+        ("n" * 300, "cannot be read (File name too long"),  # one name past NAME_MAX (255)
+        ("loop1", "not a path that can be read"),
+    ],
+)
+def test_a_typed_path_that_cannot_be_read_is_refused_in_one_line(typed: str, problem: str) -> None:
+    Path("loop1").symlink_to("loop2")
+    Path("loop2").symlink_to("loop1")
+    make_tournament(Path("data/tournaments/one"), ["TFT", "ALLD"], run_id="one")
+    at = show_tab(app(), TOURNAMENT)
+    before = list(at.selectbox(key="tn_dir").options)
+    at.text_input(key="tn_path").set_value(typed).run()
+    assert not at.exception, [e.value for e in at.exception]
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1 and problem in errors[0] and "\n" not in errors[0], errors
+    assert list(at.selectbox(key="tn_dir").options) == before

@@ -125,6 +125,48 @@ def test_paths() -> None:
     assert decode_path("/tmp/r", CWD) == "/tmp/r"
 
 
+UNREADABLE_PATHS = {
+    "NUL byte": "\x00",
+    "NUL inside": "data/runs/a\x00b",
+    "unknown home": "~no_such_user_pdbench/runs/x",
+    "symlink loop": "loop1",  # made by the test under its working directory
+    "loop inside": "loop1/x",
+}
+
+
+@pytest.mark.parametrize("field", ["run", "tournament", "evolution"])
+@pytest.mark.parametrize("value", UNREADABLE_PATHS.values(), ids=UNREADABLE_PATHS.keys())
+def test_a_path_that_cannot_be_resolved_is_a_bad_value(
+    field: str, value: str, tmp_path: Path
+) -> None:
+    (tmp_path / "loop1").symlink_to("loop2")
+    (tmp_path / "loop2").symlink_to("loop1")
+    params = {field: value, "tab": "view", "round": "4"}
+    parsed, notes = parse(params, TABS, tmp_path)
+    assert parsed == View(tab="view", round=4)  # the other values are still read
+    assert len(notes) == 1 and "\n" not in notes[0]
+    assert notes[0].startswith(f"The link's {field}=")
+    assert "is not a path that can be read: showing" in notes[0]
+
+
+def test_a_bad_run_path_takes_its_game_along(tmp_path: Path) -> None:
+    """The condition and replicate belong to the run the link could not name: not read, and
+    no further note on them (as for a run that no longer exists)."""
+    parsed, notes = parse({"run": "\x00", "cond": "TFT", "rep": "x", "zoom": "1-5"}, TABS, CWD)
+    assert parsed == View(zoom=(1, 5))
+    assert notes == [
+        "The link's run='\\x00' is not a path that can be read: showing the first run listed."
+    ]
+
+
+def test_a_long_value_is_cut_in_its_note() -> None:
+    value = "9" * 6000
+    _, notes = parse({"rep": "x" + value}, TABS, CWD)
+    assert len(notes) == 1
+    assert len(notes[0]) < 200 and "…" in notes[0]
+    assert notes[0].startswith("The link's rep='x999")
+
+
 def test_the_parameters_of_others_are_kept() -> None:
     current = {
         "tab": ["view"],

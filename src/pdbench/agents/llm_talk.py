@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from pdbench.agents.providers.base import CallTag, CompletionRequest
 from pdbench.core.rng import Purpose, counter_bits
-from pdbench.core.talk import clip_text
+from pdbench.core.talk import clip_text, quote_message
 from pdbench.core.types import Action, Attempt, Observation, SeenMessage, Utterance
 
 if TYPE_CHECKING:
@@ -50,14 +50,26 @@ def message_instruction(labels: tuple[str, str]) -> str:
 
 
 def messages_block(messages: Sequence[SeenMessage]) -> str:
-    """The messages an agent can see, as lines of its prompt (rounds numbered from 1)."""
+    """The messages an agent can see, as lines of its prompt (rounds numbered from 1): one line
+    each, the text quoted and escaped (`quote_message`), so a message never reads as the game's
+    history or as instructions."""
     if not messages:
         return "No messages yet."
     lines = [
-        f"- before round {m.round_index + 1}, {'you' if m.mine else 'the other player'}: {m.text}"
+        f"- before round {m.round_index + 1}, {'you' if m.mine else 'the other player'}: "
+        f"{quote_message(m.text)}"
         for m in messages
     ]
     return "Messages (oldest first):\n" + "\n".join(lines)
+
+
+def message_values(obs: Observation, labels: tuple[str, str], max_chars: int) -> dict[str, object]:
+    """The values the message template gets beside the round prompt's (`MESSAGE_FIELDS`)."""
+    return {
+        "messages": messages_block(obs.messages),
+        "max_chars": max_chars,
+        "message_instruction": message_instruction(labels),
+    }
 
 
 def read_reply(text: str, labels: tuple[str, str]) -> tuple[str, Action | None, bool]:
@@ -94,13 +106,7 @@ async def speak(agent: LLMAgent, obs: Observation, turn: int, max_chars: int) ->
     cfg = agent.config
     template = agent.templates.message or DEFAULT_MESSAGE_TEMPLATE
     prompt = agent.round_prompt(
-        obs,
-        template=template,
-        extra={
-            "messages": messages_block(obs.messages),
-            "max_chars": max_chars,
-            "message_instruction": message_instruction(agent.labels),
-        },
+        obs, template=template, extra=message_values(obs, agent.labels, max_chars)
     )
     attempts: list[Attempt] = []
     for index in range(cfg.max_retries + 1):

@@ -191,11 +191,12 @@ def variance_shares(
     resamples: int = 1000,
 ) -> list[VarianceShare]:
     """The share of the variance of `metric` (one value per game) explained by each axis, by
-    their interactions, and left to game-to-game noise; see the module docstring."""
-    kept = [g for g in games if g.get(metric) is not None]
+    their interactions, and left to game-to-game noise; see the module docstring. None and NaN
+    are undefined in a game (left out); an infinite value leaves nothing to split (None)."""
+    kept = [g for g in games if not np.isnan(_number(g.get(metric)))]
     # With one axis the conditions are its values: there is nothing for interactions to hold.
     sources = [*axes, INTERACTIONS, NOISE] if len(axes) > 1 else [*axes, NOISE]
-    if len(kept) < 2:
+    if len(kept) < 2 or any(np.isinf(_number(g[metric])) for g in kept):
         return [VarianceShare(s, None, None, None) for s in sources]
     y = np.array([float(g[metric]) for g in kept])
     groups = [

@@ -90,14 +90,22 @@ def bootstrap_difference(
     condition: np.ndarray,
     rng: np.random.Generator,
     resamples: int = DEFAULT_RESAMPLES,
-) -> tuple[float, float]:
+) -> tuple[float | None, float | None]:
     """95% percentile interval of mean(condition) - mean(baseline), games resampled within
-    each condition."""
+    each condition; None, None when either has no game or a value is NaN or infinite (nothing
+    drawn from the generator then)."""
+    if not (_finite(baseline) and _finite(condition)):
+        return None, None
     b = rng.integers(0, baseline.size, size=(resamples, baseline.size))
     c = rng.integers(0, condition.size, size=(resamples, condition.size))
     diffs = condition[c].mean(axis=1) - baseline[b].mean(axis=1)
     low, high = np.percentile(diffs, [2.5, 97.5])
     return float(low), float(high)
+
+
+def _finite(values: np.ndarray) -> bool:
+    """Whether there is a value and every value is a finite number."""
+    return bool(values.size) and bool(np.isfinite(values).all())
 
 
 def own_interval(values: np.ndarray, bounds: Bounds | None) -> tuple[float | None, float | None]:
@@ -114,7 +122,10 @@ def mover_difference(
     bounds: tuple[Bounds | None, Bounds | None] = (None, None),
 ) -> tuple[float | None, float | None]:
     """Newcombe's (1998) MOVER interval of mean(condition) - mean(baseline) from each
-    condition's own interval (`own_interval`); None when either has none."""
+    condition's own interval (`own_interval`); None when either has none, or a value is NaN or
+    infinite."""
+    if not (_finite(baseline) and _finite(condition)):
+        return None, None
     l0, u0 = own_interval(baseline, bounds[0])
     l1, u1 = own_interval(condition, bounds[1])
     if l0 is None or u0 is None or l1 is None or u1 is None:
@@ -146,7 +157,7 @@ def contrast(
     if base.size >= 2 and cond.size >= 2:
         low, high = bootstrap_difference(base, cond, rng, resamples)
         m_low, m_high = mover_difference(base, cond, bounds)
-        if m_low is not None and m_high is not None:
+        if None not in (low, high, m_low, m_high):
             low, high = min(low, m_low), max(high, m_high)
         p, how = permutation_p_value(base, cond, rng, permutations)
         method = f"hull of bootstrap over games ({resamples}) and MOVER; permutation p {how}"

@@ -700,9 +700,11 @@ def _add_bands(
 
 
 def mean_and_ci95(values: Sequence[float]) -> tuple[float | None, float | None, float | None]:
-    """(mean, lower, upper) of a normal-approximation 95% confidence interval; None when empty."""
+    """(mean, lower, upper) of a normal-approximation 95% confidence interval; None when empty
+    (None and NaN are missing values) or when a value is infinite."""
     arr = np.asarray([v for v in values if v is not None], dtype=np.float64)
-    if arr.size == 0:
+    arr = arr[~np.isnan(arr)]
+    if arr.size == 0 or np.isinf(arr).any():
         return None, None, None
     mean = float(arr.mean())
     if arr.size == 1:

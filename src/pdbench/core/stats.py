@@ -40,6 +40,9 @@ each kind its method (the manifest records the method of every metric; the repor
   games - 1 degrees of freedom the interval over-covered, 99-100% at 5 games; with the normal
   quantile it covered 91.5% where visits per game vary a lot).
 - 1 game, or none: no interval (null), whatever the kind.
+- NaN in a game's values means undefined there (left out); an infinite value cannot be bounded:
+  no interval for that metric (and a NaN or infinite count, or no trial, given to the Wilson
+  intervals directly: none either, never an interval clamped into [0, 1]).
 
 Every interval is then clipped to the metric's feasible range (core.metrics.feasible_range);
 `clip` says whether it was.
@@ -159,11 +162,20 @@ def expanded_tail(n: int, level: float = LEVEL) -> float:
     return NormalDist().cdf(-math.sqrt(n / (n - 1)) * t_quantile(1.0 - alpha, n - 1))
 
 
+def _countable(successes: float, trials: float) -> bool:
+    """Whether successes / trials can be bounded: both finite numbers and at least one trial
+    (NaN, an infinity or no trial: no interval, never one clamped into [0, 1])."""
+    return math.isfinite(successes) and math.isfinite(trials) and trials > 0
+
+
 def wilson_interval(
     successes: float, trials: float, level: float = LEVEL, quantile: float | None = None
-) -> tuple[float, float]:
+) -> tuple[float | None, float | None]:
     """Wilson score interval of successes / trials (trials may be an effective, non-integer
-    number); `quantile` replaces the normal quantile of the level when given."""
+    number); `quantile` replaces the normal quantile of the level when given. None, None when
+    a count is NaN or infinite or there is no trial."""
+    if not _countable(successes, trials):
+        return None, None
     z = NormalDist().inv_cdf(0.5 + level / 2.0) if quantile is None else quantile
     p = min(1.0, max(0.0, successes / trials))
     z2n = z * z / trials
@@ -174,10 +186,13 @@ def wilson_interval(
 
 def wilson_cc_interval(
     successes: float, trials: float, level: float = LEVEL
-) -> tuple[float, float]:
+) -> tuple[float | None, float | None]:
     """Wilson score interval with continuity correction (Newcombe 1998, method 4) of
     successes / trials: at 5-25 trials its coverage stays at or above 95.7% for every true share
-    from 5% to 95% (computed exactly), where the plain Wilson interval dips to 89.6%."""
+    from 5% to 95% (computed exactly), where the plain Wilson interval dips to 89.6%. None,
+    None when a count is NaN or infinite or there is no trial."""
+    if not _countable(successes, trials):
+        return None, None
     z = NormalDist().inv_cdf(0.5 + level / 2.0)
     n = trials
     p = min(1.0, max(0.0, successes / trials))
@@ -206,9 +221,12 @@ def clip(
 def t_interval(
     values: Sequence[float] | np.ndarray, bounds: Bounds | None = None, level: float = LEVEL
 ) -> tuple[float | None, float | None]:
-    """Student-t interval of the mean (None for fewer than 2 values), clipped to bounds."""
+    """Student-t interval of the mean (None for fewer than 2 values, NaN being undefined and
+    left out; None with an infinite value), clipped to bounds."""
     arr = np.asarray(values, dtype=np.float64)
     arr = arr[~np.isnan(arr)]
+    if np.isinf(arr).any():
+        return None, None
     k = arr.size
     if k < 2:
         return None, None
@@ -222,13 +240,18 @@ def constant_interval(
     value: float, n: int, bounds: Bounds | None, level: float = LEVEL
 ) -> tuple[float | None, float | None]:
     """The interval of a mean when all n >= 2 games gave `value`: the Wilson interval of the
-    value as a share of the bounded range; the value on a one-point range; None unbounded."""
+    value as a share of the bounded range; the value on a one-point range; None unbounded, and
+    None for a NaN or infinite value or no game."""
+    if not (math.isfinite(value) and n > 0):
+        return None, None
     if bounds is None or not (math.isfinite(bounds[0]) and math.isfinite(bounds[1])):
         return None, None
     low, high = bounds
     if high <= low:
         return value, value
     share_low, share_high = wilson_interval((value - low) / (high - low) * n, n, level)
+    if share_low is None or share_high is None:
+        return None, None
     return low + share_low * (high - low), low + share_high * (high - low)
 
 
@@ -290,8 +313,10 @@ def clipped_mean_intervals(
     limits = list(bounds) if bounds is not None else [None] * n_cols
     low_values = np.where(defined, values, np.inf).min(axis=0, initial=np.inf)
     high_values = np.where(defined, values, -np.inf).max(axis=0, initial=-np.inf)
+    # a column holding an infinity has no interval (its smallest or largest value is infinite)
+    bounded = np.isfinite(low_values) & np.isfinite(high_values)
     constant = (counts >= 2) & (low_values == high_values)
-    big = np.flatnonzero((counts >= SMALL_SAMPLE_GAMES) & ~constant)
+    big = np.flatnonzero((counts >= SMALL_SAMPLE_GAMES) & ~constant & bounded)
     with np.errstate(all="ignore"):
         filled = np.where(defined, values, 0.0)
         mean = filled.sum(axis=0) / counts
@@ -317,7 +342,8 @@ def clipped_mean_intervals(
     was_clipped = (clipped_low != low) | (clipped_high != high)
     # As Python numbers at once (`tolist`: the same floats, ints and bools, without a NumPy
     # scalar per cell: the bands have a column per round).
-    known, same, lowest = counts.tolist(), constant.tolist(), low_values.tolist()
+    known = np.where(bounded, counts, 0).tolist()  # unbounded: as if no game had a value
+    same, lowest = constant.tolist(), low_values.tolist()
     lows, highs, clipped = clipped_low.tolist(), clipped_high.tolist(), was_clipped.tolist()
     out: list[tuple[float | None, float | None, bool]] = []
     # constant columns repeat (the per-round series: a value, a number of games and a range
@@ -360,7 +386,8 @@ def ratio_interval(
     numerators: np.ndarray, denominators: np.ndarray, level: float = LEVEL
 ) -> tuple[float | None, float | None]:
     """Kind `pooled_ratio`: interval of sum(numerators) / sum(denominators) over games (a
-    ratio in [0, 1]) with the games as clusters; None for fewer than 2 games with visits."""
+    ratio in [0, 1]) with the games as clusters; None for fewer than 2 games with visits, or a
+    NaN or infinite count in a game with visits."""
     num = np.asarray(numerators, dtype=np.float64)
     den = np.asarray(denominators, dtype=np.float64)
     has = den > 0
@@ -368,6 +395,8 @@ def ratio_interval(
     if games < 2:
         return None, None
     num, den = num[has], den[has]
+    if not (np.isfinite(num).all() and np.isfinite(den).all()):
+        return None, None  # an infinite or NaN count: nothing to bound
     visits = float(den.sum())
     ratio = float(num.sum()) / visits
     variance = games / (games - 1) * float(((num - ratio * den) ** 2).sum()) / visits**2

@@ -472,6 +472,8 @@ def share_intervals(
     for position, member in enumerate(data.members):
         share = float(phi0[0, position])
         floor_low, floor_high = wilson_interval(share * n, n, level)
+        if floor_low is None or floor_high is None:  # a NaN share: no interval (NaN)
+            continue
         low[member] = min(float(boot_low[position]), floor_low)
         high[member] = max(float(boot_high[position]), floor_high)
     return low, high

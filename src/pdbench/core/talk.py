@@ -133,6 +133,26 @@ def clip_text(text: str, max_chars: int) -> str:
     return text if len(text) <= max_chars else text[:max_chars]
 
 
+# What `quote_message` escapes: the quote, the backslash, every control character (Unicode
+# category Cc: U+0000-U+001F and U+007F-U+009F, so NUL, tab, newline, CR, ESC, DEL, NEL) and the
+# line and paragraph separators (U+2028, U+2029: categories Zl and Zp); short forms where JSON
+# has them, else \uXXXX.
+_TO_ESCAPE = re.compile(r'["\\\x00-\x1f\x7f-\x9f\u2028\u2029]')
+_SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(found: re.Match[str]) -> str:
+    char = found.group()
+    return _SHORT_ESCAPES.get(char) or f"\\u{ord(char):04x}"
+
+
+def quote_message(text: str) -> str:
+    """A message as another agent's prompt shows it: in double quotes, on one line, its quotes,
+    backslashes, line breaks, tabs and other control characters escaped (a JSON string: `json.loads`
+    gives the text back), so no message can pass for a line of the prompt around it."""
+    return '"' + _TO_ESCAPE.sub(_escape, text) + '"'
+
+
 # --------------------------------------------------------------------------------------------
 # Message rules of scripted policies
 

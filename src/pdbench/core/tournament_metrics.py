@@ -119,7 +119,17 @@ def repetition_uncertainty(
     scores: np.ndarray, rng: np.random.Generator | None, resamples: int = DEFAULT_RESAMPLES
 ) -> dict[str, np.ndarray]:
     """Per player: standard error of the mean over repetitions, bootstrap interval of the mean
-    and rank interval (NaN with fewer than 2 repetitions or without a generator)."""
+    and rank interval (NaN with fewer than 2 repetitions or without a generator, and for a
+    player with an infinite score; NaN is a missing score, and so is an infinite one in the
+    others' rank intervals)."""
+    scores = np.asarray(scores, dtype=np.float64)
+    infinite = np.isinf(scores).any(axis=1) if scores.ndim == 2 else np.zeros(0, dtype=bool)
+    if infinite.any():
+        out = repetition_uncertainty(np.where(np.isinf(scores), np.nan, scores), rng, resamples)
+        out = {key: values.astype(np.float64) for key, values in out.items()}
+        for values in out.values():
+            values[infinite] = np.nan
+        return out
     players, reps = scores.shape
     nan = np.full(players, np.nan)
     out = {

@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from html import escape
 from pathlib import Path
 from typing import Any
 
 from pdbench.errors import PdbenchError
 from pdbench.report.experiment import experiment_sections
 from pdbench.report.format import fmt
+from pdbench.report.markup import page_problems, text
 from pdbench.report.svg import GRID, INK, MUTED, Point, interval_dots
 from pdbench.storage.files import write_bytes_atomic
 from pdbench.storage.parquet import numeric_columns, read_checked_rows
@@ -62,15 +62,23 @@ def _page(title: str, subtitle: str, sections: Sequence[str]) -> str:
         if "id='" in s and "<h2>" in s
     ]
     nav = "".join(f"<a href='#{i}'>{h.split(':')[0]}</a>" for i, h in ids)
-    return (
+    html = (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width, initial-scale=1'>"
-        f"<title>{escape(title)}</title><style>{CSS}</style></head><body>"
-        f"<h1>{escape(title)}</h1><p class='muted'>{escape(subtitle)}</p><nav>{nav}</nav>"
+        f"<title>{text(title)}</title><style>{CSS}</style></head><body>"
+        f"<h1>{text(title)}</h1><p class='muted'>{text(subtitle)}</p><nav>{nav}</nav>"
         + "".join(sections)
         + "<p class='note'>Made by <code>pdbench report</code>: every number comes from the "
         "run's artifacts.</p></body></html>"
     )
+    problems = page_problems(html)  # the last line of defence: escaping forgotten somewhere
+    if problems:
+        raise ReportError(
+            f"report.html: markup from the run's artifacts would reach the page "
+            f"({', '.join(dict.fromkeys(problems[:3]))}); report not written (a pdbench bug: "
+            "please report it)"
+        )
+    return html
 
 
 FIXATION_FILE = "fixation.parquet"
@@ -212,7 +220,7 @@ def tournament_report(run_dir: Path) -> str:
         percent=False,
     )
     table = "".join(
-        f"<tr><td>{r['rank']}</td><td>{escape(str(r['player']))}</td>"
+        f"<tr><td>{r['rank']}</td><td>{text(r['player'])}</td>"
         f"<td>{fmt(r['mean_score_per_round'], r.get(lo_key), r.get(hi_key))}</td>"
         f"<td>{_rank_range(r)}</td><td>{r['matches']}</td><td>{r['wins']}/{r['draws']}/{r['losses']}</td>"
         f"<td>{fmt(r['cooperation_rate'], percent=True)}</td></tr>"
@@ -223,7 +231,7 @@ def tournament_report(run_dir: Path) -> str:
     known = [v for v in values.values() if v is not None]
     lo, hi = (min(known), max(known)) if known else (0.0, 1.0)
     heat = "".join(
-        f"<tr><th>{escape(str(a))}</th>"
+        f"<tr><th>{text(a)}</th>"
         + "".join(
             f"<td style='background:{_heat(values.get((a, b)), lo, hi)}'>{fmt(values.get((a, b)))}</td>"
             for b in players
@@ -231,7 +239,7 @@ def tournament_report(run_dir: Path) -> str:
         + "</tr>"
         for a in players
     )
-    head = "".join(f"<th>{escape(str(b))}</th>" for b in players)
+    head = "".join(f"<th>{text(b)}</th>" for b in players)
     sections = [
         f"<section id='leaderboard'><h2>Leaderboard</h2><figure>{chart}</figure><table><tr>"
         "<th>rank</th><th>player</th><th>score per round [95%]</th><th>rank (95%)</th><th>matches</th>"
@@ -258,7 +266,7 @@ def _rank_range(row: dict[str, Any]) -> str:
 def _setup_kv(manifest: dict[str, Any]) -> str:
     keys = ("run_id", "status", "seed", "noise", "repetitions", "strategies", "fixated", "process")
     rows = "".join(
-        f"<tr><th>{k}</th><td>{escape(json.dumps(manifest[k]) if not isinstance(manifest[k], str) else manifest[k])}</td></tr>"
+        f"<tr><th>{k}</th><td>{text(json.dumps(manifest[k]) if not isinstance(manifest[k], str) else manifest[k])}</td></tr>"
         for k in keys
         if k in manifest
     )
@@ -282,7 +290,7 @@ def evolution_report(run_dir: Path) -> str:
         lines.append(f"<polyline points='{path}' fill='none' stroke='{color}' stroke-width='2'/>")
         lines.append(
             f"<text x='{left + plot_w + 10}' y='{top + 14 + 16 * i}' font-size='12' fill='{color}'>"
-            f"■ {escape(str(s))}</text>"
+            f"■ {text(s)}</text>"
         )
     axes = "".join(
         f"<text x='{left - 6}' y='{top + (1 - v) * plot_h + 4:.1f}' font-size='11' text-anchor='end' fill='{MUTED}'>{100 * v:.0f}%</text>"
@@ -299,7 +307,7 @@ def evolution_report(run_dir: Path) -> str:
     )
     fixated = manifest.get("fixated")
     sections = [
-        f"<section id='population'><h2>Population</h2><p>Fixated: <b>{escape(str(fixated or 'none'))}</b></p>"
+        f"<section id='population'><h2>Population</h2><p>Fixated: <b>{text(fixated or 'none')}</b></p>"
         f"<figure>{svg}</figure></section>",
     ]
     fixation = _rows(run_dir / FIXATION_FILE)

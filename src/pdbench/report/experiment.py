@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from functools import partial
-from html import escape
 from typing import Any
 
 from pdbench.core.metrics import (
@@ -19,6 +18,7 @@ from pdbench.core.metrics import (
 from pdbench.core.rounds_display import NUMBERING_NOTE, metric_label, shown_value
 from pdbench.core.stats import METHODS
 from pdbench.report.format import fmt
+from pdbench.report.markup import text
 from pdbench.report.study import axes_section, published_section
 from pdbench.report.svg import Point, band_chart, interval_dots
 from pdbench.report.talk import talk_section
@@ -75,7 +75,7 @@ def interval_methods_note(manifest: dict[str, Any]) -> str:
 def clipped_note(conditions: list[dict[str, Any]]) -> str:
     """Where intervals were clipped to their metric's feasible range, by condition."""
     parts = [
-        f"{escape(str(r['condition']))}: {escape(str(r[CLIPPED_COLUMN]).replace(',', ', '))}"
+        f"{text(r['condition'])}: {text(str(r[CLIPPED_COLUMN]).replace(',', ', '))}"
         for r in conditions
         if r.get(CLIPPED_COLUMN)
     ]
@@ -95,7 +95,7 @@ def cell(row: dict[str, Any], column: str, percent: bool) -> str:
 
 
 def _agents(row: dict[str, Any]) -> str:
-    return f"{escape(str(row['agent_a_name']))} <span class='vs'>vs</span> {escape(str(row['agent_b_name']))}"
+    return f"{text(row['agent_a_name'])} <span class='vs'>vs</span> {text(row['agent_b_name'])}"
 
 
 def setup_section(manifest: dict[str, Any], conditions: list[dict[str, Any]]) -> str:
@@ -123,9 +123,9 @@ def setup_section(manifest: dict[str, Any], conditions: list[dict[str, Any]]) ->
             f"by kind of metric: {interval_methods_note(manifest)}",
         ),
     ]
-    rows = "".join(f"<tr><th>{escape(k)}</th><td>{escape(str(v))}</td></tr>" for k, v in items)
+    rows = "".join(f"<tr><th>{text(k)}</th><td>{text(v)}</td></tr>" for k, v in items)
     conds = "".join(
-        f"<tr><td>{escape(str(r['condition']))}</td><td>{_agents(r)}</td>"
+        f"<tr><td>{text(r['condition'])}</td><td>{_agents(r)}</td>"
         f"<td>{r.get('n_replicates')}</td><td>{fmt(r.get('n_rounds'))}</td></tr>"
         for r in conditions
     )
@@ -158,9 +158,9 @@ def metrics_section(conditions: list[dict[str, Any]]) -> str:
         legend=(("agent A", AGENT_COLORS["a"]), ("agent B", AGENT_COLORS["b"])),
     )
     shown = key_metrics(conditions)
-    head = "".join(f"<th>{escape(label)}</th>" for _, label, _ in shown)
+    head = "".join(f"<th>{text(label)}</th>" for _, label, _ in shown)
     body = "".join(
-        f"<tr><td>{escape(str(r['condition']))}</td><td>{r.get('n_replicates')}</td>"
+        f"<tr><td>{text(r['condition'])}</td><td>{r.get('n_replicates')}</td>"
         + "".join(f"<td>{cell(r, c, pct)}</td>" for c, _, pct in shown)
         + "</tr>"
         for r in conditions
@@ -190,9 +190,9 @@ def _every_metric_table(conditions: list[dict[str, Any]]) -> str:
         and not c.endswith(("_ci_low", "_ci_high"))
         and c != "cooperation_rate_over_time"
     ]
-    head = "".join(f"<th>{escape(str(r['condition']))}</th>" for r in conditions)
+    head = "".join(f"<th>{text(r['condition'])}</th>" for r in conditions)
     body = "".join(
-        f"<tr><th>{escape(metric_label(c))}</th><td>{escape(interval_kind(c))}</td>"
+        f"<tr><th>{text(metric_label(c))}</th><td>{text(interval_kind(c))}</td>"
         + "".join(f"<td>{cell(r, c, False)}</td>" for r in conditions)
         + "</tr>"
         for c in columns
@@ -260,7 +260,7 @@ def memory_one_section(conditions: list[dict[str, Any]]) -> str:
                 + "</figure>"
             )
     fontana = "".join(
-        f"<tr><td>{escape(str(r['condition']))}</td><td>{side.upper()}</td>"
+        f"<tr><td>{text(r['condition'])}</td><td>{side.upper()}</td>"
         + "".join(f"<td>{cell(r, f'agent_{side}_fontana_{d}', False)}</td>" for d in FONTANA)
         + "</tr>"
         for r in conditions
@@ -290,17 +290,17 @@ def strategy_section(fits: list[dict[str, Any]] | None, top: int = 3) -> str:
         rows = sorted(group, key=lambda f: f["rank"])[:top]
         verdict = card_verdict(group)  # not None: no share, the words instead
         lines = "".join(
-            f"<tr><td>{f['rank']}</td><td><b>{escape(f['strategy'])}</b></td>"
+            f"<tr><td>{f['rank']}</td><td><b>{text(f['strategy'])}</b></td>"
             f"<td>{'—' if verdict else fmt(f['share'], f['share_ci_low'], f['share_ci_high'], True)}</td>"
             f"<td>{'-' if f['tremble'] is None else f'{f["tremble"]:.3f}'}</td>"
-            f"<td>{escape(_params(f['parameters']))}</td></tr>"
+            f"<td>{text(_params(f['parameters']))}</td></tr>"
             for f in rows
         )
         name = rows[0]["agent_name"] if rows else ""
-        warning = f"<p class='note'><b>⚠ {escape(verdict)}</b></p>" if verdict else ""
+        warning = f"<p class='note'><b>⚠ {text(verdict)}</b></p>" if verdict else ""
         cards.append(
-            f"<div class='card'><h4>{escape(condition)} · agent {agent.upper()} "
-            f"<span class='muted'>{escape(str(name))}</span></h4>{warning}<table><tr><th>rank</th>"
+            f"<div class='card'><h4>{text(condition)} · agent {text(agent.upper())} "
+            f"<span class='muted'>{text(name)}</span></h4>{warning}<table><tr><th>rank</th>"
             "<th>strategy</th><th>mixture share [95%]</th><th>tremble</th><th>fitted</th></tr>"
             f"{lines}</table></div>"
         )
@@ -327,12 +327,12 @@ def _params(text: str | None) -> str:
 
 def fallback_section(conditions: list[dict[str, Any]]) -> str:
     head = "".join(
-        f"<th>{side.upper()} {escape(label)}</th>"
+        f"<th>{side.upper()} {text(label)}</th>"
         for side in "ab"
         for _, label, _ in FALLBACK_METRICS
     )
     body = "".join(
-        f"<tr><td>{escape(str(r['condition']))}</td>"
+        f"<tr><td>{text(r['condition'])}</td>"
         + "".join(
             f"<td>{cell(r, f'agent_{side}_{c}', pct)}</td>"
             for side in "ab"
@@ -357,15 +357,15 @@ def comparisons_section(rows: list[dict[str, Any]] | None) -> str:
     head = rows[0]
     shown = partial(shown_value, str(head["metric"]))  # a difference of rounds is not shifted
     body = "".join(
-        f"<tr><td>{escape(str(r['condition']))}</td><td>{r['n_condition']}</td>"
+        f"<tr><td>{text(r['condition'])}</td><td>{r['n_condition']}</td>"
         f"<td>{fmt(shown(r['condition_mean']))}</td>"
         f"<td>{fmt(r['difference'], r['ci_low'], r['ci_high'])}</td>"
         f"<td>{fmt(r['p_value'])}</td><td>{fmt(r['p_holm'])}</td></tr>"
         for r in rows
     )
     return (
-        f"<section id='comparisons'><h2>Comparisons: {escape(metric_label(head['metric']))}</h2>"
-        f"<p class='note'>Each condition minus the baseline {escape(str(head['baseline']))!r} "
+        f"<section id='comparisons'><h2>Comparisons: {text(metric_label(head['metric']))}</h2>"
+        f"<p class='note'>Each condition minus the baseline {text(head['baseline'])!r} "
         f"(mean {fmt(shown(head['baseline_mean']))}, {head['n_baseline']} games); bootstrap interval "
         "over games, permutation p-value, Holm-adjusted over the contrasts.</p><table><tr>"
         "<th>condition</th><th>games</th><th>mean</th><th>difference [95%]</th><th>p</th>"

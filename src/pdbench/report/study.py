@@ -5,7 +5,6 @@ run's numbers beside a study's published ones. The statistics come from `pdbench
 
 from __future__ import annotations
 
-from html import escape
 from typing import Any
 
 import numpy as np
@@ -20,6 +19,7 @@ from pdbench.core.axes import (
 from pdbench.core.published import BY_CONDITION, matches, published_value
 from pdbench.core.rng import derive_seed
 from pdbench.report.format import fmt
+from pdbench.report.markup import text
 from pdbench.report.svg import Point, Series, interval_dots, xy_chart
 
 AXIS_METRICS: tuple[tuple[str, str], ...] = (
@@ -76,9 +76,9 @@ def axes_section(manifest: dict[str, Any], aggregates: list[dict[str, Any]]) -> 
         by_value: dict[Any, dict[str, AxisValue]] = {}
         for v in rows:
             by_value.setdefault(v.value, {})[v.metric] = v
-        head = "".join(f"<th>{escape(labels[m])}</th>" for m in metrics)
+        head = "".join(f"<th>{text(labels[m])}</th>" for m in metrics)
         body = "".join(
-            f"<tr><td>{escape(_shown(value))}</td><td>{cells[metrics[0]].games}</td>"
+            f"<tr><td>{text(_shown(value))}</td><td>{cells[metrics[0]].games}</td>"
             + "".join(
                 f"<td>{fmt(cells[m].mean, cells[m].ci_low, cells[m].ci_high, is_share(m))}</td>"
                 for m in metrics
@@ -101,8 +101,8 @@ def axes_section(manifest: dict[str, Any], aggregates: list[dict[str, Any]]) -> 
             "cooperation rate of agent A",
         )
         parts.append(
-            f"<h3>{escape(axis)}</h3><figure>{chart}</figure><div class='scroll'><table><tr>"
-            f"<th>{escape(axis)}</th><th>games</th>{head}</tr>{body}</table></div>"
+            f"<h3>{text(axis)}</h3><figure>{chart}</figure><div class='scroll'><table><tr>"
+            f"<th>{text(axis)}</th><th>games</th>{head}</tr>{body}</table></div>"
         )
     parts.append(_variance_part(manifest, games, axes))
     parts.append("</section>")
@@ -122,7 +122,7 @@ def _variance_part(manifest: dict[str, Any], games: list[dict[str, Any]], axes: 
         "share of the variance",
     )
     body = "".join(
-        f"<tr><td>{escape(s.source)}</td><td>{fmt(s.share, s.ci_low, s.ci_high, True)}</td></tr>"
+        f"<tr><td>{text(s.source)}</td><td>{fmt(s.share, s.ci_low, s.ci_high, True)}</td></tr>"
         for s in shares
     )
     return (
@@ -146,13 +146,13 @@ def published_section(manifest: dict[str, Any], aggregates: list[dict[str, Any]]
     coordinates = {c["name"]: c.get("sweep") or {} for c in manifest.get("conditions") or []}
     parts = [
         "<section id='published'><h2>Published numbers</h2>"
-        f"<p><b>{escape(published['study'])}</b>. <span class='note'>Source: "
-        f"{escape(published['source'])}.</span></p>"
+        f"<p><b>{text(published['study'])}</b>. <span class='note'>Source: "
+        f"{text(published['source'])}.</span></p>"
     ]
     if published.get("note"):
-        parts.append(f"<p class='note'>{escape(published['note'])}</p>")
+        parts.append(f"<p class='note'>{text(published['note'])}</p>")
     parts.append(
-        f"<p class='note'>This run: {escape(_models(conditions))}. The run's numbers are means "
+        f"<p class='note'>This run: {text(_models(conditions))}. The run's numbers are means "
         "over games with 95% intervals; a published number matches only when the same model "
         "plays the same design.</p>"
     )
@@ -164,14 +164,14 @@ def published_section(manifest: dict[str, Any], aggregates: list[dict[str, Any]]
         parts.append(_comparison(i, comparison, manifest, games, conditions, coordinates, colors))
     deviations = published.get("deviations") or []
     if deviations:
-        items = "".join(f"<li>{escape(text)}</li>" for text in deviations)
+        items = "".join(f"<li>{text(line)}</li>" for line in deviations)
         parts.append(
             "<h3>Deviations from the authors' protocol</h3><p class='note'>What this recipe "
             f"still does differently from the authors' code:</p><ul class='note'>{items}</ul>"
         )
     left_out = published.get("not_reproduced") or []
     if left_out:
-        items = "".join(f"<li>{escape(text)}</li>" for text in left_out)
+        items = "".join(f"<li>{text(line)}</li>" for line in left_out)
         parts.append(f"<h3>Not reproduced by this recipe</h3><ul class='note'>{items}</ul>")
     parts.append("</section>")
     return "".join(parts)
@@ -211,7 +211,7 @@ def _comparison(
             chosen = [g for g in games if g["condition"] in names]
             run.append(pooled_mean(chosen, metric, rng))
     models = list(comparison["published"])
-    head = "".join(f"<th>{escape(m)} (published)</th>" for m in models)
+    head = "".join(f"<th>{text(m)} (published)</th>" for m in models)
     body = []
     for j, point in enumerate(points):
         n, value, low, high = run[j]
@@ -224,7 +224,7 @@ def _comparison(
                 else f"<td>{fmt(ref.value, *(ref.ci or (None, None)), share)}</td>"
             )
         body.append(
-            f"<tr><td>{escape(_shown(point))}</td><td>{n}</td>"
+            f"<tr><td>{text(_shown(point))}</td><td>{n}</td>"
             f"<td><b>{fmt(value, low, high, share)}</b></td>{''.join(cells)}</tr>"
         )
     chart = ""
@@ -283,9 +283,9 @@ def _comparison(
             + "</figure>"
         )
     where = comparison.get("where") or {}
-    only = "".join(f", {escape(k)} = {escape(_shown(v))}" for k, v in where.items())
+    only = "".join(f", {text(k)} = {text(_shown(v))}" for k, v in where.items())
     return (
-        f"<h3>{escape(comparison['title'])}</h3><p class='note'>metric <code>{escape(metric)}"
-        f"</code> at {escape(by)}{only}</p>{chart}<div class='scroll'><table><tr><th>{escape(by)}</th>"
+        f"<h3>{text(comparison['title'])}</h3><p class='note'>metric <code>{text(metric)}"
+        f"</code> at {text(by)}{only}</p>{chart}<div class='scroll'><table><tr><th>{text(by)}</th>"
         f"<th>games</th><th>this run [95%]</th>{head}</tr>{''.join(body)}</table></div>"
     )

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from html import escape
 
 from pdbench.core.rounds_display import FIRST_ROUND, round_index_of
+from pdbench.report.markup import text
 
 FONT = "font-family='system-ui, -apple-system, Segoe UI, sans-serif'"
 GRID = "#e3e7ec"
@@ -55,10 +55,10 @@ def _open(width: int, height: int, title: str) -> list[str]:
     shown, size = title_fit(title, width)
     return [
         f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' "
-        f"viewBox='0 0 {width} {height}' role='img' aria-label='{escape(title, quote=True)}' {FONT}>",
-        f"<title>{escape(title)}</title>",
+        f"viewBox='0 0 {width} {height}' role='img' aria-label='{text(title)}' {FONT}>",
+        f"<title>{text(title)}</title>",
         f"<text x='8' y='18' font-size='{size:g}' font-weight='600' fill='{INK}'>"
-        f"{escape(shown)}</text>",
+        f"{text(shown)}</text>",
     ]
 
 
@@ -85,7 +85,7 @@ def interval_dots(
     for i, (name, color) in enumerate(legend):
         x = label_w + i * 150
         out.append(f"<circle cx='{x}' cy='36' r='5' fill='{color}'/>")
-        out.append(f"<text x='{x + 10}' y='40' font-size='12' fill='{INK}'>{escape(name)}</text>")
+        out.append(f"<text x='{x + 10}' y='40' font-size='12' fill='{INK}'>{text(name)}</text>")
     for k in range(6):
         v = lo + (hi - lo) * k / 5
         x = x_scale(v, lo, hi, label_w, plot_w)
@@ -93,20 +93,20 @@ def interval_dots(
             f"<line x1='{_num(x)}' y1='{top - 6}' x2='{_num(x)}' "
             f"y2='{top + row_h * len(points)}' stroke='{GRID}'/>"
         )
-        text = f"{100 * v:.0f}%" if percent else f"{v:.3g}"
+        tick = f"{100 * v:.0f}%" if percent else f"{v:.3g}"
         out.append(
             f"<text x='{_num(x)}' y='{top + row_h * len(points) + 16}' font-size='11' "
-            f"text-anchor='middle' fill='{MUTED}'>{text}</text>"
+            f"text-anchor='middle' fill='{MUTED}'>{tick}</text>"
         )
     out.append(
         f"<text x='{label_w + plot_w / 2:.0f}' y='{height - 8}' font-size='12' "
-        f"text-anchor='middle' fill='{MUTED}'>{escape(axis_label)}</text>"
+        f"text-anchor='middle' fill='{MUTED}'>{text(axis_label)}</text>"
     )
     for i, p in enumerate(points):
         y = top + row_h * i + row_h / 2
         out.append(
             f"<text x='{label_w - 8}' y='{y + 4:.0f}' font-size='12' text-anchor='end' "
-            f"fill='{INK}'>{escape(p.label)}</text>"
+            f"fill='{INK}'>{text(p.label)}</text>"
         )
         if p.value is None:
             out.append(
@@ -129,12 +129,12 @@ def interval_dots(
         x = x_scale(p.value, lo, hi, label_w, plot_w)
         out.append(
             f"<circle class='dot' cx='{_num(x)}' cy='{y:.1f}' r='5' fill='{p.color}'>"
-            f"<title>{escape(p.label)}: {escape(_fmt(p.value, p.low, p.high, percent))}</title>"
+            f"<title>{text(p.label)}: {text(_fmt(p.value, p.low, p.high, percent))}</title>"
             "</circle>"
         )
         out.append(
             f"<text x='{label_w + plot_w + 8}' y='{y + 4:.0f}' font-size='11' fill='{MUTED}'>"
-            f"{escape(p.note)}</text>"
+            f"{text(p.note)}</text>"
         )
     out.append("</svg>")
     return "".join(out)
@@ -256,15 +256,15 @@ def xy_chart(
         out.append(
             f"<line x1='{x}' y1='{y}' x2='{x + 22}' y2='{y}' stroke='{s.color}' "
             f"stroke-width='2'{dash}/><text x='{x + 28}' y='{y + 4}' font-size='12' "
-            f"fill='{INK}'>{escape(s.name)}</text>"
+            f"fill='{INK}'>{text(s.name)}</text>"
         )
     for k in range(5):
         v = lo_y + (hi_y - lo_y) * k / 4
-        text = f"{100 * v:.0f}%" if percent else f"{v:.3g}"
+        tick = f"{100 * v:.0f}%" if percent else f"{v:.3g}"
         out.append(
             f"<line x1='{left}' y1='{_num(py(v))}' x2='{width - right}' y2='{_num(py(v))}' "
             f"stroke='{GRID}'/><text x='{left - 6}' y='{py(v) + 4:.1f}' font-size='11' "
-            f"text-anchor='end' fill='{MUTED}'>{text}</text>"
+            f"text-anchor='end' fill='{MUTED}'>{tick}</text>"
         )
     for x in xs:
         out.append(
@@ -273,7 +273,7 @@ def xy_chart(
         )
     out.append(
         f"<text x='{left + plot_w / 2:.0f}' y='{height - 6}' font-size='12' text-anchor='middle' "
-        f"fill='{MUTED}'>{escape(x_label)}</text>"
+        f"fill='{MUTED}'>{text(x_label)}</text>"
     )
     for s in series:
         known = [(x, v) for x, v in zip(xs, s.values, strict=True) if v is not None]
@@ -296,8 +296,8 @@ def xy_chart(
                 )
             out.append(
                 f"<circle class='dot' cx='{_num(px(x))}' cy='{_num(py(v))}' r='4' "
-                f"fill='{s.color}'><title>{escape(s.name)} at {x:g}: "
-                f"{escape(_fmt(v, low, high, percent))}</title></circle>"
+                f"fill='{s.color}'><title>{text(s.name)} at {x:g}: "
+                f"{text(_fmt(v, low, high, percent))}</title></circle>"
             )
     out.append("</svg>")
     return "".join(out)

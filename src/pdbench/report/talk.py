@@ -3,11 +3,11 @@ said and whether its words predicted its moves, from aggregates.parquet (never r
 
 from __future__ import annotations
 
-from html import escape
 from typing import Any
 
 from pdbench.core.talk import INTENT_PHRASES
 from pdbench.report.format import fmt
+from pdbench.report.markup import text
 from pdbench.report.svg import Point, interval_dots
 
 AGENT_COLORS = {"a": "#3b6fd8", "b": "#e08a1e"}
@@ -42,7 +42,7 @@ def talk_section(conditions: list[dict[str, Any]]) -> str:
     talking = [r for r in conditions if _talks(r)]
     if not talking:
         return ""
-    head = "".join(f"<th>{escape(label)}</th>" for _, _, label in TALK_RATES)
+    head = "".join(f"<th>{text(label)}</th>" for _, _, label in TALK_RATES)
     body = ""
     points: list[Point] = []
     for row in talking:
@@ -54,8 +54,8 @@ def talk_section(conditions: list[dict[str, Any]]) -> str:
                 for rate, count, _ in TALK_RATES
             )
             body += (
-                f"<tr><td>{escape(str(row['condition']))}</td><td>{side.upper()} · "
-                f"{escape(name)}</td><td>{messages:,}</td>{cells}</tr>"
+                f"<tr><td>{text(row['condition'])}</td><td>{side.upper()} · "
+                f"{text(name)}</td><td>{messages:,}</td>{cells}</tr>"
             )
             column = f"agent_{side}_deception_rate"
             points.append(
@@ -78,7 +78,7 @@ def talk_section(conditions: list[dict[str, Any]]) -> str:
         "over the condition's games (counts shown as <i>of n</i>), with a 95% interval that "
         "keeps the game as the unit. A message's intention is the move it declares (an LLM's "
         "structured reply, a policy's rule), else the one read from its text: "
-        f"{escape(INTENT_PHRASES)} It is compared with the move the agent chose, before "
+        f"{text(INTENT_PHRASES)} It is compared with the move the agent chose, before "
         "execution noise.</p>"
         f"<div class='scroll'><table><tr><th>condition</th><th>agent</th><th>messages</th>{head}"
         f"</tr>{body}</table></div>{chart}</section>"

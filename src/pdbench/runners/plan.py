@@ -26,20 +26,19 @@ def expected_llm_calls(plans: list[GamePlan]) -> tuple[int, int]:
 
 
 def calls_per_game(plan: GamePlan) -> int:
-    """Provider calls an LLM agent makes in a game without retries: one a move, and one a
-    message per turn of each exchange when the game has a message channel."""
-    channel = plan.communication
-    if channel is None or not channel.enabled:
-        return plan.n_rounds
-    exchanges = plan.n_rounds if channel.mode == "every_round" else min(1, plan.n_rounds)
-    return plan.n_rounds + exchanges * channel.turns
+    """Provider calls an LLM agent makes in the game without retries (`calls_in_game`)."""
+    from pdbench.runners.plan_tokens import calls_in_game
+
+    return calls_in_game(plan.n_rounds, plan.communication)
 
 
 def estimate_tokens(loaded: LoadedConfig, plans: list[GamePlan]) -> tuple[int, int]:
-    """(input tokens, output tokens) a run would use at most once, ~4 characters a token.
+    """(input tokens, output tokens) a run would use, ~4 characters a token, before parse
+    retries.
 
-    Input counts the system prompt and a round prompt with a full history window for every call;
-    output counts max_tokens per call (an upper bound). Parse retries come on top.
+    Input counts the system prompt and the prompt of every call, growing with the history and
+    the messages it shows (`pdbench.runners.plan_tokens`); output counts max_tokens per call
+    (an upper bound).
     """
     per_model = estimate_per_model(loaded, plans)
     return (
@@ -49,35 +48,26 @@ def estimate_tokens(loaded: LoadedConfig, plans: list[GamePlan]) -> tuple[int, i
 
 
 def estimate_per_model(loaded: LoadedConfig, plans: list[GamePlan]) -> dict[str, dict[str, Any]]:
-    """Per "provider:model": games, calls (one per round; up to 1 + max_retries), tokens (as
-    `estimate_tokens`) and the estimated cost in USD from its price (None when unknown)."""
-    from pdbench.agents.llm import render_round, render_system
+    """Per "provider:model": games, calls (a move per round and a message per turn of each
+    exchange; up to 1 + max_retries), tokens (as `estimate_tokens`) and the estimated cost in
+    USD from its price (None when unknown)."""
     from pdbench.agents.providers.pricing import price_per_token
     from pdbench.core.config import LLMAgentConfig
-    from pdbench.core.transcript import Transcript
-    from pdbench.core.types import Action
+    from pdbench.runners.plan_tokens import CHARS_PER_TOKEN, game_prompt_chars
 
     matrix = loaded.matrix()
     out: dict[str, dict[str, Any]] = {}
+    known: dict[tuple[object, ...], int] = {}  # games alike cost alike: specs are shared
     for plan in plans:
-        for spec in plan.agents:
+        for seat, spec in enumerate(plan.agents):
             agent = spec.config
             if not isinstance(agent, LLMAgentConfig) or spec.templates is None:
                 continue
-            system = render_system(spec.templates, matrix, agent.output_format)
-            transcript = Transcript(matrix)
-            window = agent.history_window if agent.history_window is not None else plan.n_rounds
-            for _ in range(min(window, plan.n_rounds)):
-                transcript.record(Action.C, Action.D)
-            obs = transcript.observation(
-                0,
-                history_window=agent.history_window,
-                include_totals=agent.include_totals,
-                horizon_type="fixed",
-            )
-            prompt = render_round(
-                spec.templates.round, obs, agent.history_window, agent.output_format
-            )
+            channel = plan.communication if plan.talks else None
+            key = (id(plan.agents[0]), id(plan.agents[1]), seat, plan.n_rounds, id(channel))
+            if key not in known:
+                chars = game_prompt_chars(plan.agents, seat, matrix, plan.n_rounds, channel)
+                known[key] = chars // CHARS_PER_TOKEN
             entry = out.setdefault(
                 f"{agent.provider}:{agent.model}",
                 {
@@ -90,7 +80,7 @@ def estimate_per_model(loaded: LoadedConfig, plans: list[GamePlan]) -> dict[str,
                 },
             )
             calls = calls_per_game(plan)
-            tokens_in = (len(system) + len(prompt)) // 4 * calls
+            tokens_in = known[key]
             tokens_out = agent.max_tokens * calls
             entry["games"] += 1
             entry["calls"] += calls

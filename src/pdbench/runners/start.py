@@ -137,7 +137,20 @@ def report(loaded: LoadedConfig, result: Any, resumed: bool = False) -> list[str
                 f"[{100 * r['ci_low']:.1f}%, {100 * r['ci_high']:.1f}%]"
                 for r in result.fixation
             ]
-    return [head, *usage_lines(manifest), *tail]
+    return [head, *replayed_lines(manifest), *usage_lines(manifest), *tail]
+
+
+def replayed_lines(manifest: dict[str, Any]) -> list[str]:
+    """The damaged games the last session (a resume) played again, each with its problem."""
+    sessions = manifest.get("sessions") or [{}]
+    damaged = (sessions[-1] or {}).get("games_replayed_damaged") or []
+    if not damaged:
+        return []
+    shown = [f"  {line}" for line in damaged[:5]]
+    more = (
+        [f"  ... and {len(damaged) - 5} more (run manifest: sessions)"] if len(damaged) > 5 else []
+    )
+    return [f"resume: {len(damaged)} damaged game(s) played again:", *shown, *more]
 
 
 def usage_lines(manifest: dict[str, Any]) -> list[str]:

@@ -11,8 +11,9 @@ the app's Agents tab both call `compare_appearances` and `across_runs` here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +29,11 @@ from pdbench.core.agents import (
 from pdbench.core.behaviour import FONTANA_DIMENSIONS, STATES
 from pdbench.core.metrics import MetricDesign
 from pdbench.core.strategy_gof import card_verdict
-from pdbench.errors import RunError
+from pdbench.errors import PdbenchError, RunError
 from pdbench.storage.intervals import metric_designs
 from pdbench.storage.parquet import numeric_columns, read_checked_rows
 from pdbench.storage.run_dir import read_manifest
-from pdbench.storage.schema import AGGREGATES_FILE, aggregates_arrow_schema
+from pdbench.storage.schema import AGGREGATES_FILE, MANIFEST_FILES, aggregates_arrow_schema
 from pdbench.storage.strategy_fit import read_strategy_fit
 
 # The profile of an agent (per side: `agent_<side>_<metric>`), with labels, in the order shown.
@@ -173,7 +174,7 @@ def run_appearances(run_dir: str | Path, label: str | None = None) -> list[Appea
     except Exception as exc:  # a damaged strategy_fit.parquet: the rest still shows
         fits, card_note = None, f"strategy_fit.parquet unreadable ({type(exc).__name__})"
     run_id = str(manifest.get("run_id") or path.name)
-    run_key = f"{run_id}@{manifest.get('started_at_utc') or path.resolve()}"
+    key = run_key(manifest, path)
     summary = {str(r["condition"]): r for r in rows if r.get("scope") == "condition"}
     games: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
@@ -198,7 +199,7 @@ def run_appearances(run_dir: str | Path, label: str | None = None) -> list[Appea
                 Appearance(
                     run_dir=str(path.resolve()),
                     run_label=label or run_id,
-                    run_key=run_key,
+                    run_key=key,
                     condition=condition,
                     side=side,
                     name=names[i],
@@ -232,30 +233,97 @@ def run_appearances(run_dir: str | Path, label: str | None = None) -> list[Appea
     return out
 
 
+def run_key(manifest: Mapping[str, Any], run_dir: Path) -> str:
+    """Which run a directory holds: its run_id and start time, the same wherever the directory
+    is (a copy of a run holds the same run); the directory itself when the manifest has no
+    start time."""
+    run_id = str(manifest.get("run_id") or run_dir.name)
+    return f"{run_id}@{manifest.get('started_at_utc') or run_dir.resolve()}"
+
+
+def _manifest_or_none(run_dir: Path) -> dict[str, Any] | None:
+    """The experiment manifest of `run_dir`, None when it cannot be read (`scan_runs` says why)."""
+    try:
+        return read_manifest(run_dir, "experiment")
+    except (PdbenchError, OSError):
+        return None
+
+
+def _time_text(stamp: str) -> str:
+    """An ISO time as people read it ('2026-11-28 18:16:09 UTC'); as written when it is not one."""
+    try:
+        moment = datetime.fromisoformat(stamp)
+    except ValueError:
+        return stamp
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if moment.tzinfo else stamp
+
+
+def _copies(run_dirs: Sequence[Path]) -> dict[int, tuple[Path, str]]:
+    """By position: each directory holding the same run (`run_key`) as an earlier one, with
+    that earlier directory and 'run_id X, started T'."""
+    seen: dict[str, Path] = {}
+    out = {}
+    for i, d in enumerate(run_dirs):
+        manifest = _manifest_or_none(d)
+        if manifest is None or not manifest.get("started_at_utc"):
+            continue
+        key = run_key(manifest, d)
+        if key in seen:
+            started = _time_text(str(manifest["started_at_utc"]))
+            out[i] = (seen[key], f"run_id {manifest.get('run_id') or d.name}, started {started}")
+        else:
+            seen[key] = d
+    return out
+
+
+def same_runs(run_dirs: Sequence[Path]) -> list[tuple[Path, Path, str]]:
+    """Each directory holding the same run (`run_key`) as an earlier one, e.g. a copy made with
+    `cp -r`: (the earlier directory, this one, 'run_id X, started T')."""
+    return [(first, run_dirs[i], what) for i, (first, what) in _copies(run_dirs).items()]
+
+
 def _labels(run_dirs: Sequence[Path]) -> list[str]:
     """Each run's label: its run_id, with the directory's name when two runs share it."""
     ids = []
     for d in run_dirs:
-        try:
-            ids.append(str(read_manifest(d, "experiment").get("run_id") or d.name))
-        except RunError:
-            ids.append(d.name)
+        manifest = _manifest_or_none(d)
+        ids.append(str((manifest or {}).get("run_id") or d.name))
     return [
         f"{i} ({d.name})" if ids.count(i) > 1 else i for i, d in zip(ids, run_dirs, strict=True)
     ]
 
 
+def _problem(run_dir: Path, exc: Exception) -> str:
+    """One line naming the run that cannot be read and why."""
+    if isinstance(exc, PdbenchError):
+        lines = exc.lines()
+        return lines[0] if lines and lines[0].strip() else f"{run_dir}: {type(exc).__name__}"
+    if isinstance(exc, OSError):
+        return f"{exc.filename or run_dir}: {exc.strerror or type(exc).__name__}"
+    text = f"{run_dir / MANIFEST_FILES['experiment']}: not a manifest pdbench wrote, restore it"
+    return f"{text} ({type(exc).__name__}: {exc})".splitlines()[0]
+
+
 def scan_runs(run_dirs: Iterable[str | Path]) -> tuple[list[Appearance], list[str]]:
-    """The appearances of every run (given order) and, one line each, the runs that could
-    not be read and why."""
+    """The appearances of every run (given order) and, one line each, the runs left out: those
+    that could not be read and why, and copies of a run given earlier (counted once)."""
     dirs = [Path(d) for d in run_dirs]
+    copies = _copies(dirs)
+    kept = [i for i in range(len(dirs)) if i not in copies]
+    labels = dict(zip(kept, _labels([dirs[i] for i in kept]), strict=True))
     found: list[Appearance] = []
     problems: list[str] = []
-    for d, label in zip(dirs, _labels(dirs), strict=True):
+    for i, d in enumerate(dirs):
+        if i in copies:
+            first, what = copies[i]
+            problems.append(f"{d}: the same run as {first} ({what}); counted once")
+            continue
         try:
-            found.extend(run_appearances(d, label))
-        except RunError as exc:
-            problems.append(exc.lines()[0] if exc.lines() else str(exc))
+            found.extend(run_appearances(d, labels[i]))
+        # One damaged run costs its line, not the others. AttributeError and the like: a
+        # hand-edited manifest whose config has the wrong shapes (only its top level is checked).
+        except (PdbenchError, OSError, AttributeError, KeyError, TypeError, ValueError) as exc:
+            problems.append(_problem(d, exc))
     return found, problems
 
 

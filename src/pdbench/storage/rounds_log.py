@@ -10,10 +10,13 @@ prevented are played again on resume, deterministically).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pdbench.storage.record.fields import AGGREGATE_INPUT_FIELDS
+from pdbench.errors import RunError
+from pdbench.storage.record.fields import AGGREGATE_INPUT_FIELDS, ROUND_INDEX
 from pdbench.storage.record.jsonl import (
     OrderedRoundsWriter,
     RoundsEncoder,
@@ -41,52 +44,153 @@ def keeps_columns(mode: str) -> bool:
 
 
 def open_writer(
-    run_dir: Path, mode: str, order: list[int], encoder: RoundsEncoder
+    run_dir: Path, mode: str, order: list[int], encoder: RoundsEncoder, manifest: dict[str, Any]
 ) -> OrderedRoundsWriter:
     """The session's writer of logged games, in plan order, to the configured form(s)."""
     columns = None
     if keeps_columns(mode) and order:
+        from pdbench.storage.record.parts import run_origin
         from pdbench.storage.record.writer import ColumnarRoundsWriter
 
-        columns = ColumnarRoundsWriter(run_dir)
+        columns = ColumnarRoundsWriter(run_dir, run_origin(manifest))
     return OrderedRoundsWriter(
         run_dir / ROUNDS_FILE, order, encoder, jsonl=keeps_jsonl(mode), columns=columns
     )
 
 
+@dataclass
+class KeptGames:
+    """What `keep_finished` kept: each game's rounds (a pyarrow Table of the fields asked for),
+    and the finished games it found damaged (key -> the first problem, one line), which are not
+    kept and must be played again."""
+
+    games: dict[Key, Any] = field(default_factory=dict)
+    damaged: dict[Key, str] = field(default_factory=dict)
+
+
 def keep_finished(
     run_dir: Path,
     mode: str,
+    manifest: dict[str, Any],
     expected: dict[Key, int],
     order: list[Key],
     fields: tuple[str, ...] = AGGREGATE_INPUT_FIELDS,
-) -> dict[Key, Any]:
-    """Keep the complete games (exactly their planned rounds) in plan order, drop the rest;
-    returns key -> the game's rounds as a pyarrow Table of `fields` (the metrics' input). A
-    kill mid-write loses no complete game: each form is rewritten atomically (columns: new
-    parts first, old ones after)."""
+    *,
+    check: bool = True,
+    replayable: Callable[[Key], bool] = lambda key: True,
+) -> KeptGames:
+    """Keep the complete games (exactly their planned rounds) in plan order, drop the rest.
+
+    With `check`, a complete game is kept only when it passes the checks `aggregate` applies
+    (`record.table.check_rounds`: actions, payoffs against the matrix, every round once); a
+    damaged game that can be replayed exactly (`replayable`) is dropped and reported in
+    `damaged`, one that cannot stops the resume (RunError naming it, nothing rewritten).
+
+    `jsonl`/`both`: rounds.jsonl is rewritten atomically with the kept games in plan order (and,
+    for `both`, the columnar parts from it when `check` is False: the session's last pass).
+    `columns`: the parts are the only log; the first pass (`check`) only reads them, the last
+    one rewrites them in plan order (`columns.rewrite_columns`: new parts written and read back
+    before the old ones go, so no kill and no failure loses a game)."""
     if keeps_jsonl(mode):
         import pyarrow as pa
 
         from pdbench.storage.record.columns import lines_batch, plain, rewrite_columns
 
         lines = finished_games(run_dir, expected)
-        write_games_in_order(run_dir, lines, order)
         batches = {
             key: lines_batch(b"\n".join(lines[key]) + b"\n") for key in order if key in lines
         }
-        if keeps_columns(mode):
-            rewrite_columns(run_dir, (batches[key] for key in order if key in batches))
-        return {
-            key: plain(pa.Table.from_batches([batch]), fields) for key, batch in batches.items()
-        }
-    from pdbench.storage.record.columns import complete_games, plain, rewrite_columns
+        tables = {key: pa.Table.from_batches([batch]) for key, batch in batches.items()}
+        kept = KeptGames({key: plain(t, fields) for key, t in tables.items()})
+        if check:
+            _drop_damaged(kept, manifest, run_dir / ROUNDS_FILE, replayable)
+        for key in kept.damaged:
+            del lines[key], batches[key]
+        write_games_in_order(run_dir, lines, order)
+        if keeps_columns(mode) and not check:
+            from pdbench.storage.record.parts import run_origin
 
-    games = complete_games(run_dir, expected)
+            rewrite_columns(
+                run_dir,
+                (batches[key] for key in order if key in batches),
+                run_origin(manifest),
+                {key: expected[key] for key in batches},
+            )
+        return kept
+    from pdbench.storage.record.columns import STORED_SCHEMA as stored
+    from pdbench.storage.record.columns import ColumnsReader, plain, rewrite_columns
+    from pdbench.storage.record.parts import columns_dir, run_origin
+
+    reader = ColumnsReader(run_dir, manifest)
+    wanted = [key for key in order if expected.get(key) == reader.index.get(key, (0, 0, -1))[2]]
+    held = _by_game(reader, wanted, fields if check else tuple(f.name for f in stored))
+    kept = KeptGames()
+    for key, table in held.items():
+        if _in_round_order(table):
+            kept.games[key] = plain(table, fields) if check else table
+        else:  # every round there, but not in order: a damaged or edited part, played again
+            kept.damaged[key] = (
+                f"{columns_dir(run_dir)}: game {key[0]!r} replicate {key[1]}: its rounds are not "
+                "in order; the part was damaged or edited"
+            )
+    if check:
+        _drop_damaged(kept, manifest, columns_dir(run_dir), replayable)
+        return kept
     rewrite_columns(
-        run_dir, (batch for key in order if key in games for batch in games[key].to_batches())
+        run_dir,
+        (held[key] for key in order if key in kept.games),
+        run_origin(manifest),
+        {key: expected[key] for key in kept.games},
     )
-    return {key: plain(games[key], fields) for key in order if key in games}
+    return kept
+
+
+def _by_game(reader: Any, keys: list[Key], fields: tuple[str, ...]) -> dict[Key, Any]:
+    """These games' rows (these fields as stored), one table each: slices of whole-game
+    batches read in the parts' order, so no row group is decoded twice."""
+    import numpy as np
+    import pyarrow as pa
+
+    from pdbench.storage.record.arrays import column_values
+
+    out: dict[Key, Any] = {}
+    for table in reader.games(fields, keys, decode=False):
+        replicates = column_values(table.column("replicate"), np.int64, 0)
+        conditions = np.asarray(table.column("condition").cast(pa.string()).to_pylist(), object)
+        starts = np.ones(len(replicates), dtype=bool)
+        starts[1:] = (replicates[1:] != replicates[:-1]) | (conditions[1:] != conditions[:-1])
+        at = np.flatnonzero(starts).tolist()
+        for a, b in zip(at, [*at[1:], len(replicates)], strict=True):
+            out[(str(conditions[a]), int(replicates[a]))] = table.slice(a, b - a)
+    return out
+
+
+def _in_round_order(table: Any) -> bool:
+    import numpy as np
+
+    from pdbench.storage.record.arrays import column_values
+
+    rounds = column_values(table.column(ROUND_INDEX), np.int64, -1)
+    return bool(np.array_equal(rounds, np.arange(len(rounds))))
+
+
+def _drop_damaged(
+    kept: KeptGames, manifest: dict[str, Any], where: Path, replayable: Callable[[Key], bool]
+) -> None:
+    """Move the kept games that fail `check_rounds` to `kept.damaged`; RunError when one of
+    them cannot be replayed exactly (an LLM game), naming it."""
+    from pdbench.storage.record.table import damaged_games
+
+    kept.damaged.update(damaged_games(kept.games, manifest, where))
+    for key in kept.damaged:
+        kept.games.pop(key, None)
+    stuck = [key for key in kept.damaged if not replayable(key)]
+    if stuck:
+        raise RunError(
+            f"{kept.damaged[stuck[0]]} ({len(stuck)} damaged game(s) with LLM agents, which a "
+            "replay would not reproduce); restore the file, or delete that game's records to "
+            "play it again"
+        )
 
 
 def jsonl_stamp(run_dir: Path) -> dict[str, int] | None:

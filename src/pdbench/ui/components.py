@@ -225,9 +225,11 @@ def _open_typed_path(prefix: str) -> None:
     typed = str(st.session_state.get(f"{prefix}_path") or "").strip()
     if not typed:
         return
-    path = str(Path(typed).expanduser().resolve())
     kind = st.session_state.get(f"{prefix}_kind")
     try:  # a directory that cannot be shown is not added to the list: its problem is said once
+        path = url_state.decode_path(typed, Path.cwd())
+        if path is None:
+            raise data.NotARun(f"{url_state.quoted(typed)}: not a path that can be read")
         if kind == "tournament":
             data.load_tournament(path)
         elif kind == "evolution":
@@ -296,10 +298,15 @@ def saved_results(
         return None
 
 
-def run_prepared(config_path: Path, kind: str, unit: str) -> launcher.Finished | None:
-    """Run a prepared config (see `launcher.prepare`) under a progress bar ('<unit>: done /
-    total'); on failure, show the library's messages one line each, remove the unused run
-    directory and return None."""
+def run_prepared(prepare: Callable[[], Path], kind: str, unit: str) -> launcher.Finished | None:
+    """Prepare a config in a new run directory (`prepare`, see `launcher.prepare`) and run it
+    under a progress bar ('<unit>: done / total'); on failure, show the library's messages one
+    line each, remove the unused run directory and return None."""
+    try:
+        config_path = prepare()
+    except (PdbenchError, OSError, ValueError) as exc:  # a folder not writable, a full disk
+        st.error(f"The {kind} was not started: {data.first_line(exc)}", icon="🚫")
+        return None
     bar = st.progress(0.0, text="Starting…")
     last = [0.0]
 

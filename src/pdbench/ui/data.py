@@ -175,11 +175,15 @@ def load_manifest(directory: str | Path, kind: str = "experiment") -> dict[str, 
     """The manifest of a run of this kind; RunDirMissing, NotARun or NewerSchema when it cannot
     be read (its status is not checked)."""
     directory = Path(directory)
-    if not directory.is_dir():
-        raise RunDirMissing(f"{directory}: directory not found")
     name = MANIFEST_FILES[kind]
     path = directory / name
-    if not path.is_file():
+    try:  # a name too long, a directory not searchable: OSError, not False
+        found = directory.is_dir(), path.is_file()
+    except OSError as exc:
+        raise NotARun(f"{directory}: cannot be read ({exc.strerror or first_line(exc)})") from None
+    if not found[0]:
+        raise RunDirMissing(f"{directory}: directory not found")
+    if not found[1]:
         raise NotARun(f"{directory}: not a pdbench {KIND_NAMES[kind]} (no {name})")
     try:
         manifest = _read_json(*_stat_key(path))
@@ -206,7 +210,10 @@ def check_run(directory: str | Path, kind: str = "experiment") -> dict[str, Any]
 
 def run_kind(directory: str | Path) -> str | None:
     """experiment, tournament or evolution: which manifest the directory holds (None: none)."""
-    found = [k for k, name in MANIFEST_FILES.items() if (Path(directory) / name).is_file()]
+    try:
+        found = [k for k, name in MANIFEST_FILES.items() if (Path(directory) / name).is_file()]
+    except OSError:  # a name too long, a directory not searchable: none that can be read
+        return None
     return found[0] if found else None
 
 
@@ -420,8 +427,12 @@ def load_game_rounds(run_dir: str | Path, condition: str, replicate: int) -> pd.
         manifest = _read_json(*_stat_key(manifest_path))
     except (OSError, ValueError):
         manifest = None
-    if uses_columns(run_dir, manifest if isinstance(manifest, dict) else None):
-        parts = tuple((str(p), *_stat_key(p)[1:]) for p in part_paths(run_dir))
+    try:
+        columns = uses_columns(run_dir, manifest if isinstance(manifest, dict) else None)
+        parts = tuple((str(p), *_stat_key(p)[1:]) for p in part_paths(run_dir)) if columns else ()
+    except PdbenchError as exc:  # a stray file in rounds/
+        raise RoundsFileError(first_line(exc)) from None
+    if columns:
         return _game_rounds_from_columns(str(run_dir), parts, condition, int(replicate))
     return _game_rounds(*_game_id(run_dir, condition, replicate))
 

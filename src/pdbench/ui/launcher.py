@@ -335,14 +335,21 @@ def build_evolution(
 
 
 def new_run_dir(root: Path, now: datetime | None = None) -> Path:
-    """A fresh `ui_<timestamp>` directory name under `root` (not created)."""
+    """A new empty directory `root/ui_<timestamp>`, made here (with `root` when missing); when
+    that second's name is taken, `ui_<timestamp>_2`, `_3`, ... Each name is claimed by mkdir,
+    which fails when it exists, so app sessions starting runs in the same second (threads of
+    one process) each get their own directory: there is no check-then-create race."""
     stamp = (now or datetime.now()).strftime("%Y%m%d_%H%M%S")
-    candidate = root / f"ui_{stamp}"
-    n = 2
-    while candidate.exists():
-        candidate = root / f"ui_{stamp}_{n}"
-        n += 1
-    return candidate
+    root.mkdir(parents=True, exist_ok=True)
+    n = 1
+    while True:
+        candidate = root / (f"ui_{stamp}" if n == 1 else f"ui_{stamp}_{n}")
+        try:
+            candidate.mkdir()
+        except FileExistsError:  # taken (by an earlier run, or another session just now)
+            n += 1
+            continue
+        return candidate
 
 
 def prepare(
@@ -352,20 +359,25 @@ def prepare(
     copy_from: Path | None = None,
 ) -> Path:
     """Create `root/ui_<timestamp>/config/` (with copies of `copy_from`'s agents/ and prompts/
-    when given), write `<kind>.yaml` there from `build(run_id, run_dir)`; returns its path."""
+    when given), write `<kind>.yaml` there from `build(run_id, run_dir)`; returns its path.
+    When that fails (OSError, a build error), the new directory is removed again."""
     run_dir = new_run_dir(root).resolve()
-    target = run_dir / "config"
-    target.mkdir(parents=True)
-    if copy_from is not None:
-        for sub in ("agents", "prompts"):
-            if (copy_from / sub).is_dir():
-                shutil.copytree(copy_from / sub, target / sub)
-    path = target / f"{kind}.yaml"
-    path.write_text(
-        f"# Written by the pdbench UI ({kind}).\n"
-        + yaml.safe_dump(build(run_dir.name, run_dir), sort_keys=False),
-        encoding="utf-8",
-    )
+    try:
+        target = run_dir / "config"
+        target.mkdir()
+        if copy_from is not None:
+            for sub in ("agents", "prompts"):
+                if (copy_from / sub).is_dir():
+                    shutil.copytree(copy_from / sub, target / sub)
+        path = target / f"{kind}.yaml"
+        path.write_text(
+            f"# Written by the pdbench UI ({kind}).\n"
+            + yaml.safe_dump(build(run_dir.name, run_dir), sort_keys=False),
+            encoding="utf-8",
+        )
+    except BaseException:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise
     return path
 
 

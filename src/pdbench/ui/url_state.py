@@ -96,10 +96,21 @@ def _last(value: str | Sequence[str]) -> str:
     return str(value[-1]) if len(value) else ""
 
 
-def decode_path(value: str, cwd: Path) -> str:
-    """A path from the URL: relative to `cwd` unless absolute; resolved."""
-    path = Path(value).expanduser()
-    return str((path if path.is_absolute() else cwd / path).resolve())
+def decode_path(value: str, cwd: Path) -> str | None:
+    """A path from the URL: relative to `cwd` unless absolute; resolved. None when it cannot
+    be (a NUL byte, a symlink loop, `~nobody`, a name too long or a directory not searchable)."""
+    try:
+        path = Path(value).expanduser()
+        return str((path if path.is_absolute() else cwd / path).resolve())
+    except (OSError, ValueError, RuntimeError):  # RuntimeError: a loop, an unknown home
+        return None
+
+
+def quoted(text: str, width: int = 60) -> str:
+    """A value from the link as a note quotes it: its repr, cut to about `width` characters
+    (a 6,000-character path would fill the page)."""
+    text = repr(text)
+    return text if len(text) <= width else f"{text[: width - 1]}…"
 
 
 def encode_path(path: str, cwd: Path) -> str:
@@ -130,16 +141,24 @@ def parse(
     out: dict[str, Any] = {}
 
     def bad(field: str, what: str, instead: str) -> None:
-        notes.append(f"The link's {NAMES[field]}={raw[field]!r} is not {what}: showing {instead}.")
+        notes.append(
+            f"The link's {NAMES[field]}={quoted(raw[field])} is not {what}: showing {instead}."
+        )
 
     if "tab" in raw:
         if raw["tab"] in tab_keys:
             out["tab"] = raw["tab"]
         else:
             bad("tab", f"a tab ({', '.join(tab_keys)})", "the first tab")
-    for field in ("run", "tournament", "evolution"):
+    for field in ("run", *SAVED_KINDS):
         if field in raw:
             out[field] = decode_path(raw[field], cwd)
+            if out[field] is None:
+                instead = "the first run listed" if field == "run" else "the newest"
+                bad(field, "a path that can be read", instead)
+    if "run" in raw and out["run"] is None:  # the game's other fields went with its run
+        raw.pop("condition", None)
+        raw.pop("replicate", None)
     if "condition" in raw:
         out["condition"] = raw["condition"]
     if "replicate" in raw:
@@ -277,7 +296,7 @@ def check(field: str, shown: Any, where: str, instead: str) -> None:
     wanted, text = given.pop(field)
     if wanted == shown:
         return
-    note(f"The link's {NAMES[field]}={text!r} is not {where}: showing {instead}.")
+    note(f"The link's {NAMES[field]}={quoted(text)} is not {where}: showing {instead}.")
     for later in GAME_FIELDS[GAME_FIELDS.index(field) + 1 :] if field in GAME_FIELDS else ():
         given.pop(later, None)
 
@@ -293,7 +312,9 @@ def wanted_saved(kind: str, options: Sequence[str]) -> str | None:
     if wanted is None or wanted in options:
         return wanted or options[0]
     text = (st.session_state.get(FROM_URL) or {}).get(kind, (None, wanted))[1]
-    note(f"The link's {NAMES[kind]}={text!r} is not among the saved {kind}s: showing the newest.")
+    note(
+        f"The link's {NAMES[kind]}={quoted(text)} is not among the saved {kind}s: showing the newest."
+    )
     return options[0]
 
 

@@ -95,6 +95,17 @@ PERSONA_TALK: dict[str | None, tuple[str, str]] = {
 }
 
 
+def persona_message(persona: str | None) -> tuple[str, str]:
+    """(text, kind) of what a persona says before each move (`PERSONA_TALK`; a persona not
+    listed there says something noncommittal)."""
+    return PERSONA_TALK.get(persona, ("Let's see how it goes.", "none"))
+
+
+def message_text(system: str) -> str:
+    """The text of the messages the mock writes under `system` (its persona's)."""
+    return persona_message(_persona(system))[0]
+
+
 def mock_message(
     persona: str | None, history: list[tuple[str, str]], u: float, labels: Labels = ("C", "D")
 ) -> str:
@@ -102,7 +113,7 @@ def mock_message(
     intention the move `mock_move` makes (honest personas: the deterministic ones, and the
     cooperative one, which keeps its promise, see `MockProvider.reply`), C (the exploitative
     persona's promise, whatever it plays), or none (the others)."""
-    text, kind = PERSONA_TALK.get(persona, ("Let's see how it goes.", "none"))
+    text, kind = persona_message(persona)
     if kind == "honest":
         move = mock_move(persona, history, u)
         intention = labels[0] if move == "C" else labels[1]
@@ -112,7 +123,8 @@ def mock_message(
 
 
 _FLOOR = 1e-9  # log-probability floor for an answer the mock never gives
-_MESSAGE_LINE = re.compile(r"^- before round (\d+), (you|the other player): (.*)$", re.MULTILINE)
+# A message line of a prompt (`pdbench.agents.llm_talk.messages_block`): the text is a JSON string.
+_MESSAGE_LINE = re.compile(r'- before round (\d+), (you|the other player): ("(?:[^"\\]|\\.)*")')
 
 
 def _persona(system: str) -> str | None:
@@ -123,12 +135,14 @@ def _persona(system: str) -> str | None:
 
 def _promised_c(prompt: str) -> bool:
     """Whether the agent's own message of the latest exchange shown in a prompt promises C."""
-    lines = _MESSAGE_LINE.findall(prompt)
+    lines = [
+        found.groups() for line in prompt.splitlines() if (found := _MESSAGE_LINE.fullmatch(line))
+    ]
     if not lines:
         return False
     latest = max(int(r) for r, _, _ in lines)
     return any(
-        int(r) == latest and who == "you" and read_intent(text) is Action.C
+        int(r) == latest and who == "you" and read_intent(json.loads(text)) is Action.C
         for r, who, text in lines
     )
 
@@ -143,9 +157,18 @@ def history_pattern(labels: Labels) -> re.Pattern[str]:
 
 
 def read_history(prompt: str, labels: Labels = ("C", "D")) -> list[tuple[str, str]]:
-    """The (mine, theirs) moves, as C and D, of the history lines written in `labels`."""
+    """The (mine, theirs) moves, as C and D, of the history lines written in `labels`. Like a
+    model, it takes the messages shown (message lines, `_MESSAGE_LINE`) for what the players
+    said, not for what happened, and reads lines as `str.splitlines` splits them (CR, U+2028,
+    ... end a line too)."""
     move = {labels[0].upper(): "C", labels[1].upper(): "D"}
-    return [(move[m.upper()], move[t.upper()]) for m, t in history_pattern(labels).findall(prompt)]
+    pattern = history_pattern(labels)
+    return [
+        (move[m.upper()], move[t.upper()])
+        for line in prompt.splitlines()
+        if not _MESSAGE_LINE.fullmatch(line)
+        for m, t in pattern.findall(line)
+    ]
 
 
 def mock_tokens(

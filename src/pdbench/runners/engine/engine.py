@@ -317,6 +317,7 @@ class Engine:
                     result.lines = b""
                 self.on_result(result)
 
+        asyncio.get_running_loop().set_exception_handler(_quiet_on_interrupt)
         tasks: list[asyncio.Task[None]] = []
         try:
             await self._check_models(plans, pool)
@@ -490,3 +491,12 @@ def _maybe_flip(action: Action, seed: int, round_index: int, noise: float) -> Ac
     if noise > 0.0 and counter_uniform(seed, round_index, Purpose.NOISE) < noise:
         return action.flipped
     return action
+
+
+def _quiet_on_interrupt(loop: Any, context: dict[str, Any]) -> None:
+    """The event loop's handler of exceptions nobody retrieved: a game's task that Ctrl-C or
+    SIGTERM (raised as KeyboardInterrupt inside it) stopped is not reported a second time after
+    the run's one-line "interrupted" message; everything else as asyncio reports it."""
+    if isinstance(context.get("exception"), KeyboardInterrupt | SystemExit):
+        return
+    loop.default_exception_handler(context)

@@ -215,8 +215,14 @@ def _merge_locked(out_dir: Path, shard_dirs: list[Path], leftovers: list[Path]) 
         write_bytes_atomic(out_dir / ROUNDS_FILE, b"".join(b"".join(rounds[key]) for key in order))
     if keeps_columns(mode):
         from pdbench.storage.record.columns import lines_batch, rewrite_columns
+        from pdbench.storage.record.parts import run_origin
 
-        rewrite_columns(out_dir, (lines_batch(b"".join(rounds[key])) for key in order))
+        rewrite_columns(
+            out_dir,
+            (lines_batch(b"".join(rounds[key])) for key in order),
+            run_origin(manifest),
+            {key: len(rounds[key]) for key in order},
+        )
     if any((s.dir / CALLS_FILE).is_file() for s in shards):
         write_bytes_atomic(
             out_dir / CALLS_FILE, b"".join(b"".join(calls.get(key, [])) for key in order)

@@ -37,8 +37,10 @@ from pdbench.storage.aggregate import input_fields, usage_by_game
 from pdbench.storage.cache import ResponseCache, default_cache_dir
 from pdbench.storage.files import JsonlAppender, environment_info
 from pdbench.storage.record.jsonl import OrderedRoundsWriter, RoundsEncoder
+from pdbench.storage.record.parts import temp_paths
 from pdbench.storage.rounds_log import (
     JSONL_STAMP_KEY,
+    KeptGames,
     jsonl_stamp,
     keep_finished,
     keeps_columns,
@@ -133,7 +135,11 @@ class RunSession:
         todo = [p for p in self.plans if p.index not in kept]
         status, error = "completed", None
         writer = open_writer(
-            self.run_dir, self._rounds_log, [p.index for p in todo if p.logged], self._encoder()
+            self.run_dir,
+            self._rounds_log,
+            [p.index for p in todo if p.logged],
+            self._encoder(),
+            manifest,
         )
         llm = any(p.has_llm for p in self.plans)
         cache: ResponseCache | None = None
@@ -153,11 +159,18 @@ class RunSession:
                 self._play_on_ray(todo, broker, writer, result, calls_log)
             else:
                 self._play(todo, broker, writer, result)
-            if writer.pending or kept:
+            # A resume's first pass leaves the parts as found (`keep_finished`): the last pass
+            # rewrites them without the games it did not keep.
+            reorder = (
+                writer.out_of_order
+                or bool(kept)
+                or (self.options.resume and keeps_columns(self._rounds_log))
+            )
+            if writer.pending or reorder:
                 writer.close()
             else:  # the last columnar part is written while `finish` computes the aggregate
                 writer.close_soon()
-            self._reorder(writer.out_of_order or bool(kept))
+            self._reorder(manifest, reorder)
             manifest.update(finish(result.outcomes, self.run_dir))
             writer.close()
         except (ParseFailureAbort, ProviderFatalError) as exc:
@@ -248,17 +261,23 @@ class RunSession:
                 "or --overwrite"
             )
         logged = [p for p in self.plans if p.logged]
-        games = (
+        for path in temp_paths(self.run_dir):  # a part a kill left half-written
+            path.unlink(missing_ok=True)
+        by_key = {p.key: p for p in logged}
+        found = (
             keep_finished(
                 self.run_dir,
                 self._rounds_log,
+                manifest,
                 {p.key: p.n_rounds for p in logged},
                 [p.key for p in logged],
                 input_fields(manifest),
+                replayable=lambda key: not by_key[key].has_llm,
             )
             if logged
-            else {}
+            else KeptGames()
         )
+        games = found.games
         kept = {p.index: outcome_from_rounds(games[p.key]) for p in logged if p.key in games}
         manifest.update(
             status="running",
@@ -266,9 +285,14 @@ class RunSession:
             config=self.loaded.snapshot,
             config_sha256=self.loaded.config_sha256,
         )
-        manifest.setdefault("sessions", []).append(
-            {"started_at_utc": utc_now(), "resumed": True, "games_kept": len(kept)}
-        )
+        session: dict[str, Any] = {
+            "started_at_utc": utc_now(),
+            "resumed": True,
+            "games_kept": len(kept),
+        }
+        if found.damaged:  # played again: each with its first problem, as `aggregate` names it
+            session["games_replayed_damaged"] = list(found.damaged.values())
+        manifest.setdefault("sessions", []).append(session)
         return manifest, kept
 
     def _cache_dir(self) -> str | None:
@@ -364,17 +388,29 @@ class RunSession:
         with ray_connection(self.options.ray_address) as ray:
             play_on_ray(ray, todo, settings, broker, writer, calls_log, collect, tick)
 
-    def _reorder(self, needed: bool) -> None:
-        """Rewrite rounds.jsonl in plan order after a resume or games written out of order."""
+    def _reorder(self, manifest: dict[str, Any], needed: bool) -> None:
+        """Put the logged games in plan order after a resume or games written out of order (the
+        last pass of `keep_finished`); RunError, the run not completed, when a game this session
+        counts as finished is not in the log whole."""
         if not needed:
             return
         logged = [p for p in self.plans if p.logged]
-        keep_finished(
+        kept = keep_finished(
             self.run_dir,
             self._rounds_log,
+            manifest,
             {p.key: p.n_rounds for p in logged},
             [p.key for p in logged],
+            check=False,
         )
+        lost = [p.key for p in logged if p.key not in kept.games]
+        if lost:
+            condition, replicate = lost[0]
+            raise RunError(
+                f"{self.run_dir}: condition {condition!r} replicate {replicate}: not whole in the "
+                f"rounds log after this session ({len(lost)} games); the run is not completed: "
+                f"`pdbench resume {self.run_dir}` plays them again"
+            )
 
     @property
     def _rounds_log(self) -> str:

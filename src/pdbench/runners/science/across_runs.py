@@ -8,20 +8,29 @@ from pathlib import Path
 
 from pdbench.core.agents import HEADLINE_METRICS, difference_text, interval_text
 from pdbench.errors import RunError
-from pdbench.storage.agents import AgentGroup, Appearance, across_runs, scan_runs
+from pdbench.storage.agents import AgentGroup, Appearance, across_runs, same_runs, scan_runs
 
 
 def compare_across_runs(run_dirs: list[Path], agent: str | None = None) -> list[AgentGroup]:
     """The agents seen in two or more of the runs, compared; RunError (one line each) when a
-    run cannot be read, fewer than two are given, or no agent is in two runs."""
+    run cannot be read, fewer than two are given, two hold the same run (a copy), or no agent
+    is in two runs."""
     if len(run_dirs) < 2:
         raise RunError("--across-runs needs two or more run directories")
-    missing = next((d for d in run_dirs if not d.is_dir()), None)
-    if missing is not None:
-        raise RunError(f"{missing}: not a directory")
+    for d in run_dirs:
+        problem = _directory_problem(d)
+        if problem:
+            raise RunError(f"{d}: {problem}")
     resolved = [d.resolve() for d in run_dirs]
     if len(set(resolved)) < len(resolved):
         raise RunError("--across-runs: a run directory is given twice")
+    copies = same_runs(run_dirs)
+    if copies:  # a copy (cp -r) would count as one run: no agent would be in two
+        first, other, what = copies[0]
+        raise RunError(
+            f"{first} and {other}: both directories hold the same run ({what}); "
+            "--across-runs compares different runs"
+        )
     appearances, problems = scan_runs(run_dirs)
     if problems:
         raise RunError(problems[0])
@@ -30,6 +39,14 @@ def compare_across_runs(run_dirs: list[Path], agent: str | None = None) -> list[
         which = f" matching {agent!r}" if agent else ""
         raise RunError(f"no agent{which} plays in two or more of these runs")
     return groups
+
+
+def _directory_problem(path: Path) -> str | None:
+    """Why `path` cannot be a run directory (None: it is a directory)."""
+    try:
+        return None if path.is_dir() else "not a directory"
+    except OSError as exc:  # a name too long, a directory not searchable
+        return f"cannot be read ({exc.strerror or type(exc).__name__})"
 
 
 def _value(appearance: Appearance, metric: str) -> str:

@@ -259,10 +259,11 @@ def simulate_evolution(loaded: LoadedConfig, concurrency: int = 16) -> Evolution
 
 def wilson_interval(
     successes: int, trials: int, z: float = 1.959963984540054
-) -> tuple[float, float]:
-    """The Wilson score interval of a binomial proportion (seeds are independent runs)."""
-    if trials == 0:
-        return (0.0, 1.0)
+) -> tuple[float | None, float | None]:
+    """The Wilson score interval of a binomial proportion (seeds are independent runs); None,
+    None without a trial or with a NaN or infinite count (nothing to bound)."""
+    if not (math.isfinite(successes) and math.isfinite(trials) and trials > 0):
+        return None, None
     p = successes / trials
     denominator = 1 + z * z / trials
     centre = (p + z * z / (2 * trials)) / denominator

@@ -24,7 +24,6 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pdbench.errors import RunError
 from pdbench.storage.parquet import arrow_array, masked_array
 from pdbench.storage.record.fields import (
     CUM_FIELDS,
@@ -36,11 +35,17 @@ from pdbench.storage.record.fields import (
     check_version,
 )
 from pdbench.storage.record.parts import (
+    ORIGIN_KEY,
     PART_PREFIX,
     PART_SUFFIX,
     ROW_GROUP_ROWS_ENV,
+    RoundsColumnsError,
+    check_origin,
+    columns_dir,
+    manifest_beside,
     part_paths,
     rows_from_env,
+    run_origin,
 )
 
 GAMES_KEY = b"pdbench.games"
@@ -68,10 +73,6 @@ def _stored_type(name: str) -> pa.DataType:
 
 
 STORED_SCHEMA = pa.schema([(name, _stored_type(name)) for name in (*STORED_FIELDS, *LLM_FIELDS)])
-
-
-class RoundsColumnsError(RunError):
-    """A columnar rounds part that cannot be read (damaged, or not pdbench's)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -126,14 +127,23 @@ def games_of(batch: pa.RecordBatch) -> list[tuple[str, int, int]]:
 
 
 def write_part(
-    directory: Path, number: int, batches: list[pa.RecordBatch], games: list[Any]
+    directory: Path,
+    number: int,
+    batches: list[pa.RecordBatch],
+    games: list[Any],
+    origin: dict[str, Any],
 ) -> None:
     """Write one part: these batches (whole games, listed in `games` as condition, replicate,
-    first row, rounds), under a temporary name renamed when complete."""
+    first row, rounds), with the run's origin (`parts.run_origin`) and this part's number in
+    its footer, under a temporary name renamed when complete."""
     directory.mkdir(exist_ok=True)
     table = pa.Table.from_batches(batches, schema=STORED_SCHEMA)
     table = table.replace_schema_metadata(
-        {VERSION_KEY: str(SCHEMA_VERSION).encode(), GAMES_KEY: orjson.dumps(games)}
+        {
+            VERSION_KEY: str(SCHEMA_VERSION).encode(),
+            GAMES_KEY: orjson.dumps(games),
+            ORIGIN_KEY: orjson.dumps({**origin, "part": number}),
+        }
     )
     path = directory / f"{PART_PREFIX}{number:06d}{PART_SUFFIX}"
     tmp = directory / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
@@ -152,6 +162,25 @@ def write_part(
     except OSError:
         tmp.unlink(missing_ok=True)  # a full disk: the caller says so and keeps what it has
         raise
+
+
+def join_spans(spans: Iterable[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+    """(condition, replicate, rounds) of each game, from runs of rows in row order: a game's
+    rows split over consecutive batches (a table's chunks, e.g. the row groups a game was read
+    back from) are one game. RoundsColumnsError when a game's rows are not together (a part
+    lists each game once)."""
+    joined: list[tuple[str, int, int]] = []
+    for condition, replicate, n in spans:
+        if joined and joined[-1][:2] == (condition, replicate):
+            joined[-1] = (condition, replicate, joined[-1][2] + n)
+        else:
+            joined.append((condition, replicate, n))
+    keys = [span[:2] for span in joined]
+    if len(set(keys)) != len(keys):
+        raise RoundsColumnsError(
+            "the rows of a game given to the columnar writer are not together; nothing written"
+        )
+    return joined
 
 
 def games_batch(
@@ -214,19 +243,46 @@ def _per_game(
     return masked_array(np.repeat(filled, lengths), None if valid.all() else valid[game_of_row])
 
 
-def rewrite_columns(run_dir: Path, batches: Iterable[pa.RecordBatch]) -> None:
-    """Replace the run directory's parts by these games (e.g. kept games in plan order).
+def rewrite_columns(
+    run_dir: Path,
+    games: Iterable[pa.Table | pa.RecordBatch],
+    origin: dict[str, Any],
+    expected: dict[tuple[str, int], int] | None = None,
+) -> None:
+    """Replace the run directory's parts by these games (tables or batches of whole games,
+    e.g. kept games in plan order).
 
-    The new parts are written first under fresh numbers, then the old ones removed, so a kill
-    in between leaves every game at least once (`read_games` keeps the last copy of a game).
+    The new parts are written first under fresh numbers and read back: when `expected` (key ->
+    rounds) is given they must hold exactly those games with those rounds, else they are removed
+    and RoundsColumnsError is raised with the old parts untouched. Only then are the old parts
+    removed, so a kill at any moment leaves every game at least once (a reader takes the last
+    copy of a game).
     """
     from pdbench.storage.record.writer import ColumnarRoundsWriter
 
     old = part_paths(run_dir)
-    writer = ColumnarRoundsWriter(run_dir)
-    for batch in batches:
-        writer.add_batch(batch)
+    writer = ColumnarRoundsWriter(run_dir, origin)
+    for game in games:
+        if isinstance(game, pa.Table):
+            writer.add_table(game)
+        else:
+            writer.add_batch(game)
     writer.close()
+    new = [p for p in part_paths(run_dir) if p not in set(old)]
+    if expected is not None:
+        written: dict[tuple[str, int], int] = {}
+        for path in new:
+            for condition, replicate, _, n in _open(path, None)[1]:
+                written[(condition, replicate)] = written.get((condition, replicate), 0) + n
+        if written != expected:
+            for path in new:
+                path.unlink(missing_ok=True)
+            lost = sorted(k for k in expected if written.get(k) != expected[k])
+            raise RoundsColumnsError(
+                f"{columns_dir(run_dir)}: rewriting the parts would change "
+                f"{len(lost) or len(written)} games (first {(lost or sorted(written))[0]}); "
+                "nothing was changed"
+            )
     for path in old:
         path.unlink(missing_ok=True)
 
@@ -235,32 +291,85 @@ def rewrite_columns(run_dir: Path, batches: Iterable[pa.RecordBatch]) -> None:
 # Reading
 
 
-def _open(path: Path) -> tuple[pq.ParquetFile, list[tuple[str, int, int, int]]]:
+def _open(
+    path: Path, origin: dict[str, Any] | None
+) -> tuple[pq.ParquetFile, list[tuple[str, int, int, int]]]:
+    """A part and the games its footer lists, checked: a pdbench part of a version this pdbench
+    reads, every stored column there with its type, the game list consistent with the rows,
+    and (`origin` given) written for this run under this number; else RoundsColumnsError, one
+    line naming the part."""
     try:
         parquet = pq.ParquetFile(path)
         meta = parquet.schema_arrow.metadata or {}
         check_version(str(path), (meta.get(VERSION_KEY) or b"0").decode())
-        games = [tuple(g) for g in orjson.loads(meta[GAMES_KEY])]
+        listed = orjson.loads(meta[GAMES_KEY])
+        found_origin = orjson.loads(meta[ORIGIN_KEY]) if ORIGIN_KEY in meta else None
+        schema = parquet.schema_arrow
+        rows = parquet.metadata.num_rows
     except (pa.ArrowException, OSError, KeyError, orjson.JSONDecodeError, TypeError) as exc:
         raise RoundsColumnsError(f"{path}: not a pdbench rounds part ({exc})") from None
-    return parquet, games  # type: ignore[return-value]
+    if origin is not None:
+        check_origin(path, found_origin, origin)
+    for f in STORED_SCHEMA:
+        if f.name not in schema.names:
+            if f.name in LLM_FIELDS:
+                continue  # a part older than the field
+            raise RoundsColumnsError(f"{path}: no column {f.name}; a damaged or edited part")
+        got = schema.field(f.name).type
+        if got != f.type:
+            raise RoundsColumnsError(
+                f"{path}: column {f.name} is {got}, not {f.type}; a damaged or edited part"
+            )
+    return parquet, _listed_games(path, listed, rows)
 
 
-def game_index(run_dir: Path) -> dict[tuple[str, int], tuple[Path, int, int]]:
+def _listed_games(path: Path, listed: Any, rows: int) -> list[tuple[str, int, int, int]]:
+    """The footer's games (condition, replicate, first row, rounds), which must cover the
+    part's rows one after the other, each game once."""
+    games: list[tuple[str, int, int, int]] = []
+    at = 0
+    try:
+        for condition, replicate, first, n in listed:
+            if not (
+                isinstance(condition, str)
+                and all(type(v) is int for v in (replicate, first, n))
+                and first == at
+                and n > 0
+            ):
+                raise ValueError
+            games.append((condition, replicate, first, n))
+            at += n
+    except (TypeError, ValueError):
+        raise RoundsColumnsError(
+            f"{path}: its list of games does not describe its rows; a damaged or edited part"
+        ) from None
+    if at != rows or len({g[:2] for g in games}) != len(games):
+        raise RoundsColumnsError(
+            f"{path}: its list of games does not describe its {rows} rows (each game once, one "
+            "after the other); a damaged or edited part"
+        )
+    return games
+
+
+def game_index(
+    run_dir: Path, manifest: dict[str, Any] | None = None
+) -> dict[tuple[str, int], tuple[Path, int, int]]:
     """(condition, replicate) -> (part, first row, rounds); a game found in two parts (a
     rewrite interrupted by a kill) is taken from the later part."""
-    return ColumnsReader(run_dir).index
+    return ColumnsReader(run_dir, manifest).index
 
 
 class ColumnsReader:
-    """Reads a run directory's parts: the game index once, each part's footer once."""
+    """Reads a run directory's parts: the game index once, each part's footer once, each part
+    checked against the run's manifest (`_open`): the one way every command reads parts."""
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, manifest: dict[str, Any] | None = None) -> None:
         self.run_dir = Path(run_dir)
+        origin = run_origin(manifest if manifest is not None else manifest_beside(run_dir))
         self._files: dict[Path, pq.ParquetFile] = {}
         self.index: dict[tuple[str, int], tuple[Path, int, int]] = {}
         for path in part_paths(run_dir):
-            parquet, games = _open(path)
+            parquet, games = _open(path, origin)
             self._files[path] = parquet
             for condition, replicate, first, n in games:
                 self.index[(condition, replicate)] = (path, first, n)
@@ -397,31 +506,24 @@ def _stored(fields: tuple[str, ...]) -> list[str]:
 
 
 def read_game(
-    run_dir: Path, condition: str, replicate: int, fields: tuple[str, ...] | None = None
+    run_dir: Path,
+    condition: str,
+    replicate: int,
+    fields: tuple[str, ...] | None = None,
+    manifest: dict[str, Any] | None = None,
 ) -> pa.Table | None:
     """One game's rounds (record fields, plain types), by round; None when it is not stored."""
-    return ColumnsReader(run_dir).game((condition, int(replicate)), fields or ALL_FIELDS)
+    reader = ColumnsReader(run_dir, manifest)
+    return reader.game((condition, int(replicate)), fields or ALL_FIELDS)
 
 
-def complete_games(
-    run_dir: Path, expected: dict[tuple[str, int], int]
-) -> dict[tuple[str, int], pa.Table]:
-    """The stored rows (as written) of every game that has exactly its planned rounds 0..n-1;
-    games not in `expected` or incomplete are left out."""
-    reader = ColumnsReader(run_dir)
-    out: dict[tuple[str, int], pa.Table] = {}
-    for key, (_, _, n) in reader.index.items():
-        if expected.get(key) != n:
-            continue
-        table = reader.stored_game(key)
-        if np.array_equal(table.column("round_index").to_numpy(), np.arange(n)):
-            out[key] = table
-    return out
-
-
-def read_table(run_dir: Path, fields: tuple[str, ...] = ROUND_FIELDS) -> pa.Table:
+def read_table(
+    run_dir: Path,
+    fields: tuple[str, ...] = ROUND_FIELDS,
+    manifest: dict[str, Any] | None = None,
+) -> pa.Table:
     """Every stored round (record fields, plain types) as one table, in stored order."""
-    tables = list(ColumnsReader(run_dir).games(fields))
+    tables = list(ColumnsReader(run_dir, manifest).games(fields))
     return pa.concat_tables(tables) if tables else empty_table(fields)
 
 
@@ -434,11 +536,11 @@ def _plain_type(name: str) -> pa.DataType:
     return pa.string() if name in LLM_FIELDS else pa.type_for_alias(ROUND_FIELD_TYPES[name])
 
 
-def jsonl_bytes(run_dir: Path) -> bytes:
+def jsonl_bytes(run_dir: Path, manifest: dict[str, Any] | None = None) -> bytes:
     """The stored rounds as rounds.jsonl lines (record field order; prompts and replies only
     where recorded), for readers that check records line by line (merge)."""
     lines: list[bytes] = []
-    for table in ColumnsReader(run_dir).games(ALL_FIELDS):
+    for table in ColumnsReader(run_dir, manifest).games(ALL_FIELDS):
         for record in table.to_pylist():
             for name in LLM_FIELDS:
                 value = record.pop(name)

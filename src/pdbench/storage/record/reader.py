@@ -41,7 +41,7 @@ def read_rounds(
     if uses_columns(run_dir, manifest):
         from pdbench.storage.record.columns import read_table
 
-        return read_table(Path(run_dir), fields)
+        return read_table(Path(run_dir), fields, manifest)
     from pdbench.storage.record.table import read_rounds_table
 
     return read_rounds_table(Path(run_dir) / ROUNDS_FILE, fields, required)
@@ -71,7 +71,7 @@ def condition_tables(
         return
     from pdbench.storage.record.columns import ColumnsReader, empty_table
 
-    reader = ColumnsReader(Path(run_dir))
+    reader = ColumnsReader(Path(run_dir), manifest)
     by_condition: dict[str, list[tuple[str, int]]] = {}
     for key in reader.index:
         by_condition.setdefault(key[0], []).append(key)
@@ -91,12 +91,14 @@ def read_game_rounds(
     condition: str,
     replicate: int,
     fields: tuple[str, ...] | None = None,
+    manifest: dict[str, Any] | None = None,
 ) -> Any | None:
     """One game's rounds (record fields, plain types, by round) from the columnar parts; None
-    when the run has no parts or the game is not there."""
+    when the run has no parts or the game is not there. The parts are checked against
+    `manifest` (default: the one beside them)."""
     from pdbench.storage.record.columns import read_game
     from pdbench.storage.record.parts import has_columns
 
     if not has_columns(run_dir):
         return None
-    return read_game(Path(run_dir), condition, replicate, fields)
+    return read_game(Path(run_dir), condition, replicate, fields, manifest)

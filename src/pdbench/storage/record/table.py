@@ -211,6 +211,35 @@ def check_all_games(manifest: dict[str, Any], games: list[tuple[str, int]], path
         )
 
 
+def damaged_games(
+    games: dict[tuple[str, int], Any], manifest: dict[str, Any], path: Path
+) -> dict[tuple[str, int], str]:
+    """The games (key -> one table of its rounds) that `check_rounds` refuses, each with its
+    first problem as one line naming the game; found by halving the set of games, so a run with
+    no damaged game is checked once as a whole."""
+    import pyarrow as pa
+
+    out: dict[tuple[str, int], str] = {}
+    todo = [list(games)]
+    while todo:
+        keys = todo.pop()
+        if not keys:
+            continue
+        table = pa.concat_tables([games[key] for key in keys]) if len(keys) > 1 else games[keys[0]]
+        where = (
+            path if len(keys) > 1 else Path(f"{path}, game {keys[0][0]!r} replicate {keys[0][1]}")
+        )
+        try:
+            check_rounds(table, manifest, where, whole_run=False)
+        except RunDirError as exc:
+            if len(keys) == 1:
+                out[keys[0]] = str(exc)
+            else:
+                half = len(keys) // 2
+                todo += [keys[half:], keys[:half]]
+    return {key: out[key] for key in games if key in out}
+
+
 def _games_not_whole(codes: np.ndarray, rounds: np.ndarray, planned: np.ndarray) -> np.ndarray:
     """Per game (code): whether its round indexes are not exactly 0..planned-1."""
     bad = np.bincount(codes, minlength=len(planned)) != planned

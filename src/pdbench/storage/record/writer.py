@@ -30,8 +30,11 @@ class ColumnarRoundsWriter:
     """Collects whole games and writes them as parts of `rounds/`; each part is complete or
     absent (written under a temporary name, then renamed)."""
 
-    def __init__(self, run_dir: Path, part_rounds: int | None = None) -> None:
+    def __init__(
+        self, run_dir: Path, origin: dict[str, Any], part_rounds: int | None = None
+    ) -> None:
         self.run_dir = Path(run_dir)
+        self.origin = origin  # the run's `parts.run_origin`, recorded in every part
         self.part_rounds = (
             rows_from_env(PART_ROUNDS_ENV, PART_ROUNDS) if part_rounds is None else part_rounds
         )
@@ -55,6 +58,12 @@ class ColumnarRoundsWriter:
         self._held.append(batch)
         self._grew(batch.num_rows)
 
+    def add_table(self, table: Any) -> None:
+        """Whole games' rows as a pyarrow Table, whatever its chunks (a game read back from
+        several row groups is one game): its games go into one part together."""
+        self._held.extend(table.to_batches())
+        self._grew(table.num_rows)
+
     def add_lines(self, blob: bytes) -> None:
         """One or more whole games as rounds.jsonl lines (parsed when the part is written, so
         a game ends without waiting for pyarrow)."""
@@ -71,7 +80,13 @@ class ColumnarRoundsWriter:
         """Write the games held as one part (nothing when none is held)."""
         if not self._held:
             return
-        from pdbench.storage.record.columns import games_batch, games_of, lines_batch, write_part
+        from pdbench.storage.record.columns import (
+            games_batch,
+            games_of,
+            join_spans,
+            lines_batch,
+            write_part,
+        )
 
         batches = [
             games_batch(h.keys, h.arrays, h.timestamps)
@@ -81,20 +96,21 @@ class ColumnarRoundsWriter:
             else h
             for h in self._held
         ]
-        games: list[tuple[str, int, int, int]] = []
-        first = 0
+        spans: list[tuple[str, int, int]] = []
         for held, batch in zip(self._held, batches, strict=True):
             if isinstance(held, _ArrayGames):
-                spans = [
+                spans += [
                     (k.condition, k.replicate, int(a["played_a"].shape[0]))
                     for k, a in zip(held.keys, held.arrays, strict=True)
                 ]
             else:
-                spans = games_of(batch)
-            for condition, replicate, n in spans:
-                games.append((condition, replicate, first, n))
-                first += n
-        write_part(columns_dir(self.run_dir), self._next, batches, games)
+                spans += games_of(batch)
+        games: list[tuple[str, int, int, int]] = []
+        first = 0
+        for condition, replicate, n in join_spans(spans):
+            games.append((condition, replicate, first, n))
+            first += n
+        write_part(columns_dir(self.run_dir), self._next, batches, games, self.origin)
         self._next += 1
         self._held, self._rows = [], 0
 

@@ -280,8 +280,11 @@ def _llm_members(config_dir: Path | None) -> dict[str, launcher.AgentOption]:
 
 def _run(settings: EvolutionSettings) -> None:
     config_dir = launcher.find_config_dir()
-    config_path = launcher.prepare_evolution(settings, data.EVOLUTIONS_ROOT, config_dir)
-    finished = run_prepared(config_path, "evolution", "Progress")
+    finished = run_prepared(
+        lambda: launcher.prepare_evolution(settings, data.EVOLUTIONS_ROOT, config_dir),
+        "evolution",
+        "Progress",
+    )
     if finished is not None:
         st.session_state[f"{PREFIX}_dir"] = str(finished.run_dir.resolve())
         st.session_state[f"{PREFIX}_flash"] = finished.message()

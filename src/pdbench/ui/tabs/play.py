@@ -401,10 +401,13 @@ def _finish(ctx: AppContext, game: dict[str, Any], config_dir: Path) -> None:
     request: play_launcher.PlayRequest = game["request"]
     records = game["live"].records
     if game["saved"] is None and not game.get("save_failed"):
-        config_path = play_launcher.prepare_play(
-            request, config_dir, ctx.runs_root, game["moves"], game.get("messages", [])
+        finished = run_prepared(
+            lambda: play_launcher.prepare_play(
+                request, config_dir, ctx.runs_root, game["moves"], game.get("messages", [])
+            ),
+            "experiment",
+            "Saving your game",
         )
-        finished = run_prepared(config_path, "experiment", "Saving your game")
         if finished is None:
             game["save_failed"] = True
             return

@@ -210,8 +210,11 @@ def _sweep() -> tuple[tuple[str, tuple[float, ...]] | None, bool]:
 
 
 def _run(ctx: AppContext, request: launcher.ExperimentRequest, config_dir: Path) -> None:
-    config_path = launcher.prepare_experiment(request, config_dir, ctx.runs_root)
-    finished = run_prepared(config_path, "experiment", "Playing rounds")
+    finished = run_prepared(
+        lambda: launcher.prepare_experiment(request, config_dir, ctx.runs_root),
+        "experiment",
+        "Playing rounds",
+    )
     if finished is None:
         return
     st.session_state[SEL_RUN] = str(finished.run_dir.resolve())

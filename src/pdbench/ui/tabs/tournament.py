@@ -159,8 +159,11 @@ def _form(config_dir: Path) -> None:
 
 
 def _run(request: launcher.TournamentRequest, config_dir: Path) -> None:
-    config_path = launcher.prepare_tournament(request, config_dir, data.TOURNAMENTS_ROOT)
-    finished = run_prepared(config_path, "tournament", "Playing rounds")
+    finished = run_prepared(
+        lambda: launcher.prepare_tournament(request, config_dir, data.TOURNAMENTS_ROOT),
+        "tournament",
+        "Playing rounds",
+    )
     if finished is not None:
         st.session_state[f"{PREFIX}_dir"] = str(finished.run_dir.resolve())
         st.session_state[f"{PREFIX}_flash"] = finished.message()
