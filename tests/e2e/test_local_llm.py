@@ -188,7 +188,7 @@ def test_the_local_model_talks_and_plays(tmp_path: Path) -> None:
     rows = pq.read_table(run_dir / "aggregates.parquet").to_pylist()
     row = next(r for r in rows if r["scope"] == "condition")
     assert row["agent_a_messages"] == 1 and row["agent_b_messages"] == 1
-    assert row["agent_b_promise_kept_rate"] == 1.0  # honest TFT
+    assert row["agent_b_said_promise_kept_rate"] == 1.0  # honest TFT
 
 
 def test_the_server_is_stopped_after_a_failed_run(tmp_path: Path) -> None:

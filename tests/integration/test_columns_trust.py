@@ -456,3 +456,55 @@ def test_the_plan_fingerprint_is_the_plan_not_its_spelling() -> None:
     ]
     assert len({base, *map(plan_fingerprint, others)}) == len(others) + 1
     assert plan_fingerprint({"conditions": []}) is None
+
+
+@pytest.mark.parametrize("kind", ["tournament", "evolution"])
+def test_resume_of_a_tournament_or_evolution_checks_its_records_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    """Their manifests list no conditions: resume checks their records against the session's
+    plan and the config's payoff matrix all the same (a damaged LLM match: one line, exit 2,
+    nothing rewritten; the undamaged run resumes to completed)."""
+    import yaml
+
+    repo = Path(__file__).resolve().parents[2]
+    shutil.copytree(repo / "configs", tmp_path / "cfg")
+    player = {"ref": "agents/llm_default.yaml", "overrides": {"name": "mock-tft"}}
+    data: dict[str, Any] = {
+        "run": {"run_id": kind, "seed": 3, "output_dir": "unused"},
+        "horizon": {"type": "fixed", "n_rounds": 4},
+    }
+    if kind == "tournament":
+        data["tournament"] = {"players": ["ALLD", "TFT", player], "repetitions": 1}
+    else:
+        data["evolution"] = {
+            "process": "eliminate_clone",
+            "eliminate": 1,
+            "generations": 2,
+            "repetitions": 1,
+            "population": [{"player": "ALLD", "count": 2}, {"player": player, "count": 2}],
+        }
+    cfg = tmp_path / "cfg" / f"{kind}.yaml"
+    cfg.write_text(yaml.safe_dump(data), encoding="utf-8")
+    out = tmp_path / "out"
+    command = "tournament" if kind == "tournament" else "evolve"
+    code, _, err = run_in_process([command, str(cfg), "-o", str(out)], capsys)
+    assert code == 0, err
+    manifest_path = out / f"{kind}_manifest.json"
+    manifest = orjson.loads(manifest_path.read_bytes())
+    manifest["status"] = "running"
+    manifest_path.write_bytes(orjson.dumps(manifest))
+    code, _, err = _resume(out, capsys)  # nothing damaged: completed
+    assert code == 0, err
+    manifest = orjson.loads(manifest_path.read_bytes())
+    manifest["status"] = "running"
+    manifest_path.write_bytes(orjson.dumps(manifest))
+    record = orjson.loads((out / "rounds.jsonl").read_bytes().splitlines()[1])
+    _edit_jsonl(out, 1, agent_a_payoff=99.0)
+    before = (out / "rounds.jsonl").read_bytes()
+    code, _, err = _resume(out, capsys)
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "agent_a_payoff" in lines[0], err
+    assert f"{record['condition']!r} replicate {record['replicate']}" in lines[0]
+    assert (out / "rounds.jsonl").read_bytes() == before

@@ -50,16 +50,24 @@ def test_the_liar_s_talk_metrics_equal_the_hand_calculation(talk_run: tuple[Path
     broken; TFT promises 10 times (once a game) out of 200 messages, and plays C after 10 of
     the liar's 200 promises (round 1 of each game)."""
     row = _conditions(talk_run[0])[LIAR]
-    assert row["agent_a_messages"] == 200 and row["agent_a_promises"] == 200
-    assert row["agent_a_promise_rate"] == 1.0
-    assert row["agent_a_promise_kept_rate"] == 0.0
-    assert row["agent_a_deception_rate"] == 1.0
-    assert row["agent_a_intent_agreement_rate"] == 0.0
-    assert row["agent_b_promise_rate"] == pytest.approx(10 / 200)
-    assert row["agent_b_promise_kept_rate"] == 1.0
-    assert row["agent_b_trust_rate"] == pytest.approx(10 / 200)
-    assert row["agent_a_trust_rate"] == 0.0  # after TFT's 10 promises the liar still defects
-    for metric in ("agent_a_deception_rate", "agent_b_trust_rate", "agent_a_promise_rate"):
+    assert row["agent_a_messages"] == 200 and row["agent_a_said_promises"] == 200
+    # the policies declare what they say: both readings agree
+    for reading in ("said", "declared"):
+        assert row[f"agent_a_{reading}_promise_rate"] == 1.0
+        assert row[f"agent_a_{reading}_promise_kept_rate"] == 0.0
+        assert row[f"agent_a_{reading}_deception_rate"] == 1.0
+        assert row[f"agent_a_{reading}_agreement_rate"] == 0.0
+        assert row[f"agent_b_{reading}_promise_rate"] == pytest.approx(10 / 200)
+        assert row[f"agent_b_{reading}_promise_kept_rate"] == 1.0
+    assert row["agent_a_unread_rate"] == 0.0
+    assert row["agent_b_said_trust_rate"] == pytest.approx(10 / 200)
+    assert row["agent_a_said_trust_rate"] == 0.0  # after TFT's 10 promises the liar defects
+    for metric in (
+        "agent_a_said_deception_rate",
+        "agent_b_said_trust_rate",
+        "agent_a_said_promise_rate",
+        "agent_a_declared_promise_rate",
+    ):
         low, high = row[f"{metric}_ci_low"], row[f"{metric}_ci_high"]
         assert 0.0 <= low <= row[metric] <= high <= 1.0
         assert high - low > 0.0  # 10 games never give a zero-width interval
@@ -70,41 +78,62 @@ def test_the_mock_personas_talk_as_their_rules_say(talk_run: tuple[Path, Path]) 
     keeps it exactly as often as it chooses C (counted here from rounds.jsonl)."""
     run_dir = talk_run[0]
     row = _conditions(run_dir)[PERSONAS]
-    assert row["agent_a_promise_rate"] == 1.0 and row["agent_a_promise_kept_rate"] == 1.0
-    assert row["agent_a_deception_rate"] == 0.0 and row["agent_a_cooperation_rate"] == 1.0
+    assert row["agent_a_said_promise_rate"] == 1.0
+    assert row["agent_a_said_promise_kept_rate"] == 1.0
+    assert row["agent_a_said_deception_rate"] == 0.0 and row["agent_a_cooperation_rate"] == 1.0
     records = [r for r in _records(run_dir) if r["condition"] == PERSONAS]
     chose_c = sum(r["agent_b_intended_action"] == "C" for r in records)
-    assert row["agent_b_promise_rate"] == 1.0
-    assert row["agent_b_promise_kept_rate"] == pytest.approx(chose_c / len(records))
-    assert 0.0 < row["agent_b_deception_rate"] < 1.0
+    assert row["agent_b_said_promise_rate"] == 1.0
+    assert row["agent_b_said_promise_kept_rate"] == pytest.approx(chose_c / len(records))
+    assert 0.0 < row["agent_b_said_deception_rate"] < 1.0
     # talk changes the game: without it the cooperative persona sometimes defects
     silent = _conditions(run_dir)[SILENT]
     assert silent["agent_a_cooperation_rate"] < 1.0
-    assert silent["agent_a_promise_rate"] is None and silent["agent_a_messages"] == 0
+    assert silent["agent_a_said_promise_rate"] is None and silent["agent_a_messages"] == 0
+
+
+# What the texts of configs/talk.yaml say, read by hand (the policies' and the mock's).
+SAYS_BY_HAND = {
+    "I will cooperate.": "C",
+    "I will defect.": "D",
+    "I will cooperate. Let's both keep cooperating.": "C",
+    "I will cooperate, you can trust me.": "C",
+}
 
 
 def _pooled_by_hand(records: list[dict[str, Any]], side: str) -> dict[str, float | None]:
-    """Promise, kept and trust rates of one seat, pooled over a condition's rounds, computed
-    from the JSON records with plain loops (a second implementation)."""
+    """Said and declared promise, kept and trust rates of one seat, pooled over a condition's
+    rounds, computed from the JSON records with plain loops (a second implementation): said
+    from the texts read by hand (SAYS_BY_HAND), declared from the declared intentions."""
     other = "agent_b" if side == "agent_a" else "agent_a"
-    messages = promised_msgs = promises = kept = other_promises = trusted = 0
+    n = {k: 0 for k in ("msgs", "said", "decl", "sp", "sk", "dp", "dk", "recv", "trust")}
     for rec in records:
         mine = [m for m in rec.get("exchange", []) if m["from"] == side and m["text"]]
         theirs = [m for m in rec.get("exchange", []) if m["from"] == other and m["text"]]
-        messages += len(mine)
-        promised_msgs += sum(m["intent"] == "C" for m in mine)
-        stated = [m["intent"] for m in mine if m["intent"] is not None]
-        if stated and stated[-1] == "C":
-            promises += 1
-            kept += rec[f"{side}_intended_action"] == "C"
-        their_stated = [m["intent"] for m in theirs if m["intent"] is not None]
-        if their_stated and their_stated[-1] == "C":
-            other_promises += 1
-            trusted += rec[f"{side}_intended_action"] == "C"
+        chose_c = rec[f"{side}_intended_action"] == "C"
+        n["msgs"] += len(mine)
+        n["said"] += sum(SAYS_BY_HAND[m["text"]] == "C" for m in mine)
+        declared = [m["intent"] for m in mine if m["source"] == "declared"]
+        n["decl"] += sum(x == "C" for x in declared)
+        if mine and SAYS_BY_HAND[mine[-1]["text"]] == "C":
+            n["sp"] += 1
+            n["sk"] += chose_c
+        if declared and declared[-1] == "C":
+            n["dp"] += 1
+            n["dk"] += chose_c
+        if theirs and SAYS_BY_HAND[theirs[-1]["text"]] == "C":
+            n["recv"] += 1
+            n["trust"] += chose_c
+
+    def ratio(a: str, b: str) -> float | None:
+        return n[a] / n[b] if n[b] else None
+
     return {
-        "promise_rate": promised_msgs / messages if messages else None,
-        "promise_kept_rate": kept / promises if promises else None,
-        "trust_rate": trusted / other_promises if other_promises else None,
+        "said_promise_rate": ratio("said", "msgs"),
+        "said_promise_kept_rate": ratio("sk", "sp"),
+        "said_trust_rate": ratio("trust", "recv"),
+        "declared_promise_rate": ratio("decl", "msgs"),
+        "declared_promise_kept_rate": ratio("dk", "dp"),
     }
 
 
@@ -154,8 +183,12 @@ def test_the_app_s_metric_table_shows_the_talk_metrics_of_a_talking_condition(
 
     aggregates = pd.read_parquet(talk_run[0] / "aggregates.parquet")
     talking = tables.metric_summary(aggregates, LIAR, 0).set_index("metric")
-    assert talking.loc["agent_a_deception_rate", "condition_mean"] == 1.0
-    assert talking.loc["agent_a_deception_rate", "label"] == "A deception (promised C, chose D)"
+    assert talking.loc["agent_a_said_deception_rate", "condition_mean"] == 1.0
+    label = talking.loc["agent_a_said_deception_rate", "label"]
+    assert label == "A deception: said C, chose D (next move) · said (as the partner read it)"
+    assert "declared (private intention)" in talking.loc["agent_a_declared_deception_rate", "label"]
+    assert "rules reader" in (tables.talk_note(aggregates, LIAR) or "")
+    assert tables.talk_note(aggregates, SILENT) is None
     silent = tables.metric_summary(aggregates, SILENT, 0).set_index("metric")
     assert not set(silent.index) & tables.TALK_METRICS
 
@@ -202,3 +235,54 @@ def test_talk_config_errors_are_one_line_each(tmp_path: Path, edit: Any, expecte
     assert any(line.startswith(str(path.parent / expected.split(": ")[0]) + ": ") for line in lines)
     assert any(expected.split(": ", 1)[1] in line for line in lines), lines
     assert all("\n" not in line for line in lines)
+
+
+def test_said_and_declared_differ_when_the_message_and_the_intention_disagree(
+    tmp_path: Path,
+) -> None:
+    """configs/talk_disagree.yaml, 2 games of 10 rounds per condition. The mock's liar writes
+    "I will cooperate." (said C), declares D and plays D in every round. Against an honest
+    TFT (C in round 1, then D, announced):
+    - liar, said: 20 of 20 messages promise C: rate 1; 20 promises, none kept: deception 1;
+      agreement 0/20.
+    - liar, declared: 0 of 20 messages declare C: rate 0; no declared promise (kept rate
+      None); declared agreement 20/20 = 1.
+    - TFT's trust rests on what it read: 20 said promises received, C after 2 (round 1 of each
+      game): 2/20; the liar's trust: after TFT's 2 said promises it defected: 0/2."""
+    shutil.copytree(REPO / "configs", tmp_path / "configs")
+    cfg = tmp_path / "configs" / "talk_disagree.yaml"
+    cfg.write_text(cfg.read_text().replace("replicates: 5", "replicates: 2"))
+    summary = execute(cfg, output_dir=tmp_path / "run", cache_dir=tmp_path / "cache")
+    assert summary.manifest["status"] == "completed"
+    row = _conditions(tmp_path / "run")["LLMliar_vs_TFT"]
+    assert row["agent_a_messages"] == 20
+    assert row["agent_a_said_promise_rate"] == 1.0 and row["agent_a_said_promises"] == 20
+    assert row["agent_a_said_deception_rate"] == 1.0
+    assert row["agent_a_said_agreement_rate"] == 0.0
+    assert row["agent_a_declared_promise_rate"] == 0.0 and row["agent_a_declared_promises"] == 0
+    assert row["agent_a_declared_promise_kept_rate"] is None
+    assert row["agent_a_declared_agreement_rate"] == 1.0
+    assert row["agent_b_said_promises_received"] == 20
+    assert row["agent_b_said_trust_rate"] == pytest.approx(2 / 20)
+    assert row["agent_a_said_promises_received"] == 2 and row["agent_a_said_trust_rate"] == 0.0
+
+
+def test_the_report_shows_said_and_declared_apart_and_names_the_reader(
+    talk_run: tuple[Path, Path],
+) -> None:
+    from pdbench.report.talk import talk_section
+
+    rows = [r for r in pq.read_table(talk_run[0] / "aggregates.parquet").to_pylist()]
+    html = talk_section([r for r in rows if r["scope"] == "condition"])
+    assert "<h3>Said (as the partner read it)</h3>" in html
+    assert "<h3>Declared (private intention)</h3>" in html
+    assert "messages read by the rules reader" in html
+    assert "said promises kept, standing" in html
+    # aggregates written before issue 29 (old names): a one-line note, not a wrong table
+    old = [
+        {k.replace("said_promise_rate", "promise_rate"): v for k, v in r.items()}
+        for r in rows
+        if r["scope"] == "condition"
+    ]
+    html = talk_section(old)
+    assert "pdbench aggregate" in html and "<table" not in html

@@ -69,8 +69,13 @@ def test_a_part_written_before_messages_existed_is_read(talk_run: Path, tmp_path
     assert "".join(game["agent_a_action"]) == "D" * N_ROUNDS
 
 
+SAYS = {"C": "I will cooperate.", "D": "I will defect.", None: "…"}
+
+
 def _entry(side: str, turn: int, intent: str | None, **extra: Any) -> dict[str, Any]:
-    return {"from": side, "turn": turn, "text": "…", "intent": intent, "source": "x", **extra}
+    """A message entry whose text says `intent` (the stated intention is what was said)."""
+    entry = {"from": side, "turn": turn, "text": SAYS[intent], "intent": intent, "source": "x"}
+    return {**entry, **extra}
 
 
 def test_stated_intention_is_the_last_message_that_states_one() -> None:
@@ -92,18 +97,26 @@ def test_stated_intention_is_the_last_message_that_states_one() -> None:
 
 def test_encode_puts_each_message_beside_the_move_that_followed_it() -> None:
     rounds = [
-        [_entry("agent_b", 0, "C", text="b0"), _entry("agent_a", 0, None, text="<b>hi</b>")],
+        [_entry("agent_b", 0, "C"), _entry("agent_a", 0, None, text="<b>hi</b>")],
         None,
-        [_entry("agent_a", 0, "D", text="b0", source="declared")],
+        [_entry("agent_a", 0, "D", source="declared")],
     ]
     out = talk.encode(rounds, "CCD", "CCC")
     assert out is not None
     texts = out["texts"]
-    assert [texts[i][0] for i in out["b"][0]] == ["b0"]
+    assert [texts[i][0] for i in out["b"][0]] == ["I will cooperate."]
     assert [texts[i][:2] for i in out["a"][0]] == [["<b>hi</b>", ""]]  # kept as text
     assert out["a"][1] == [] and out["b"][1] == [] and out["b"][2] == []
-    assert texts[out["a"][2][0]] == ["b0", "D", "declared", 0]
+    assert texts[out["a"][2][0]] == ["I will defect.", "D", "declared", 0]
     assert (out["sa"], out["sb"]) == ("--D", "C--")
+
+
+def test_the_stated_intention_is_what_the_text_said_not_the_declared_intention() -> None:
+    """A's message says "I will defect." and declares C (the issue's example): the partner
+    read D, so the replay states D and marks no broken promise when A then defects."""
+    rounds = [[{**_entry("agent_a", 0, "D", source="declared"), "intent": "C"}]]
+    sa, _ = talk.stated_intentions(rounds, "D", "C")
+    assert sa == "D" and talk.broken_promises(sa, "D") == []
     assert talk.encode([None, []], "CC", "CC") is None
 
 

@@ -173,39 +173,50 @@ def test_history_limits_the_earlier_messages_shown() -> None:
 
 def test_the_liar_against_tft_by_hand() -> None:
     """ALLD promising C every round against an honest TFT, 5 rounds, no noise. The liar plays
-    D D D D D; TFT plays C D D D D and announces it: "cooperate" once, then "defect"."""
+    D D D D D; TFT plays C D D D D and announces it: "cooperate" once, then "defect". Both
+    declare what they say here, so the said and declared readings agree."""
     liar = [False] * 5
     tft = [True, False, False, False, False]
     messages = [Message(r, 0, 0, "I will cooperate.", C, "declared") for r in range(5)]
-    messages += [Message(r, 0, 1, "x", C if r == 0 else D, "declared") for r in range(5)]
+    messages += [
+        Message(r, 0, 1, "I will cooperate." if r == 0 else "I will defect.", C if r == 0 else D)
+        for r in range(5)
+    ]
+    messages = [
+        Message(m.round_index, m.turn, m.side, m.text, m.intent, "declared") for m in messages
+    ]
     got = talk_columns(talk_tracks(messages, liar, tft))
-    assert got["agent_a_messages"] == 5 and got["agent_a_promise_messages"] == 5
-    assert got["agent_a_promise_rate"] == 1.0
-    assert got["agent_a_promises"] == 5
-    assert got["agent_a_promise_kept_rate"] == 0.0  # 0 of 5 promises kept
-    assert got["agent_a_deception_rate"] == 1.0  # 5 of 5 followed by D
-    assert got["agent_a_intent_agreement_rate"] == 0.0
-    assert got["agent_a_trust_rate"] == 0.0  # TFT promised once (round 0): the liar played D
-    assert got["agent_b_promise_rate"] == pytest.approx(1 / 5)
-    assert got["agent_b_promises"] == 1 and got["agent_b_promise_kept_rate"] == 1.0
-    assert got["agent_b_stated_intentions"] == 5 and got["agent_b_intent_agreement_rate"] == 1.0
-    assert got["agent_b_trust_rate"] == pytest.approx(1 / 5)  # C after 1 of 5 promises
+    assert got["agent_a_messages"] == 5 and got["agent_a_said_promise_messages"] == 5
+    assert got["agent_a_said_promise_rate"] == 1.0 and got["agent_a_declared_promise_rate"] == 1.0
+    assert got["agent_a_said_promises"] == 5 and got["agent_a_declared_promises"] == 5
+    assert got["agent_a_said_promise_kept_rate"] == 0.0  # 0 of 5 promises kept
+    assert got["agent_a_said_deception_rate"] == 1.0  # 5 of 5 followed by D
+    assert got["agent_a_said_agreement_rate"] == 0.0
+    assert got["agent_a_said_trust_rate"] == 0.0  # TFT said C once (round 0): the liar played D
+    assert got["agent_b_said_promise_rate"] == pytest.approx(1 / 5)
+    assert got["agent_b_said_promises"] == 1 and got["agent_b_said_promise_kept_rate"] == 1.0
+    assert got["agent_b_said_statements"] == 5 and got["agent_b_said_agreement_rate"] == 1.0
+    assert got["agent_b_said_trust_rate"] == pytest.approx(1 / 5)  # C after 1 of 5 promises
+    assert got["agent_b_declared_agreement_rate"] == 1.0
 
 
 def test_the_last_stated_intention_of_an_exchange_counts() -> None:
-    """Two turns: A says C then D before round 0, says nothing stating a move before round 1."""
+    """Two turns: A says C then D before round 0, says nothing stating a move before round 1.
+    The intentions were read from the text (source phrases): nothing is declared."""
     messages = [
         Message(0, 0, 0, "I will cooperate", C, "phrases"),
         Message(0, 1, 0, "Actually I will defect", D, "phrases"),
         Message(1, 0, 0, "hello", None, "none"),
     ]
     a, b = talk_tracks(messages, [False, True], [True, True])
-    assert a.stated.tolist() == [0, -1] and a.messages.tolist() == [2, 1]
-    assert a.promises.tolist() == [1, 0]
+    assert a.said.tolist() == [0, -1] and a.messages.tolist() == [2, 1]
+    assert a.said_promises.tolist() == [1, 0] and a.declared.tolist() == [-1, -1]
     got = talk_columns((a, b))
-    assert got["agent_a_promise_rate"] == pytest.approx(1 / 3)
-    assert got["agent_a_promises"] == 0 and got["agent_a_promise_kept_rate"] is None
-    assert got["agent_a_intent_agreement_rate"] == 1.0  # stated D, chose D
-    assert got["agent_b_messages"] == 0 and got["agent_b_promise_rate"] is None
+    assert got["agent_a_said_promise_rate"] == pytest.approx(1 / 3)
+    assert got["agent_a_said_promises"] == 0 and got["agent_a_said_promise_kept_rate"] is None
+    assert got["agent_a_said_agreement_rate"] == 1.0  # said D, chose D
+    assert got["agent_a_declared_statements"] == 0  # text read, nothing declared
+    assert got["agent_a_declared_promise_rate"] == 0.0  # 0 of 3 messages declare C
+    assert got["agent_b_messages"] == 0 and got["agent_b_said_promise_rate"] is None
     assert talk_columns(None) == dict.fromkeys(got)
     assert isinstance(a.chose_c, np.ndarray)

@@ -63,6 +63,12 @@ class AgentSpec:
         """Whether the vectorized engine can play it (see `pdbench.agents.policy.is_batchable`)."""
         return is_batchable(self.config)
 
+    @cached_property
+    def message_labels(self) -> tuple[str, str]:
+        """The move labels its messages are written in, read in (an LLM's action labels; C and
+        D for the others, as `agents.talk.speak` reads them)."""
+        return self.config.labels() if isinstance(self.config, LLMAgentConfig) else ("C", "D")
+
     def horizon_disclosure(self, horizon: Horizon) -> str:
         """exact, stop_prob or hidden: the configured mode, else the horizon type's default."""
         mode = getattr(self.config, "horizon_disclosure", None)

@@ -18,6 +18,7 @@ from pdbench.agents.policy import POLICY_REGISTRY
 from pdbench.core.batch import StateMachine
 from pdbench.core.config import PolicyParams
 from pdbench.core.payoff import PayoffMatrix
+from pdbench.core.strategy_card import EVERY_ROUND
 from pdbench.core.strategy_fit import MEMORY_ONE_FREE, Candidate
 from pdbench.core.strategy_gof import MEMORY_ONE_NAME
 
@@ -31,7 +32,7 @@ def state_names(machine: StateMachine) -> tuple[str, ...]:
     """Readable names of a machine's states (for fitted parameters)."""
     n = len(machine.coop_prob)
     if n == 1:
-        return ("every_round",)
+        return (EVERY_ROUND,)
     if n == 3 and all(row == ((1, 2), (1, 2)) for row in machine.next_state):
         return REACTING_STATES
     return tuple(f"state_{i}" for i in range(n))

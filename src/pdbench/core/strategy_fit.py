@@ -22,7 +22,8 @@ state's P(C) = cooperations / visits (clipped likewise in the likelihood). That 
 joint maximum likelihood (the free states' likelihood does not depend on the tremble). Ranking:
 BIC = -2 log-likelihood + parameters x ln(decided moves); parameters = 1 for the tremble (when
 the strategy prescribes in some state) + 1 per free state; ties go to fewer parameters, then
-library order.
+library order. The card's own rank (RANDOM(p) against rules with a large tremble) and the
+candidates it names as indistinguishable are core/strategy_card.py's.
 
 SFEM: each game is played by one strategy of the mixture throughout; shares phi and a tremble
 common to all strategies maximise sum_games log sum_k phi_k L_k(game), by EM. In the mixture
@@ -276,6 +277,7 @@ class StrategyFit:
     bic: float
     free_probabilities: dict[int, float]  # state -> fitted P(C)
     rank: int = 0
+    indistinguishable_from: tuple[str, ...] = ()  # filled by core.strategy_card.card_ranking
 
 
 def fit_each(

@@ -276,6 +276,7 @@ def memory_one_section(conditions: list[dict[str, Any]]) -> str:
 
 
 def strategy_section(fits: list[dict[str, Any]] | None, top: int = 3) -> str:
+    from pdbench.core.strategy_card import card_ties, strategy_label
     from pdbench.core.strategy_gof import card_verdict  # here: keeps this change to the card
 
     if fits is None:
@@ -290,7 +291,8 @@ def strategy_section(fits: list[dict[str, Any]] | None, top: int = 3) -> str:
         rows = sorted(group, key=lambda f: f["rank"])[:top]
         verdict = card_verdict(group)  # not None: no share, the words instead
         lines = "".join(
-            f"<tr><td>{f['rank']}</td><td><b>{text(f['strategy'])}</b></td>"
+            f"<tr><td>{f['rank']}</td>"
+            f"<td><b>{text(strategy_label(f['strategy'], f['parameters']))}</b></td>"
             f"<td>{'—' if verdict else fmt(f['share'], f['share_ci_low'], f['share_ci_high'], True)}</td>"
             f"<td>{'-' if f['tremble'] is None else f'{f["tremble"]:.3f}'}</td>"
             f"<td>{text(_params(f['parameters']))}</td></tr>"
@@ -298,6 +300,9 @@ def strategy_section(fits: list[dict[str, Any]] | None, top: int = 3) -> str:
         )
         name = rows[0]["agent_name"] if rows else ""
         warning = f"<p class='note'><b>⚠ {text(verdict)}</b></p>" if verdict else ""
+        ties = card_ties(group)
+        if ties:
+            warning = f"<p class='note'><b>{text(ties)}</b></p>" + warning
         cards.append(
             f"<div class='card'><h4>{text(condition)} · agent {text(agent.upper())} "
             f"<span class='muted'>{text(name)}</span></h4>{warning}<table><tr><th>rank</th>"
@@ -311,9 +316,10 @@ def strategy_section(fits: list[dict[str, Any]] | None, top: int = 3) -> str:
         "conditional on the library: they say which listed strategy the games are closest to, "
         "not that the agent plays one. Each card's best strategy is tested against memory-"
         "three (a free P(C) for every history of the last three rounds; parametric bootstrap "
-        "of the likelihood ratio, 5% level); a card that fails says so and shows no share.</p>"
-        + "".join(cards)
-        + "</section>"
+        "of the likelihood ratio, 5% level); a card that fails says so and shows no share. "
+        "Strategies with the same likelihood and number of parameters are named together as "
+        "indistinguishable on the games played; a player whose moves look like coin flips is "
+        "named RANDOM(p), p its share of cooperation.</p>" + "".join(cards) + "</section>"
     )
 
 

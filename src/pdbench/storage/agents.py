@@ -28,6 +28,7 @@ from pdbench.core.agents import (
 )
 from pdbench.core.behaviour import FONTANA_DIMENSIONS, STATES
 from pdbench.core.metrics import MetricDesign
+from pdbench.core.strategy_card import row_ties
 from pdbench.core.strategy_gof import card_verdict
 from pdbench.errors import PdbenchError, RunError
 from pdbench.storage.intervals import metric_designs
@@ -72,6 +73,7 @@ class StrategyCard:
     share_high: float | None
     adequate: bool | None
     verdict: str | None
+    ties: tuple[str, ...] = ()  # strategies that explain the moves equally well (as labels)
 
 
 @dataclass(frozen=True)
@@ -149,6 +151,7 @@ def _card(fits: list[dict[str, Any]] | None, condition: str, side: str) -> Strat
         None if verdict else best.get("share_ci_high"),
         best.get("adequate"),
         verdict,
+        tuple(row_ties(rows, best)),
     )
 
 

@@ -27,6 +27,7 @@ from pdbench.storage.record.table import (
     check_all_games,
     check_rounds,
     outcomes_from_table,
+    talk_settings,
 )
 from pdbench.storage.run_dir import RunLock, read_manifest
 from pdbench.storage.schema import (
@@ -192,13 +193,14 @@ def condition_outcomes(
     current: str | None = None
     outcomes: list[GameOutcome] = []
     started = False
+    talk = talk_settings(manifest)
     tables = checked_condition_tables(run_dir, manifest, input_fields(manifest), decode=False)
     for condition, table in tables:
         if started and condition != current:
             yield current, outcomes
             outcomes = []
         current, started = condition, True
-        outcomes += outcomes_from_table(table)
+        outcomes += outcomes_from_table(table, talk)
     if started:
         yield current, outcomes
 

@@ -103,7 +103,7 @@ def keep_finished(
         tables = {key: pa.Table.from_batches([batch]) for key, batch in batches.items()}
         kept = KeptGames({key: plain(t, fields) for key, t in tables.items()})
         if check:
-            _drop_damaged(kept, manifest, run_dir / ROUNDS_FILE, replayable)
+            _drop_damaged(kept, _plan_view(manifest, expected), run_dir / ROUNDS_FILE, replayable)
         for key in kept.damaged:
             del lines[key], batches[key]
         write_games_in_order(run_dir, lines, order)
@@ -134,7 +134,7 @@ def keep_finished(
                 "in order; the part was damaged or edited"
             )
     if check:
-        _drop_damaged(kept, manifest, columns_dir(run_dir), replayable)
+        _drop_damaged(kept, _plan_view(manifest, expected), columns_dir(run_dir), replayable)
         return kept
     rewrite_columns(
         run_dir,
@@ -172,6 +172,19 @@ def _in_round_order(table: Any) -> bool:
 
     rounds = column_values(table.column(ROUND_INDEX), np.int64, -1)
     return bool(np.array_equal(rounds, np.arange(len(rounds))))
+
+
+def _plan_view(manifest: dict[str, Any], expected: dict[Key, int]) -> dict[str, Any]:
+    """The manifest as `check_rounds` reads it, with the session's plan (`expected`) as its
+    conditions: the same checks for every kind of run (a tournament's or an evolution's
+    manifest lists no conditions), the payoff matrix from the config it records."""
+    conditions: dict[str, list[dict[str, int]]] = {}
+    for (condition, replicate), n in expected.items():
+        conditions.setdefault(condition, []).append({"replicate": replicate, "n_rounds": n})
+    return {
+        "config": manifest.get("config"),
+        "conditions": [{"name": name, "games": games} for name, games in conditions.items()],
+    }
 
 
 def _drop_damaged(

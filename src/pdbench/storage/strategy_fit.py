@@ -30,6 +30,7 @@ STRATEGY_FIT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("adequate", "bool"),
     ("gof_p_value", "float64"),
     ("moves_explained", "float64"),
+    ("indistinguishable_from", "string"),  # JSON list of the strategies tied with this one
 )
 SETTINGS_KEY = b"pdbench.strategy_fit"  # the card's settings, JSON, in the file's metadata
 

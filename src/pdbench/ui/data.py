@@ -244,12 +244,16 @@ def _aggregates_from_rounds(
 ) -> pd.DataFrame:
     del mtime_ns, size  # cache key only
     from pdbench.storage.intervals import interval_settings, metric_designs, with_intervals
-    from pdbench.storage.record.table import outcomes_from_table, read_rounds_table
+    from pdbench.storage.record.table import (
+        outcomes_from_table,
+        read_rounds_table,
+        talk_settings,
+    )
 
     manifest = json.loads(manifest_json)
     rows = aggregate_rows(
         str(manifest.get("run_id", "")),
-        outcomes_from_table(read_rounds_table(Path(path))),
+        outcomes_from_table(read_rounds_table(Path(path)), talk_settings(manifest)),
         condition_order(manifest),
         collapse_params(manifest),
     )

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pdbench.core.behaviour import STATES
+from pdbench.core.strategy_card import tied_names
 from pdbench.core.strategy_gof import MEMORY_ONE_NAME, card_verdict
 
 # One sentence per thing that can happen in a game, keyed by `lesson_key`'s answer.
@@ -101,8 +102,8 @@ def lesson(mine: str, theirs: str) -> str:
 @dataclass(frozen=True, slots=True)
 class PlayedLike:
     """Which strategy of the library a person's moves fit best (the strategy card's best named
-    strategy): its key, the other strategies that fit exactly as well (same likelihood and
-    number of parameters: the game cannot tell them apart), the share of moves it explains
+    strategy): its key, the other strategies that fit exactly as well (core.strategy_card: same
+    likelihood and number of parameters, the game cannot tell them apart), the share of moves it explains
     (of `moves` fitted), and the card's verdict when no strategy in the library fits (None when one does)."""
 
     strategy: str
@@ -120,12 +121,7 @@ def played_like(rows: Sequence[Mapping[str, Any]]) -> PlayedLike | None:
     if not named:
         return None
     best = named[0]
-    ties = tuple(
-        str(r["strategy"])
-        for r in named[1:]
-        if r["n_params"] == best["n_params"]
-        and math.isclose(r["log_likelihood"], best["log_likelihood"], abs_tol=1e-9)
-    )
+    ties = tuple(n for n in tied_names(ranked, best) if n != MEMORY_ONE_NAME)
     explained = best.get("moves_explained")
     moves = best.get("n_moves")
     return PlayedLike(

@@ -58,6 +58,7 @@ UNKNOWN_STYLE = ("❔", ("#f2f2f2", "#d2d2d2"))
 PERSONA_TEXT: dict[str, str] = {
     "cooperative": "Prefers mutual cooperation and gives the benefit of the doubt.",
     "exploitative": "Cares only about its own score; cooperates only when it pays.",
+    "liar": "Says it will cooperate, privately intends to defect, and defects.",
     "tit_for_tat": "Cooperates first, then mirrors the opponent's last move.",
     "grim_trigger": "Cooperates until the first betrayal, then never again.",
     "generous_tft": "Mirrors the opponent, but sometimes forgives a defection.",

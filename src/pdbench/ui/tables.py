@@ -17,8 +17,16 @@ import pandas as pd
 
 from pdbench.core import rounds_display
 from pdbench.core.payoff import PayoffMatrix
+from pdbench.core.strategy_card import card_ties, strategy_label
 from pdbench.core.strategy_gof import card_verdict
-from pdbench.core.talk_metrics import TALK_COLUMNS
+from pdbench.core.talk_metrics import (
+    DECLARED,
+    SAID,
+    TALK_COLUMNS,
+    TALK_LABELS,
+    reader_note,
+    retired_talk_note,
+)
 from pdbench.storage.aggregate import series_cell
 from pdbench.storage.record.fields import ROUND_INDEX, side_field
 from pdbench.ui.podium import PodiumStep, podium_medals
@@ -184,17 +192,12 @@ METRICS: dict[str, tuple[str, str]] = {
     "agent_a_mean_p_cooperate": ("A mean P(C) from log-probabilities", "rate"),
     "agent_b_mean_p_cooperate": ("B mean P(C) from log-probabilities", "rate"),
     **{
-        f"agent_{side}_{name}": (f"{side.upper()} {label}", kind)
-        for side in "ab"
-        for name, label, kind in (
-            ("messages", "messages written", "count"),
-            ("promise_rate", "share of messages promising C", "rate"),
-            ("promises", "moves after a promise of C", "count"),
-            ("promise_kept_rate", "promises kept (chose C)", "rate"),
-            ("deception_rate", "deception (promised C, chose D)", "rate"),
-            ("intent_agreement_rate", "stated move = chosen move", "rate"),
-            ("trust_rate", "trust (C after the other's promise)", "rate"),
+        f"agent_{side}_{name}": (
+            f"{side.upper()} {label}" + (f" · {reading}" if reading else ""),
+            kind,
         )
+        for side in "ab"
+        for name, (label, kind, reading) in TALK_LABELS.items()
     },
 }
 TALK_METRICS = frozenset(TALK_COLUMNS)  # shown only for conditions whose agents talked
@@ -218,6 +221,22 @@ def _talked(rows: pd.DataFrame) -> bool:
     """Some agent of these aggregate rows wrote a message."""
     counts = [c for c in ("agent_a_messages", "agent_b_messages") if c in rows.columns]
     return any((pd.to_numeric(rows[c], errors="coerce").fillna(0) > 0).any() for c in counts)
+
+
+def talk_note(aggregates: pd.DataFrame, condition: str) -> str | None:
+    """The line shown beside the talk metrics of a condition whose agents talked: which
+    reading is which and the reader used (`core.talk_metrics.reader_note`), or that the
+    aggregates hold the talk metrics' old names; None when nobody talked."""
+    rows = aggregates[aggregates["condition"] == condition]
+    retired = retired_talk_note(aggregates.columns)
+    if retired is not None and not rows.empty:
+        return retired
+    if rows.empty or not _talked(rows):
+        return None
+    return (
+        f"Talk: *{SAID}* is the message text as the other player saw it; *{DECLARED}* is the "
+        f"agent's structured intention, never shown to the other player. {reader_note()}."
+    )
 
 
 def metric_summary(aggregates: pd.DataFrame, condition: str, replicate: int) -> pd.DataFrame:
@@ -318,6 +337,13 @@ def strategy_verdict(fits: pd.DataFrame, condition: str, agent: str) -> str | No
     return card_verdict(records)
 
 
+def strategy_ties(fits: pd.DataFrame, condition: str, agent: str) -> str | None:
+    """The card's words when other strategies explain the moves as well as its best named one
+    (indistinguishable on these games; None when none does)."""
+    rows = fits[(fits["condition"] == condition) & (fits["agent"] == agent)]
+    return card_ties(rows.astype(object).where(rows.notna(), None).to_dict("records"))
+
+
 def strategy_card(fits: pd.DataFrame, condition: str, agent: str, top: int = 3) -> pd.DataFrame:
     """The best-ranked strategies of one agent in one condition, as display text (no share
     when no strategy in the library fits: see strategy_verdict)."""
@@ -332,7 +358,7 @@ def strategy_card(fits: pd.DataFrame, condition: str, agent: str, top: int = 3) 
         out.append(
             {
                 "rank": int(r["rank"]),
-                "strategy": r["strategy"],
+                "strategy": strategy_label(r["strategy"], params),
                 "mixture share (95%)": share,
                 "tremble": "—" if pd.isna(r["tremble"]) else f"{r['tremble']:.3f}",
                 "fitted": ", ".join(f"{k} {v:.2f}" for k, v in params.items()),

@@ -1,14 +1,15 @@
 """A game's messages as the app shows them: beside the move that followed them in the replay,
-with each message's stated intention, and the broken promises (an agent stated C, then chose D)
-marked on the timeline.
+with each message's intention, and the broken promises (an agent said C, then chose D) marked
+on the timeline.
 
 A round record's `messages` (see `pdbench.storage.record.jsonl.RoundsEncoder.message_record`)
 holds the messages written before that round's moves: `{"from": "agent_a", "turn": 0,
 "text": ..., "intent": "C" | "D" | null, "source": ...}`, an LLM's also `fallback` (no usable
-reply: the agent said nothing). An agent's **stated intention** before a move is the one its
-messages of that exchange state, as the talk metrics read it (`core.talk_metrics.talk_tracks`,
-fallback entries left out, as `storage.record.table` leaves them out); a **broken promise** is a
-move whose stated intention was C and whose chosen move (before noise) was D.
+reply: the agent said nothing). An agent's **stated intention** before a move is what its
+messages of that exchange *said*, as the partner read them (the next-move reading of the talk
+metrics, `core.talk_metrics.talk_tracks`, fallback entries left out, as `storage.record.table`
+leaves them out; a conditional promise shows as C); a **broken promise** is a move whose stated
+intention was C and whose chosen move (before noise) was D.
 
 `encode` turns a game into the compact form the replay page carries (`assets/replies.js` sets
 every text with `textContent`, never as HTML). Nothing here reads files or draws.
@@ -20,13 +21,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pdbench.core.rounds_display import round_number
-from pdbench.core.talk_metrics import STATED_C, STATED_D, talk_tracks
+from pdbench.core.talk_metrics import BOUND_C, BOUND_COND_C, BOUND_D, TalkSetting, talk_tracks
 from pdbench.core.types import Action, Message
 from pdbench.ui.replies import clip
 
 SIDES = ("agent_a", "agent_b")
 MAX_CHARS = 600  # a longer message is cut here for the page (with its full length)
-STATED = {STATED_C: "C", STATED_D: "D"}  # else "-": no stated intention
+STATED = {BOUND_C: "C", BOUND_COND_C: "C", BOUND_D: "D"}  # else "-": no stated intention
 
 
 def _entries(value: Any) -> list[Mapping[str, Any]]:
@@ -38,20 +39,31 @@ def _intent(value: Any) -> Action | None:
     return Action(value) if value in ("C", "D") else None
 
 
-def stated_intentions(rounds: Sequence[Any], intended_a: str, intended_b: str) -> tuple[str, str]:
-    """Each agent's stated intention before each move, as a string of C, D and - (none), from
-    a game's per-round `messages` and the moves each agent chose (strings of C/D)."""
+def stated_intentions(
+    rounds: Sequence[Any], intended_a: str, intended_b: str, setting: TalkSetting | None = None
+) -> tuple[str, str]:
+    """Each agent's stated intention (what it said) before each move, as a string of C, D and
+    - (none), from a game's per-round `messages` and the moves each agent chose (strings of
+    C/D); `setting`: how the condition's messages are read (default: labels C and D)."""
     said = [
-        Message(r, int(e.get("turn") or 0), SIDES.index(e["from"]), "", _intent(e.get("intent")))
+        Message(
+            r,
+            int(e.get("turn") or 0),
+            SIDES.index(e["from"]),
+            str(e.get("text") or ""),
+            _intent(e.get("intent")),
+            str(e.get("source") or "none"),
+        )
         for r, value in enumerate(rounds)
         for e in _entries(value)
         if e.get("from") in SIDES and not e.get("fallback")
     ]
     chose = ([m == "C" for m in intended_a], [m == "C" for m in intended_b])
-    tracks = talk_tracks(said, chose[0], chose[1])
+    setting = setting or TalkSetting()
+    tracks = talk_tracks(said, chose[0], chose[1], setting.labels, setting.pregame)
     return (
-        "".join(STATED.get(int(x), "-") for x in tracks[0].stated),
-        "".join(STATED.get(int(x), "-") for x in tracks[1].stated),
+        "".join(STATED.get(int(x), "-") for x in tracks[0].said),
+        "".join(STATED.get(int(x), "-") for x in tracks[1].said),
     )
 
 

@@ -52,6 +52,8 @@ def mock_move(persona: str | None, history: list[tuple[str, str]], u: float) -> 
         return "C" if u < (0.9 if last_opp != "D" else 0.75) else "D"
     if persona == "exploitative":
         return "D" if u < 0.85 else "C"
+    if persona == "liar":
+        return "D"
     if persona == "tit_for_tat":
         return last_opp or "C"
     if persona == "grim_trigger":
@@ -76,6 +78,8 @@ def mock_p_cooperate(persona: str | None, history: list[tuple[str, str]]) -> flo
         return 0.9 if last_opp != "D" else 0.75
     if persona == "exploitative":
         return 0.15
+    if persona == "liar":
+        return 0.0
     if persona == "generous_tft" and last_opp == "D":
         return 1 / 3
     if persona in ("tit_for_tat", "grim_trigger", "generous_tft", "wsls"):
@@ -83,11 +87,14 @@ def mock_p_cooperate(persona: str | None, history: list[tuple[str, str]]) -> flo
     return 0.6
 
 
-# What each persona says before a move: (text, whether it declares the move it will make, or
-# None for C whatever it plays: the exploitative persona promises and defects).
+# What each persona says before a move: (text, what it declares as its intention: "honest" the
+# move it will make, "promise" C whatever it plays (the exploitative persona promises and
+# defects, and declares the promise too), "lie" D while its text says C (the liar: its message
+# and its private intention disagree), "none" nothing).
 PERSONA_TALK: dict[str | None, tuple[str, str]] = {
     "cooperative": ("I will cooperate. Let's both keep cooperating.", "promise"),
     "exploitative": ("I will cooperate, you can trust me.", "promise"),
+    "liar": ("I will cooperate.", "lie"),
     "tit_for_tat": ("I will play what you played last round.", "honest"),
     "grim_trigger": ("I cooperate until you defect; then I defect for good.", "honest"),
     "generous_tft": ("I reply in kind, and I often forgive.", "none"),
@@ -112,11 +119,14 @@ def mock_message(
     """The mock's structured message reply: its persona's text (`PERSONA_TALK`) and as its
     intention the move `mock_move` makes (honest personas: the deterministic ones, and the
     cooperative one, which keeps its promise, see `MockProvider.reply`), C (the exploitative
-    persona's promise, whatever it plays), or none (the others)."""
+    persona's promise, whatever it plays), D (the liar, whose text promises C), or none (the
+    others)."""
     text, kind = persona_message(persona)
     if kind == "honest":
         move = mock_move(persona, history, u)
         intention = labels[0] if move == "C" else labels[1]
+    elif kind == "lie":
+        intention = labels[1]
     else:
         intention = labels[0] if kind == "promise" else "none"
     return json.dumps({"message": text, "intention": intention})

@@ -477,7 +477,13 @@ class Engine:
                 arrays[f"p_coop_{side}"] = p_coop[index]
         outcome = outcome_of(plan, arrays, (failures[0], failures[1]))
         if chat is not None and entries:
-            outcome.talk = talk_tracks(chat.messages, chose[0], chose[1])
+            outcome.talk = talk_tracks(
+                chat.messages,
+                chose[0],
+                chose[1],
+                (plan.agents[0].message_labels, plan.agents[1].message_labels),
+                pregame=plan.communication is not None and plan.communication.mode == "pregame",
+            )
         result = GameResult(plan, outcome, b"".join(lines))
         if talk_next is not None and chat is not None and played < plan.n_rounds:
             obs = observe()

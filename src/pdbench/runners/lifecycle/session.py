@@ -278,7 +278,7 @@ class RunSession:
             else KeptGames()
         )
         games = found.games
-        kept = {p.index: outcome_from_rounds(games[p.key]) for p in logged if p.key in games}
+        kept = {p.index: outcome_from_rounds(games[p.key], p) for p in logged if p.key in games}
         manifest.update(
             status="running",
             error=None,
@@ -542,12 +542,18 @@ def snapshot_changes(before: dict[str, Any], after: dict[str, Any]) -> str:
     return shown + (f"; and {len(paths) - 3} more" if len(paths) > 3 else "")
 
 
-def outcome_from_rounds(rounds: Any) -> GameOutcome:
+def outcome_from_rounds(rounds: Any, plan: GamePlan) -> GameOutcome:
     """A finished game's outcome, read back from its rounds (a pyarrow Table of the aggregate
-    input fields, `keep_finished`'s values) by the record's one reader."""
+    input fields, `keep_finished`'s values) by the record's one reader; its messages read as
+    the plan's agents wrote them."""
+    from pdbench.core.talk_metrics import TalkSetting
     from pdbench.storage.record.table import outcomes_from_table
 
-    (outcome,) = outcomes_from_table(rounds)
+    setting = TalkSetting(
+        (plan.agents[0].message_labels, plan.agents[1].message_labels),
+        plan.communication is not None and plan.communication.mode == "pregame",
+    )
+    (outcome,) = outcomes_from_table(rounds, {plan.condition: setting})
     return outcome
 
 

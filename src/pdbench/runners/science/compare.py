@@ -19,6 +19,12 @@ from pdbench.core.metrics import (
 )
 from pdbench.core.rng import derive_seed
 from pdbench.core.rounds_display import is_round_metric, metric_label, shown_value
+from pdbench.core.talk_metrics import (
+    DECLARED,
+    RETIRED_TALK_METRICS,
+    reader_note,
+    talk_metric_reading,
+)
 from pdbench.errors import RunError
 from pdbench.storage.aggregate import aggregate_run_dir
 from pdbench.storage.intervals import metric_designs
@@ -73,6 +79,12 @@ def comparison_rows(
     each condition's metric bounds (from the manifest), for the intervals of constant games."""
     designs = designs or {}
     metrics = per_game_metrics(rows)
+    if metric in RETIRED_TALK_METRICS:
+        raise RunError(
+            f"{metric!r} was split into what the agent said and what it declared (issue 29): "
+            "use a said_ or declared_ metric, e.g. "
+            f"{metric.replace(metric[8:], 'said_' + metric[8:])} (README: Talk)"
+        )
     if metric not in metrics:
         raise RunError(f"unknown metric {metric!r} (valid: {', '.join(metrics)})")
     if not totals:
@@ -154,6 +166,16 @@ def _num(value: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:+.{digits}f}"
 
 
+def _talk_note(metric: str) -> list[str]:
+    """The line under a talk metric's heading: which reading it rests on, and the reader."""
+    reading = talk_metric_reading(metric)
+    if reading is None:
+        return []
+    if reading == DECLARED:
+        return [f"({reading})"]
+    return [f"({reading + '; ' if reading else ''}{reader_note()})"]
+
+
 def comparison_table(rows: list[dict[str, Any]]) -> str:
     """The terminal table (the means of a round-valued metric as rounds numbered from 1; a
     difference of rounds is the same either way)."""
@@ -173,6 +195,7 @@ def comparison_table(rows: list[dict[str, Any]]) -> str:
             else []
         ),
         *round_note,
+        *_talk_note(head["metric"]),
         f"{'condition':28} {'n':>4} {'mean':>8} {'difference [95% CI]':>30} {'p':>8} {'p (Holm)':>9}",
     ]
     for row in rows:

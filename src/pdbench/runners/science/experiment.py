@@ -143,7 +143,17 @@ def manifest_conditions(loaded: LoadedConfig, plans: list[GamePlan]) -> list[dic
                 if games
                 else (cond.noise if cond.noise is not None else cfg.game.noise),
                 **(
-                    {"communication": cfg.communication_of(cond).model_dump(mode="json")}
+                    {
+                        "communication": cfg.communication_of(cond).model_dump(mode="json"),
+                        "message_labels": {
+                            side: list(spec.message_labels)
+                            for side, spec in zip(
+                                ("agent_a", "agent_b"), games[0].agents, strict=True
+                            )
+                        }
+                        if games
+                        else {},
+                    }
                     if cfg.communication_of(cond).enabled
                     else {}
                 ),

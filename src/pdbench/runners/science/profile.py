@@ -21,6 +21,14 @@ from pdbench.agents.strategy_library import (
 from pdbench.core.metrics import GameOutcome
 from pdbench.core.payoff import PayoffMatrix
 from pdbench.core.rng import derive_seed
+from pdbench.core.strategy_card import (
+    EVIDENCE,
+    NOISE_LIMIT,
+    TIE_TOLERANCE,
+    card_ranking,
+    card_ties,
+    strategy_label,
+)
 from pdbench.core.strategy_fit import (
     DEFAULT_BOOTSTRAP,
     Candidate,
@@ -126,7 +134,7 @@ def _side_rows(job: _Side) -> list[dict[str, Any]]:
         job.candidates,
     )
     stats = game_stats(data, candidates)
-    fits = fit_each(stats, candidates)
+    fits = card_ranking(fit_each(stats, candidates), candidates)
     mixture = sfem(stats, candidates)
     rng = np.random.default_rng(derive_seed(job.seed, "strategy_fit", condition, side))
     low, high = share_intervals(stats, candidates, rng, job.resamples, mixture=mixture)
@@ -164,6 +172,7 @@ def _side_rows(job: _Side) -> list[dict[str, Any]]:
                 "adequate": adequate,
                 "gof_p_value": _finite(p_values.get(j, math.nan)),
                 "moves_explained": _finite(moves_explained(stats, j)),
+                "indistinguishable_from": json.dumps(list(fit.indistinguishable_from)),
             }
         )
     return rows
@@ -219,7 +228,11 @@ def profile_settings(library: str, resamples: int = DEFAULT_BOOTSTRAP) -> dict[s
     """The strategy card's settings, recorded in strategy_fit.parquet's metadata."""
     return {
         "library": library,
-        "ranking": "BIC of each strategy fitted alone (tremble, free probabilities)",
+        "ranking": "BIC of each strategy fitted alone (tremble, free probabilities); RANDOM(p) "
+        f"ahead of rules with a tremble above {NOISE_LIMIT} unless their BIC is lower by more "
+        f"than {EVIDENCE}",
+        "indistinguishable": "the same number of parameters and log-likelihoods equal within "
+        f"{TIE_TOLERANCE} (relative)",
         "shares": "Dal Bo-Frechette mixture (EM), conditional on the library",
         "share_interval": f"bootstrap over games, {resamples} resamples, expanded percentile; "
         "null when the card is not adequate",
@@ -283,8 +296,10 @@ def _pct(value: float | None) -> str:
 
 def strategy_table(rows: list[dict[str, Any]], top: int = 3) -> str:
     """The best-ranked strategies of each condition and agent, one line each: BIC rank, the
-    tremble, and the mixture share with its interval. When the best named strategy fails its
-    goodness-of-fit test, a line says so in words and no share is shown."""
+    tremble, and the mixture share with its interval. When other strategies explain the moves
+    as well as the best named one, a line names them (indistinguishable on these games); when
+    the best named strategy fails its goodness-of-fit test, a line says so in words and no
+    share is shown."""
     lines = [
         f"{'condition':24} {'agent':28} {'rank':>4} {'strategy':22} {'tremble':>7} "
         f"{'share [95% CI]':>18}  parameters"
@@ -294,6 +309,7 @@ def strategy_table(rows: list[dict[str, Any]], top: int = 3) -> str:
         groups.setdefault((row["condition"], row["agent"]), []).append(row)
     for group in groups.values():
         verdict = card_verdict(group)
+        ties = card_ties(group)
         for row in sorted(group, key=lambda r: r["rank"])[:top]:
             share = "-" if verdict else _pct(row["share"])
             if not verdict and row["share_ci_low"] is not None:
@@ -301,10 +317,13 @@ def strategy_table(rows: list[dict[str, Any]], top: int = 3) -> str:
             tremble = "-" if row["tremble"] is None else f"{row['tremble']:.3f}"
             params = json.loads(row["parameters"])
             shown = ", ".join(f"{k} {v:.2f}" for k, v in params.items())
+            label = strategy_label(row["strategy"], params)
             lines.append(
                 f"{row['condition'][:24]:24} {row['agent']}: {row['agent_name'][:25]:25} "
-                f"{row['rank']:>4} {row['strategy'][:22]:22} {tremble:>7} {share:>18}  {shown}"
+                f"{row['rank']:>4} {label[:22]:22} {tremble:>7} {share:>18}  {shown}"
             )
+        if ties:
+            lines.append(f"{'':24} {group[0]['agent']}: {ties}")
         if verdict:
             lines.append(f"{'':24} {group[0]['agent']}: {verdict}")
     return "\n".join(lines)

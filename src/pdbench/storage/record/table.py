@@ -15,7 +15,7 @@ import orjson
 
 from pdbench.core.metrics import GameOutcome
 from pdbench.core.payoff import PayoffMatrix
-from pdbench.core.talk_metrics import talk_tracks
+from pdbench.core.talk_metrics import DEFAULT_LABELS, TalkSetting, talk_tracks
 from pdbench.core.types import Action, Message
 from pdbench.errors import PdbenchError
 from pdbench.storage.record.arrays import column_values, text_codes, text_is
@@ -220,6 +220,8 @@ def damaged_games(
     import pyarrow as pa
 
     out: dict[tuple[str, int], str] = {}
+    if games:  # a manifest the checks cannot use is the manifest's problem, not every game's
+        check_rounds(next(iter(games.values())).slice(0, 0), manifest, path, whole_run=False)
     todo = [list(games)]
     while todo:
         keys = todo.pop()
@@ -405,9 +407,12 @@ def _by_game_and_round(
     return order, bounds, repeated
 
 
-def outcomes_from_table(table: Any) -> list[GameOutcome]:
+def outcomes_from_table(
+    table: Any, talk: dict[str, TalkSetting] | None = None
+) -> list[GameOutcome]:
     """Split a rounds table into games (condition, replicate), each sorted by round; the table
-    holds whole games (the whole run, or one batch of games)."""
+    holds whole games (the whole run, or one batch of games). `talk`: per condition how its
+    messages are read (`talk_settings` of the manifest; default: labels C and D, every round)."""
     if len(table) == 0:
         return []
     codes, first, games = _game_codes(table)
@@ -435,7 +440,7 @@ def outcomes_from_table(table: Any) -> list[GameOutcome]:
         cols[f"{side}_fallback"] = (
             _same_everywhere(False, len(table), bool) if not flags.any() else ordered(flags)
         )
-    talk = _talk_columns(table, ordered)
+    messages = _talk_columns(table, ordered)
     # games in the order of "condition\x1freplicate" as text
     ranked = sorted(range(len(games)), key=lambda g: f"{games[g][0]}\x1f{games[g][1]}")
     out: list[GameOutcome] = []
@@ -463,7 +468,9 @@ def outcomes_from_table(table: Any) -> list[GameOutcome]:
                 b_fallback=b_fallback,
                 a_p_cooperate=cols["agent_a_p_cooperate"][at],
                 b_p_cooperate=cols["agent_b_p_cooperate"][at],
-                talk=None if talk is None else _game_talk(talk, at),
+                talk=None
+                if messages is None
+                else _game_talk(messages, at, (talk or {}).get(condition, TalkSetting())),
             )
         )
     return out
@@ -496,18 +503,48 @@ def _entries(value: Any) -> list[dict[str, Any]]:
     return orjson.loads(value) if isinstance(value, str) else value
 
 
-def _game_talk(talk: dict[str, Any], at: slice) -> Any:
+def _game_talk(talk: dict[str, Any], at: slice, setting: TalkSetting) -> Any:
     """A game's talk tracks (None when it recorded no message)."""
     rounds = talk["messages"][at]
     if not any(rounds):
         return None
     said = [
-        Message(r, int(e.get("turn") or 0), SEATS.index(e["from"]), "", _intent(e.get("intent")))
+        Message(
+            r,
+            int(e.get("turn") or 0),
+            SEATS.index(e["from"]),
+            str(e.get("text") or ""),
+            _intent(e.get("intent")),
+            str(e.get("source") or "none"),
+        )
         for r, entries in enumerate(rounds)
         for e in entries
         if not e.get("fallback")
     ]
-    return talk_tracks(said, talk["chose_a"][at], talk["chose_b"][at])
+    return talk_tracks(
+        said, talk["chose_a"][at], talk["chose_b"][at], setting.labels, setting.pregame
+    )
+
+
+def talk_settings(manifest: dict[str, Any]) -> dict[str, TalkSetting]:
+    """Per condition with a message channel, how its messages are read: its writers' move
+    labels (`message_labels` of the manifest's condition; C and D where a run older than
+    issue 29 recorded none) and whether the channel is pregame."""
+    out: dict[str, TalkSetting] = {}
+    for cond in manifest.get("conditions") or []:
+        if not isinstance(cond, dict) or not isinstance(cond.get("communication"), dict):
+            continue
+        recorded = cond.get("message_labels") or {}
+        labels = tuple(_labels(recorded.get(side)) for side in SEATS)
+        pregame = cond["communication"].get("mode") == "pregame"
+        out[str(cond.get("name"))] = TalkSetting((labels[0], labels[1]), pregame)
+    return out
+
+
+def _labels(value: Any) -> tuple[str, str]:
+    if isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value):
+        return (value[0], value[1])
+    return DEFAULT_LABELS
 
 
 SEATS = ("agent_a", "agent_b")  # a message entry's writer

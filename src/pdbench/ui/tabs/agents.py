@@ -73,7 +73,8 @@ def _card_text(card: StrategyCard | None, note: str | None) -> str:
         if card.share is None
         else f" · share {interval_text(card.share, card.share_low, card.share_high)}"
     )
-    return f"{card.strategy}{share}"
+    ties = "".join(f" = {t}" for t in card.ties)
+    return f"{card.strategy}{ties}{share}"
 
 
 def _agents_table(appearances: list[Appearance]) -> pd.DataFrame:

@@ -180,6 +180,9 @@ def _metrics_table(game: Game) -> None:
     shown = tables.metric_text_table(summary, game.replicate)
     with st.expander("📋 All metrics of this game and condition", expanded=False):
         st.dataframe(shown, hide_index=True, width="stretch")
+        note = tables.talk_note(game.aggregates, game.condition)
+        if note is not None:
+            st.caption(note)
 
 
 def _intervals(game: Game) -> None:
@@ -192,6 +195,9 @@ def _intervals(game: Game) -> None:
         "metric's kind (README: Intervals), clipped to the metric's feasible range; from "
         "aggregates.parquet."
     )
+    note = tables.talk_note(game.aggregates, game.condition)
+    if note is not None:
+        st.caption(note)
 
 
 def _strategy_cards(game: Game) -> None:
@@ -204,6 +210,9 @@ def _strategy_cards(game: Game) -> None:
     for column, side, profile in zip(columns, ("a", "b"), game.profiles, strict=True):
         with column:
             st.markdown(f"**Agent {side.upper()} · {profile.short}**")
+            ties = tables.strategy_ties(fits, game.condition, side)
+            if ties:
+                st.info(ties)
             verdict = tables.strategy_verdict(fits, game.condition, side)
             if verdict:
                 st.warning(verdict)
@@ -212,7 +221,8 @@ def _strategy_cards(game: Game) -> None:
     st.caption(
         "Rank by BIC of each strategy fitted alone; mixture shares (Dal Bo-Frechette) with "
         "bootstrap intervals over games, conditional on the library: the best strategy is "
-        "tested against memory-three, and a card that fails shows no share. From "
+        "tested against memory-three, and a card that fails shows no share. Strategies that "
+        "explain the moves equally well are named together; coin flips are RANDOM(p). From "
         "strategy_fit.parquet."
     )
 
