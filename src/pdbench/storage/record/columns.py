@@ -38,11 +38,13 @@ from pdbench.storage.record.parts import (
     ORIGIN_KEY,
     PART_PREFIX,
     PART_SUFFIX,
+    ROW_GROUP_ROWS_ENV,
     RoundsColumnsError,
     check_origin,
     columns_dir,
     manifest_beside,
     part_paths,
+    rows_from_env,
     run_origin,
 )
 
@@ -149,7 +151,7 @@ def write_part(
         pq.write_table(
             table,
             tmp,
-            row_group_size=ROW_GROUP_ROWS,
+            row_group_size=rows_from_env(ROW_GROUP_ROWS_ENV, ROW_GROUP_ROWS),
             compression="zstd",
             use_dictionary=True,
             write_statistics=["condition", "replicate"],

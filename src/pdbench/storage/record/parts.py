@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,11 @@ PART_NAME = re.compile(r"part-(\d{6,})\.parquet")
 # What a part being written is called until it is complete (`columns.write_part`).
 TEMP_NAME = re.compile(r"\.part-\d{6,}\.parquet\.\d+\.[0-9a-f]+\.tmp")
 ORIGIN_KEY = b"pdbench.origin"
+# Test knobs: the kill fuzzer (tests/support/kill_fuzz.py) shrinks parts and row groups in a
+# `pdbench` subprocess, so small runs write many parts and games longer than a row group. Unset,
+# the defaults (writer.PART_ROUNDS, columns.ROW_GROUP_ROWS) hold.
+PART_ROUNDS_ENV = "PDBENCH_PART_ROUNDS"
+ROW_GROUP_ROWS_ENV = "PDBENCH_ROW_GROUP_ROWS"
 
 
 class RoundsColumnsError(RunError):
@@ -176,3 +182,13 @@ def manifest_beside(run_dir: Path) -> dict[str, Any]:
     raise RoundsColumnsError(
         f"{run_dir}: no manifest beside {ROUNDS_COLUMNS_DIR}/, so its parts cannot be checked"
     )
+
+
+def rows_from_env(name: str, default: int) -> int:
+    """$NAME as a positive number of rows (a test knob, see PART_ROUNDS_ENV), else `default`."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    if not (raw.isascii() and raw.isdigit() and int(raw) > 0):
+        raise RunError(f"{name}: must be a positive number of rows (got {raw!r})")
+    return int(raw)

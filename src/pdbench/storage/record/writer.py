@@ -15,7 +15,13 @@ from typing import Any
 import numpy as np
 
 from pdbench.storage.record.fields import GameKey
-from pdbench.storage.record.parts import columns_dir, part_number, part_paths
+from pdbench.storage.record.parts import (
+    PART_ROUNDS_ENV,
+    columns_dir,
+    part_number,
+    part_paths,
+    rows_from_env,
+)
 
 PART_ROUNDS = 1 << 22  # rounds held in memory before a part is written
 
@@ -29,7 +35,9 @@ class ColumnarRoundsWriter:
     ) -> None:
         self.run_dir = Path(run_dir)
         self.origin = origin  # the run's `parts.run_origin`, recorded in every part
-        self.part_rounds = PART_ROUNDS if part_rounds is None else part_rounds
+        self.part_rounds = (
+            rows_from_env(PART_ROUNDS_ENV, PART_ROUNDS) if part_rounds is None else part_rounds
+        )
         # held: runs of vectorized games (keys, arrays, timestamps) or record batches
         self._held: list[Any] = []
         self._rows = 0
