@@ -222,9 +222,11 @@ def _damaged_copy(finished: dict[str, Path], tmp_path: Path, how: str) -> tuple[
             values = pa.array([str(v) for v in table.column(i).to_pylist()])
             table = table.set_column(i, "agent_a_payoff", values)
         pq.write_table(table.replace_schema_metadata(meta), bad)
-    elif how == "no origin":
-        bad = mine_part
-        table = pq.read_table(bad)
+    elif how in ("no origin", "old part of another run"):
+        # a part written before parts recorded their origin: its rows must say whose it is
+        source = finished["mine" if how == "no origin" else "other"]
+        bad = mine_part if how == "no origin" else rounds / "part-000001.parquet"
+        table = pq.read_table(columns.part_paths(source)[0])
         meta = {k: v for k, v in table.schema.metadata.items() if k != b"pdbench.origin"}
         pq.write_table(table.replace_schema_metadata(meta), bad)
     else:
@@ -240,7 +242,7 @@ DAMAGES = (
     "stray text",
     "no column",
     "other type",
-    "no origin",
+    "old part of another run",
 )
 
 
@@ -294,6 +296,24 @@ def test_the_app_names_a_damaged_part_in_one_line(
         with pytest.raises(RoundsFileError) as info:
             load_game_rounds(run, "TFT_vs_RANDOM", 0)
         assert str(bad) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_part_from_before_origins_is_read_when_its_rows_are_this_runs(
+    finished: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Parts written before parts recorded their origin are this run's when their rows' run id
+    and games' seeds are the plan's: read by every reader (a columns-only run made with the
+    previous version keeps its games)."""
+    run, bad = _damaged_copy(finished, tmp_path, "no origin")
+    assert b"pdbench.origin" not in (pq.read_schema(bad).metadata or {})
+    for args in (["aggregate"], ["profile"], ["report"]):
+        code, _, err = run_in_process([*args, str(run)], capsys)
+        assert code == 0, (args, err)
+    assert _rows(run).equals(_rows(finished["mine"]))
+    _stopped(run)
+    code, _, err = _resume(run, capsys)
+    assert code == 0, err
+    assert _rows(run).equals(_rows(finished["mine"]))
 
 
 def test_a_half_written_part_is_ignored_by_readers_and_removed_by_resume(

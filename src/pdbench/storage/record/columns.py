@@ -44,6 +44,7 @@ from pdbench.storage.record.parts import (
     columns_dir,
     manifest_beside,
     part_paths,
+    planned_seeds,
     rows_from_env,
     run_origin,
 )
@@ -308,8 +309,6 @@ def _open(
         rows = parquet.metadata.num_rows
     except (pa.ArrowException, OSError, KeyError, orjson.JSONDecodeError, TypeError) as exc:
         raise RoundsColumnsError(f"{path}: not a pdbench rounds part ({exc})") from None
-    if origin is not None:
-        check_origin(path, found_origin, origin)
     for f in STORED_SCHEMA:
         if f.name not in schema.names:
             if f.name in LLM_FIELDS:
@@ -320,7 +319,36 @@ def _open(
             raise RoundsColumnsError(
                 f"{path}: column {f.name} is {got}, not {f.type}; a damaged or edited part"
             )
-    return parquet, _listed_games(path, listed, rows)
+    games = _listed_games(path, listed, rows)
+    if origin is not None and found_origin is None:
+        _check_rows_origin(path, parquet, games, origin)
+    elif origin is not None:
+        check_origin(path, found_origin, origin)
+    return parquet, games
+
+
+def _check_rows_origin(
+    path: Path, parquet: pq.ParquetFile, games: list[tuple[str, int, int, int]], origin: Any
+) -> None:
+    """A part written before parts recorded their origin: its rows' run id and each game's seed
+    must be the run's and the plan's (else RoundsColumnsError, one line)."""
+    table = parquet.read(columns=["run_id", "seed"])
+    run_ids = set(table.column("run_id").cast(pa.string()).unique().to_pylist())
+    if run_ids - {origin.get("run_id")}:
+        found = sorted(str(r) for r in run_ids if r != origin.get("run_id"))[0]
+        raise RoundsColumnsError(
+            f"{path}: a part of another run (run id {found!r}, this run's "
+            f"{origin.get('run_id')!r}); move it out of rounds/"
+        )
+    planned = origin.get("seeds") or {}
+    seeds = table.column("seed").to_pylist()
+    for condition, replicate, first, _ in games:
+        want = planned.get((condition, replicate))
+        if want is not None and float(seeds[first]) != float(want):
+            raise RoundsColumnsError(
+                f"{path}: condition {condition!r} replicate {replicate}: seed {seeds[first]}, "
+                f"not the plan's {want}; a part of another run: move it out of rounds/"
+            )
 
 
 def _listed_games(path: Path, listed: Any, rows: int) -> list[tuple[str, int, int, int]]:
@@ -365,7 +393,8 @@ class ColumnsReader:
 
     def __init__(self, run_dir: Path, manifest: dict[str, Any] | None = None) -> None:
         self.run_dir = Path(run_dir)
-        origin = run_origin(manifest if manifest is not None else manifest_beside(run_dir))
+        manifest = manifest if manifest is not None else manifest_beside(run_dir)
+        origin = {**run_origin(manifest), "seeds": planned_seeds(manifest)}
         self._files: dict[Path, pq.ParquetFile] = {}
         self.index: dict[tuple[str, int], tuple[Path, int, int]] = {}
         for path in part_paths(run_dir):

@@ -145,6 +145,20 @@ def run_origin(manifest: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def planned_seeds(manifest: dict[str, Any]) -> dict[tuple[str, int], Any]:
+    """(condition, replicate) -> the game's seed, as the manifest plans it (empty when it lists
+    none)."""
+    out: dict[tuple[str, int], Any] = {}
+    conditions = manifest.get("conditions")
+    for condition in conditions if isinstance(conditions, list) else ():
+        if not isinstance(condition, dict):
+            continue
+        for game in condition.get("games") or ():
+            if isinstance(game, dict) and isinstance(game.get("replicate"), int):
+                out[(str(condition.get("name")), game["replicate"])] = game.get("seed")
+    return out
+
+
 def check_origin(path: Path, found: Any, expected: dict[str, Any]) -> None:
     """Refuse a part whose recorded origin is not this run's (one line naming the part)."""
     if not isinstance(found, dict):
