@@ -153,11 +153,18 @@ def compare(
         )
     if agent is not None:
         raise RunError("--agent needs --across-runs")
-    from pdbench.runners.science.compare import DEFAULT_METRIC, compare_run, comparison_table
+    from pdbench.runners.science.compare import (
+        DEFAULT_METRIC,
+        compare_run,
+        comparison_table,
+        identical_games_notes,
+    )
 
     run_dir = run_dirs[0]
     rows = compare_run(run_dir, metric or DEFAULT_METRIC, baseline, totals)
     typer.echo(comparison_table(rows))
+    for note in identical_games_notes(run_dir, rows):
+        typer.echo(note)
     typer.echo(f"{run_dir}: comparisons.parquet written ({len(rows)} rows)")
 
 

@@ -109,6 +109,18 @@ def test_compare_of_two_identical_deterministic_conditions_is_exactly_zero(run) 
     assert other["exact"] is False and other["ci_low"] < other["difference"] < other["ci_high"]
 
 
+def test_compare_says_why_identical_games_of_agents_that_could_vary_are_wide(
+    run, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.support.cli import run_in_process
+
+    code, out, err = run_in_process(["compare", str(run.dir), "--baseline", "tft_alld"], capsys)
+    assert code == 0, err
+    notes = [line for line in out.splitlines() if line.startswith("note:")]
+    assert len(notes) == 1 and notes[0].startswith("note: mock_tft: every game identical")
+    assert "an LLM agent" in notes[0]
+
+
 def test_the_app_shows_exact_values_as_exact(run) -> None:
     import pandas as pd
 

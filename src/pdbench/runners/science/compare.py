@@ -168,6 +168,24 @@ def compare_run(
     return out
 
 
+def identical_games_notes(run_dir: Path, rows: list[dict[str, Any]]) -> list[str]:
+    """Why the intervals of compared conditions whose games were all identical, although they
+    could have differed, are wide (the run's lines and the report say the same)."""
+    from pdbench.core.exact import identical_note, recorded_could_vary
+
+    if not rows:
+        return []
+    names = {rows[0]["baseline"], *(r["condition"] for r in rows)}
+    could_vary = recorded_could_vary(read_manifest(Path(run_dir), "experiment"))
+    out = []
+    for row in read_aggregate_rows(Path(run_dir)):
+        if row.get("scope") == "condition" and row["condition"] in names:
+            note = identical_note(row, could_vary.get(str(row["condition"]), ()))
+            if note:
+                out.append(f"note: {row['condition']}: {note}")
+    return out
+
+
 def _num(value: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:+.{digits}f}"
 
