@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import platform
+import re
 import secrets
 import subprocess
 import sys
@@ -47,6 +48,17 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise RunError(f"{path}: cannot write ({exc.strerror or exc})") from None
+
+
+# What `write_bytes_atomic` calls a file until it is complete: .<name>.<pid>.<hex>.tmp
+_ATOMIC_TEMP = re.compile(r"\..+\.\d+\.[0-9a-f]+\.tmp")
+
+
+def leftover_temp_files(directory: Path) -> list[Path]:
+    """The temporary files of atomic writes a kill left in `directory` (not below it)."""
+    if not directory.is_dir():
+        return []
+    return [p for p in directory.iterdir() if p.is_file() and _ATOMIC_TEMP.fullmatch(p.name)]
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

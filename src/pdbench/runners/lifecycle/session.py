@@ -35,7 +35,7 @@ from pdbench.runners.engine.engine import Engine, GamePlan, GameResult, Progress
 from pdbench.runners.engine.progress import StatsFn, session_stats
 from pdbench.storage.aggregate import input_fields, usage_by_game
 from pdbench.storage.cache import ResponseCache, default_cache_dir
-from pdbench.storage.files import JsonlAppender, environment_info
+from pdbench.storage.files import JsonlAppender, environment_info, leftover_temp_files
 from pdbench.storage.record.jsonl import OrderedRoundsWriter, RoundsEncoder
 from pdbench.storage.record.parts import temp_paths
 from pdbench.storage.rounds_log import (
@@ -261,7 +261,8 @@ class RunSession:
                 "or --overwrite"
             )
         logged = [p for p in self.plans if p.logged]
-        for path in temp_paths(self.run_dir):  # a part a kill left half-written
+        # what a kill left half-written: a part, a file written atomically (the lock is ours)
+        for path in [*temp_paths(self.run_dir), *leftover_temp_files(self.run_dir)]:
             path.unlink(missing_ok=True)
         by_key = {p.key: p for p in logged}
         found = (
