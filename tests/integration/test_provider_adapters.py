@@ -175,8 +175,11 @@ def test_anthropic_call_sends_prompts_and_max_tokens_and_reads_text_and_usage() 
 def test_anthropic_transient_faults_are_retryable(
     fault: Fault, words: tuple[str, ...], retry_after: float | None
 ) -> None:
+    # a short timeout only where the fault is a slow reply (on a loaded machine a 500 can take
+    # longer than 0.3 s to arrive, and would read as a timeout)
+    timeout_s = 0.3 if fault.kind == "slow" else 10.0
     with FakeAnthropicServer(api_key=KEY, faults={1: fault}) as srv:
-        failed, recovered = call("anthropic", srv.base_url, times=2, timeout_s=0.3)
+        failed, recovered = call("anthropic", srv.base_url, times=2, timeout_s=timeout_s)
     message = one_line(failed)
     assert isinstance(failed, ProviderError) and failed.retryable is True, message
     assert failed.retry_after == retry_after
