@@ -78,7 +78,7 @@ class GroupGame:
         """Binary public goods: cooperators pay c, the pot times r is shared by all n."""
         return cls(
             n,
-            tuple(r * c * (k + 1) / n - c for k in range(n)),
+            tuple((r * c * (k + 1) - n * c) / n for k in range(n)),
             tuple(r * c * k / n for k in range(n)),
             "public_goods",
             (("r", float(r)), ("c", float(c))),
