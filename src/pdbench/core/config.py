@@ -756,3 +756,8 @@ CONFIG_MODELS: dict[str, type[ModeConfig]] = {
     "tournament": TournamentConfig,
     "evolution": EvolutionConfig,
 }
+
+# Groups (N-player games) are their own kind; its models build on the ones above.
+from pdbench.core.group_config import GroupsConfig  # noqa: E402
+
+CONFIG_MODELS["groups"] = GroupsConfig

@@ -57,6 +57,8 @@ LEADERBOARD_FILE = "leaderboard.parquet"
 PAYOFF_MATRIX_FILE = "payoff_matrix.parquet"
 EVOLUTION_MANIFEST_FILE = "evolution_manifest.json"
 GENERATIONS_FILE = "generations.parquet"
+GROUPS_MANIFEST_FILE = "groups_manifest.json"
+SEATS_FILE = "seats.parquet"  # groups: per condition and seat
 FIXATION_FILE = "fixation.parquet"  # evolution.seeds > 1: fixation share per type over seeds
 LOCK_FILE = ".pdbench.lock"  # held by the process using a run directory
 
@@ -64,6 +66,7 @@ MANIFEST_FILES: dict[str, str] = {
     "experiment": MANIFEST_FILE,
     "tournament": TOURNAMENT_MANIFEST_FILE,
     "evolution": EVOLUTION_MANIFEST_FILE,
+    "groups": GROUPS_MANIFEST_FILE,
 }
 ARTIFACTS: dict[str, tuple[str, ...]] = {
     "experiment": (ROUNDS_FILE, MANIFEST_FILE, AGGREGATES_FILE, CALLS_FILE, ROUNDS_COLUMNS_DIR),
@@ -84,6 +87,7 @@ ARTIFACTS: dict[str, tuple[str, ...]] = {
         CALLS_FILE,
         ROUNDS_COLUMNS_DIR,
     ),
+    "groups": (GROUPS_MANIFEST_FILE, ROUNDS_FILE, AGGREGATES_FILE, SEATS_FILE, CALLS_FILE),
 }
 
 

@@ -32,6 +32,7 @@ from pdbench.core.config import (
     LLMAgentConfig,
     Loc,
 )
+from pdbench.core.group_config import GroupsConfig
 from pdbench.core.metrics import AGGREGATE_COLUMNS
 from pdbench.core.payoff import PayoffMatrix
 from pdbench.core.published import BY_CONDITION, PublishedNumbers, matches
@@ -39,6 +40,7 @@ from pdbench.core.sweep import expand_sweep, target_parts
 from pdbench.errors import ConfigError, ConfigIssue
 from pdbench.redact import redact_url, remember, url_secrets
 from pdbench.runners.config.agent_checks import check_agent
+from pdbench.runners.config.group_checks import check_seat
 from pdbench.runners.config.resolve import (
     MAX_NODES,
     Origin,
@@ -52,7 +54,9 @@ from pdbench.runners.config.resolve import (
 )
 from pdbench.runners.config.validation import validation_issues
 
-COMMANDS = {"experiment": "run", "tournament": "tournament", "evolution": "evolve"}
+COMMANDS = {"experiment": "run", "tournament": "tournament", "evolution": "evolve", "groups": "run"}
+# Kinds a command expecting another kind also runs: `pdbench run` runs experiments and groups.
+ALSO_RUNS = {"experiment": ("groups",)}
 SEPARATOR = "_vs_"  # between the two players' names in a match's game label
 
 
@@ -149,7 +153,7 @@ def _validate(
         raise ConfigError(
             [ConfigIssue(display, "", f"needs exactly one of the sections {', '.join(COMMANDS)}")]
         )
-    if kind is not None and found != kind:
+    if kind is not None and found != kind and found not in ALSO_RUNS.get(kind, ()):
         raise ConfigError(
             [
                 ConfigIssue(
@@ -178,12 +182,18 @@ def _validate(
     if isinstance(config, EvolutionConfig):
         for loc, message in config.evolution.size_problems():
             issues.append(resolved.issue(("evolution",) + loc, message))
+    if isinstance(config, GroupsConfig):
+        for loc, message in config.game_problems():
+            issues.append(resolved.issue(loc, message))
     seen: dict[str, Loc] = {}
     for loc, agent in config.agent_locations():
-        spec = check_agent(agent, loc, resolved, matrix, loaded, issues)
+        if isinstance(config, GroupsConfig):
+            spec = check_seat(agent, loc, resolved, matrix, loaded, issues)
+        else:
+            spec = check_agent(agent, loc, resolved, matrix, loaded, issues)
         if spec is not None:
             loaded.agents[loc] = spec
-        if found != "experiment":
+        if found not in ("experiment", "groups"):
             _check_unique_name(agent, loc, seen, resolved, issues)
         _relativize_prompts(snapshot, loc, resolved)
     if config.run.rounds_log == "columns" and any(

@@ -1,0 +1,75 @@
+"""What pydantic cannot check about a seat of a group: group policies by name and parameters
+(`pdbench.agents.group_policy`), and which kinds of agent play groups at all."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pdbench.agents.factory import AgentSpec
+from pdbench.core.config import (
+    AnyAgentConfig,
+    AxelrodAgentConfig,
+    HumanAgentConfig,
+    Loc,
+    PolicyAgentConfig,
+)
+from pdbench.core.payoff import PayoffMatrix
+from pdbench.errors import ConfigIssue
+from pdbench.runners.config.agent_checks import check_agent
+from pdbench.runners.config.resolve import Resolved
+
+if TYPE_CHECKING:
+    from pdbench.runners.config.loader import LoadedConfig
+
+
+def check_seat(
+    agent: AnyAgentConfig,
+    loc: Loc,
+    resolved: Resolved,
+    matrix: PayoffMatrix,
+    loaded: LoadedConfig,
+    issues: list[ConfigIssue],
+) -> AgentSpec | None:
+    """One seat of a group; its AgentSpec when it is usable. Policies are the group policies;
+    LLM agents are checked as everywhere; Axelrod strategies and people play pairs only."""
+    if isinstance(agent, PolicyAgentConfig):
+        return _check_group_policy(agent, loc, resolved, issues)
+    if isinstance(agent, AxelrodAgentConfig):
+        issues.append(
+            resolved.issue(
+                loc,
+                "Axelrod strategies play pairs only (the library has no N-player games); "
+                f"seat a group policy or an LLM agent (got axelrod:{agent.strategy})",
+            )
+        )
+        return None
+    if isinstance(agent, HumanAgentConfig):
+        issues.append(
+            resolved.issue(
+                loc, "a person plays a group in the app's Play tab, not from a config (got human)"
+            )
+        )
+        return None
+    return check_agent(agent, loc, resolved, matrix, loaded, issues)
+
+
+def _check_group_policy(
+    agent: PolicyAgentConfig, loc: Loc, resolved: Resolved, issues: list[ConfigIssue]
+) -> AgentSpec | None:
+    from pdbench.agents.group_policy import group_policy_names, group_policy_problem
+
+    names = group_policy_names()
+    if agent.policy.upper() not in names:
+        issues.append(
+            resolved.issue(
+                loc + ("policy",),
+                f"unknown group policy (valid: {', '.join(names)}) (got {agent.policy!r})",
+            )
+        )
+        return None
+    problem = group_policy_problem(agent.policy, agent.params)
+    if problem is not None:
+        where, message = problem
+        issues.append(resolved.issue(loc + where, message))
+        return None
+    return AgentSpec(agent)
