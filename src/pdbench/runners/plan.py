@@ -157,6 +157,8 @@ def _describe_kind(loaded: LoadedConfig, plans: list[GamePlan]) -> list[str]:
             if plans
             else "  pool: none (every member is a policy the vectorized engine plays)",
         ]
+    if loaded.kind == "groups":
+        return _describe_groups(cfg, plans)
     n_rep = cfg.experiment.replicates
     lines = [f"replicates: {n_rep}   conditions: {len(cfg.experiment.conditions)}"]
     for cond in cfg.experiment.conditions:
@@ -169,6 +171,58 @@ def _describe_kind(loaded: LoadedConfig, plans: list[GamePlan]) -> list[str]:
             f"{sum(p.n_rounds for p in games)} rounds over {n_rep} replicates"
         )
     return lines
+
+
+def _describe_groups(cfg: Any, plans: list[Any]) -> list[str]:
+    """A groups config's plan: per condition its seats, game, horizon, noise and talk."""
+    n_rep = cfg.groups.replicates
+    lines = [f"replicates: {n_rep}   groups: {len(cfg.groups.conditions)}"]
+    for cond in cfg.groups.conditions:
+        games = [p for p in plans if p.condition == cond.name]
+        if not games:
+            continue
+        first = games[0]
+        noise = first.noise
+        seats = ", ".join(spec.name for spec in first.agents)
+        talk = ", talking" if first.talks else ""
+        lines.append(
+            f"  {cond.name}: {first.game.describe()}; seats {seats}; "
+            f"{_horizon_text(cond.horizon or cfg.horizon)}{f', noise {noise:g}' if noise else ''}"
+            f"{talk}; {sum(p.n_rounds for p in games)} rounds over {n_rep} replicates"
+        )
+    return lines
+
+
+def groups_table(rows: list[dict[str, Any]]) -> str:
+    """The summary a groups run prints: per condition its group's cooperation and payoff with
+    their 95% intervals (the game as the unit)."""
+    head = f"{'condition':<{CONDITION_WIDTH}} {'N':>3} {'cooperation':>22} {'payoff/round':>26}"
+    lines = [head, "-" * len(head)]
+    for row in rows:
+        if row.get("scope", "condition") != "condition":
+            continue
+        coop = _interval(row, "group_coop_rate", 100, "%")
+        pay = _interval(row, "mean_payoff", 1, "")
+        for i, piece in enumerate(_wrap(str(row["condition"]), CONDITION_WIDTH)):
+            if i == 0:
+                lines.append(
+                    f"{piece:<{CONDITION_WIDTH}} {row.get('n_players', ''):>3} {coop:>22} {pay:>26}"
+                )
+            else:
+                lines.append(piece)
+    lines.append("intervals: 95%, the game as the unit (aggregates.parquet, seats.parquet)")
+    return "\n".join(lines)
+
+
+def _interval(row: dict[str, Any], metric: str, scale: float, unit: str) -> str:
+    """`mean [lo, hi]` of one metric of a row, scaled; "-" when it has no value."""
+    mean = row.get(metric)
+    if mean is None:
+        return "-"
+    lo, hi = row.get(f"{metric}_lo"), row.get(f"{metric}_hi")
+    if lo is None or hi is None:
+        return f"{mean * scale:.2f}{unit}"
+    return f"{mean * scale:.2f}{unit} [{lo * scale:.2f}, {hi * scale:.2f}]"
 
 
 def _fmt(value: float | None, spec: str) -> str:

@@ -37,6 +37,7 @@ _KINDS = {
     "experiment": ("experiment", "plan_games", "run_experiment"),
     "tournament": ("tournament", "plan_matches", "run_tournament"),
     "evolution": ("evolve", "plan_pool", "run_evolution"),
+    "groups": ("groups", "plan_groups", "run_groups"),
 }
 
 
@@ -123,6 +124,15 @@ def report(loaded: LoadedConfig, result: Any, resumed: bool = False) -> list[str
                 for name, text in coverage_warnings(manifest.get("conditions") or [], conditions)
             ),
         ]
+    elif loaded.kind == "groups":
+        from pdbench.runners.plan import groups_table
+
+        kept = f" ({result.games_resumed} kept from before)" if resumed else ""
+        head = (
+            f"groups {run_id}: {result.n_games} games{kept}, {result.n_rounds} rounds "
+            f"-> {result.run_dir}"
+        )
+        tail = [groups_table(result.rows)]
     elif loaded.kind == "tournament":
         totals = manifest["totals"]
         head = (

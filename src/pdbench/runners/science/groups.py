@@ -1,0 +1,160 @@
+"""Running a groups config: conditions (groups of N seats) x replicates, each game on its own
+counter-based stream.
+
+Each game's seed derives from the run seed, the condition's name and the replicate exactly as an
+experiment's does (`game_seed`), so a group of two seats plays the pairwise game of the same
+condition name move for move and writes the same rounds.jsonl. The games are played by the group
+engine through a `GroupRunSession` (rounds.jsonl in plan order, manifest, call log, resume); the
+run then writes aggregates.parquet (per condition) and seats.parquet (per condition and seat),
+every metric with its interval, the game as the unit (`pdbench.storage.group_aggregate`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pdbench.core.exact import condition_exactness
+from pdbench.core.group_config import GroupsConfig
+from pdbench.core.rng import game_seed
+from pdbench.runners.config.loader import LoadedConfig
+from pdbench.runners.engine.group_engine import GroupPlan
+from pdbench.runners.lifecycle.group_session import GroupRunSession
+from pdbench.runners.lifecycle.session import RunOptions
+from pdbench.storage.run_dir import read_manifest
+
+__all__ = ["GroupRunSummary", "plan_groups", "run_groups"]
+
+
+@dataclass
+class GroupRunSummary:
+    """What a finished groups run produced."""
+
+    run_dir: Path
+    run_id: str
+    n_games: int
+    n_rounds: int
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    manifest: dict[str, Any] = field(default_factory=dict)
+    games_played: int = 0
+    games_resumed: int = 0
+
+
+def seat_specs(loaded: LoadedConfig, index: int) -> tuple[Any, ...]:
+    """The AgentSpecs of condition `index`'s seats, in seat order."""
+    cfg: GroupsConfig = loaded.config
+    cond = cfg.groups.conditions[index]
+    return tuple(
+        loaded.agents[("groups", "conditions", index, "seats", j)] for j in range(cond.n_players)
+    )
+
+
+def plan_groups(loaded: LoadedConfig) -> list[GroupPlan]:
+    """Every (condition, replicate) group game in deterministic order, seeds and lengths."""
+    cfg: GroupsConfig = loaded.config
+    plans: list[GroupPlan] = []
+    for i, cond in enumerate(cfg.groups.conditions):
+        horizon = (cond.horizon or cfg.horizon).build()
+        noise = cfg.game.noise if cond.noise is None else cond.noise
+        channel = cfg.communication_of(cond)
+        game = cfg.game_of(cond)
+        specs = seat_specs(loaded, i)
+        seeds = [game_seed(cfg.run.seed, cond.name, rep) for rep in range(cfg.groups.replicates)]
+        lengths = horizon.lengths(np.array(seeds, dtype=np.uint64)).tolist()
+        for rep, (seed, n_rounds) in enumerate(zip(seeds, lengths, strict=True)):
+            plans.append(
+                GroupPlan(
+                    len(plans),
+                    cond.name,
+                    rep,
+                    specs,
+                    game,
+                    seed,
+                    horizon,
+                    noise,
+                    int(n_rounds),
+                    communication=channel if channel.enabled else None,
+                )
+            )
+    return plans
+
+
+def manifest_conditions(loaded: LoadedConfig, plans: list[GroupPlan]) -> list[dict[str, Any]]:
+    """The manifest's per-condition entries: seats, game, horizon, noise, talk, games."""
+    cfg: GroupsConfig = loaded.config
+    out = []
+    for i, cond in enumerate(cfg.groups.conditions):
+        games = [p for p in plans if p.condition == cond.name]
+        specs = seat_specs(loaded, i)
+        game = cfg.game_of(cond)
+        horizon = cond.horizon or cfg.horizon
+        noise = cond.noise if cond.noise is not None else cfg.game.noise
+        exactness = condition_exactness([s.could_vary for s in specs], horizon.type, noise)
+        channel = cfg.communication_of(cond)
+        out.append(
+            {
+                "name": cond.name,
+                "n_players": cond.n_players,
+                "seats": [s.name for s in specs],
+                "game": {
+                    "kind": game.kind,
+                    "n_players": game.n_players,
+                    "pay_c": list(game.pay_c),
+                    "pay_d": list(game.pay_d),
+                    "params": dict(game.params),
+                    "label": game.describe(),
+                },
+                "horizon": horizon.model_dump(mode="json"),
+                "noise": noise,
+                "replicates": cfg.groups.replicates,
+                "talks": channel.enabled,
+                "exact": exactness.exact,
+                "could_vary": list(exactness.could_vary),
+                **({"communication": channel.model_dump(mode="json")} if channel.enabled else {}),
+                "games": [
+                    {"replicate": p.replicate, "seed": p.seed, "n_rounds": p.n_rounds}
+                    for p in games
+                ],
+            }
+        )
+    return out
+
+
+def run_groups(loaded: LoadedConfig, options: RunOptions | None = None) -> GroupRunSummary:
+    """Run (or resume) every group condition x replicate and write the artifacts."""
+    from pdbench.core.stats import IntervalSettings
+    from pdbench.storage.group_aggregate import write_group_aggregates
+
+    options = options or RunOptions()
+    cfg: GroupsConfig = loaded.config
+    plans = plan_groups(loaded)
+    intervals = IntervalSettings(seed=cfg.run.seed)
+    extra = {
+        "kind": "groups",
+        "replicates": cfg.groups.replicates,
+        "collapse": {"k": cfg.metrics.collapse.k, "threshold": cfg.metrics.collapse.threshold},
+        "conditions": manifest_conditions(loaded, plans),
+        "totals": {"games": len(plans), "rounds": sum(p.n_rounds for p in plans)},
+    }
+    rows: list[dict[str, Any]] = []
+
+    def finish(outcomes: dict[int, Any], run_dir: Path) -> dict[str, Any]:
+        manifest = read_manifest(run_dir, "groups")
+        ordered = [outcomes[p.index] for p in plans]
+        rows.extend(write_group_aggregates(run_dir, ordered, manifest, intervals))
+        return {}
+
+    result = GroupRunSession(loaded, plans, options, extra).run(finish)  # type: ignore[arg-type]
+    return GroupRunSummary(
+        result.run_dir,
+        cfg.run.run_id,
+        len(plans),
+        sum(p.n_rounds for p in plans),
+        rows,
+        result.manifest,
+        result.games_played,
+        result.games_kept,
+    )
