@@ -201,8 +201,8 @@ def groups_table(rows: list[dict[str, Any]]) -> str:
     for row in rows:
         if row.get("scope", "condition") != "condition":
             continue
-        coop = _interval(row, "group_coop_rate", 100, "%")
-        pay = _interval(row, "mean_payoff", 1, "")
+        coop = _interval(row, "group_cooperation_rate", 100, "%")
+        pay = _interval(row, "group_payoff_per_round", 1, "")
         for i, piece in enumerate(_wrap(str(row["condition"]), CONDITION_WIDTH)):
             if i == 0:
                 lines.append(
@@ -219,10 +219,10 @@ def _interval(row: dict[str, Any], metric: str, scale: float, unit: str) -> str:
     mean = row.get(metric)
     if mean is None:
         return "-"
-    lo, hi = row.get(f"{metric}_lo"), row.get(f"{metric}_hi")
+    lo, hi = row.get(f"{metric}_ci_low"), row.get(f"{metric}_ci_high")
     if lo is None or hi is None:
         return f"{mean * scale:.2f}{unit}"
-    return f"{mean * scale:.2f}{unit} [{lo * scale:.2f}, {hi * scale:.2f}]"
+    return f"{mean * scale:.1f}{unit} [{lo * scale:.1f}, {hi * scale:.1f}]"
 
 
 def _fmt(value: float | None, spec: str) -> str:

@@ -136,15 +136,19 @@ def run_groups(loaded: LoadedConfig, options: RunOptions | None = None) -> Group
         "kind": "groups",
         "replicates": cfg.groups.replicates,
         "collapse": {"k": cfg.metrics.collapse.k, "threshold": cfg.metrics.collapse.threshold},
+        "intervals": intervals.describe(),
         "conditions": manifest_conditions(loaded, plans),
         "totals": {"games": len(plans), "rounds": sum(p.n_rounds for p in plans)},
     }
     rows: list[dict[str, Any]] = []
 
     def finish(outcomes: dict[int, Any], run_dir: Path) -> dict[str, Any]:
+        import pyarrow.parquet as pq
+
         manifest = read_manifest(run_dir, "groups")
         ordered = [outcomes[p.index] for p in plans]
-        rows.extend(write_group_aggregates(run_dir, ordered, manifest, intervals))
+        paths = write_group_aggregates(run_dir, ordered, manifest, intervals)
+        rows.extend(pq.read_table(paths[0]).to_pylist())
         return {}
 
     result = GroupRunSession(loaded, plans, options, extra).run(finish)  # type: ignore[arg-type]
