@@ -19,7 +19,7 @@ import copy
 import math
 from typing import ClassVar
 
-from pdbench.core.config import PolicyParams
+from pdbench.core.config import Loc, PolicyAgentConfig, PolicyParams
 from pdbench.core.group_batch import GroupMachine
 from pdbench.core.group_game import GroupGame, GroupObservation
 from pdbench.core.rng import Purpose, counter_uniform
@@ -284,3 +284,26 @@ class GroupWinStayLoseShift(GroupPolicy):
         if last is None or payoff is None:
             return C
         return last if payoff >= self.aspiration(obs.game) else last.flipped
+
+
+def group_policy_problem(name: str, params: PolicyParams) -> tuple[Loc, str] | None:
+    """(location under the agent, message) for a parameter set that this group policy does
+    not read; None when the parameters are fine (`name` must be registered)."""
+    cls = group_policy_class(name)
+    for key, value in params.model_dump().items():
+        if value is not None and key not in cls.reads:
+            readers = [k for k, c in sorted(GROUP_POLICY_REGISTRY.items()) if key in c.reads]
+            used = ", ".join(readers) or "no group policy"
+            return ("params", key), (
+                f"{cls.key} does not use it (used by: {used}); set it to null (got {value!r})"
+            )
+    return None
+
+
+def is_group_batchable(cfg: PolicyAgentConfig) -> bool:
+    """The vectorized engine plays this group policy exactly as the round-by-round agent: its
+    history window is None or at least the policy's memory."""
+    cls = GROUP_POLICY_REGISTRY.get(cfg.policy.upper())
+    if cls is None or cls.memory is None:
+        return False
+    return cfg.history_window is None or cfg.history_window >= cls.memory

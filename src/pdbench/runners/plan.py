@@ -107,7 +107,9 @@ def describe_plan(loaded: LoadedConfig) -> str:
     lines.append(f"games: {len(plans)}   rounds: {rounds}")
     low, high = expected_llm_calls(plans)
     lines.append(f"expected LLM calls: {low} (up to {high} with parse retries)")
-    if low:
+    if low and loaded.kind == "groups":
+        lines.append("estimated tokens: not estimated for groups (their prompts grow with N)")
+    elif low:
         per_model = estimate_per_model(loaded, plans)
         tokens_in = sum(m["tokens_in"] for m in per_model.values())
         tokens_out = sum(m["tokens_out"] for m in per_model.values())
@@ -201,8 +203,8 @@ def groups_table(rows: list[dict[str, Any]]) -> str:
     for row in rows:
         if row.get("scope", "condition") != "condition":
             continue
-        coop = _interval(row, "group_cooperation_rate", 100, "%")
-        pay = _interval(row, "group_payoff_per_round", 1, "")
+        coop = _interval(row, "group_cooperation_rate", 100, "%", 1)
+        pay = _interval(row, "group_payoff_per_round", 1, "", 2)
         for i, piece in enumerate(_wrap(str(row["condition"]), CONDITION_WIDTH)):
             if i == 0:
                 lines.append(
@@ -214,15 +216,15 @@ def groups_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def _interval(row: dict[str, Any], metric: str, scale: float, unit: str) -> str:
+def _interval(row: dict[str, Any], metric: str, scale: float, unit: str, digits: int) -> str:
     """`mean [lo, hi]` of one metric of a row, scaled; "-" when it has no value."""
     mean = row.get(metric)
     if mean is None:
         return "-"
     lo, hi = row.get(f"{metric}_ci_low"), row.get(f"{metric}_ci_high")
     if lo is None or hi is None:
-        return f"{mean * scale:.2f}{unit}"
-    return f"{mean * scale:.1f}{unit} [{lo * scale:.1f}, {hi * scale:.1f}]"
+        return f"{mean * scale:.{digits}f}{unit}"
+    return f"{mean * scale:.{digits}f}{unit} [{lo * scale:.{digits}f}, {hi * scale:.{digits}f}]"
 
 
 def _fmt(value: float | None, spec: str) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from pdbench.core.config import PolicyAgentConfig
 from pdbench.core.exact import condition_exactness
 from pdbench.core.group_config import GroupsConfig
 from pdbench.core.rng import game_seed
@@ -50,6 +51,18 @@ def seat_specs(loaded: LoadedConfig, index: int) -> tuple[Any, ...]:
     return tuple(
         loaded.agents[("groups", "conditions", index, "seats", j)] for j in range(cond.n_players)
     )
+
+
+def seat_could_vary(spec: Any) -> str | None:
+    """What could make a seat's moves differ from game to game (None: nothing): a group policy
+    that draws, or what `AgentSpec.could_vary` says of other agents."""
+    cfg = spec.config
+    if isinstance(cfg, PolicyAgentConfig):
+        from pdbench.agents.group_policy import group_policy_class
+
+        drawn = not group_policy_class(cfg.policy).deterministic
+        return f"{spec.name}, a policy that draws at random" if drawn else None
+    return spec.could_vary
 
 
 def plan_groups(loaded: LoadedConfig) -> list[GroupPlan]:
@@ -92,7 +105,7 @@ def manifest_conditions(loaded: LoadedConfig, plans: list[GroupPlan]) -> list[di
         game = cfg.game_of(cond)
         horizon = cond.horizon or cfg.horizon
         noise = cond.noise if cond.noise is not None else cfg.game.noise
-        exactness = condition_exactness([s.could_vary for s in specs], horizon.type, noise)
+        exactness = condition_exactness([seat_could_vary(s) for s in specs], horizon.type, noise)
         channel = cfg.communication_of(cond)
         out.append(
             {
