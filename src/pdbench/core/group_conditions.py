@@ -137,6 +137,25 @@ def _number(value: Any) -> float:
     return math.nan if value is None else float(value)
 
 
+def seat_holders(
+    games: Sequence[GroupGameMetrics],
+) -> list[tuple[int | None, str, list[int | None]]]:
+    """The rows of a condition's seat summary: (seat, name, the seat it held in each game).
+    With the same agent in each seat in every game (fixed groups): one row per seat. With groups
+    drawn anew for each game (random matching): one row per agent, in order of first
+    appearance, with seat None and, for each game, the seat it held there (None: not in it)."""
+    first = games[0]
+    if all(g.names == first.names for g in games):
+        return [(i, name, [i] * len(games)) for i, name in enumerate(first.names)]
+    agents: list[str] = []
+    for g in games:
+        agents.extend(name for name in g.names if name not in agents)
+    return [
+        (None, name, [g.names.index(name) if name in g.names else None for g in games])
+        for name in agents
+    ]
+
+
 def group_games_identical(games: Sequence[GroupGameMetrics]) -> bool:
     """Whether every game gave the same metrics, seat metrics, curve and conditional counts."""
     first = games[0]
@@ -190,15 +209,21 @@ def group_condition_rows(
         for g in games
         for i in range(n)
     ]
+    sitters = seat_holders(games)
     seat_summary = [
         {
             **base,
             **every,
-            "seat": i,
-            "name": first.names[i],
-            **{c: _mean([g.seats[i][c] for g in games]) for c in GROUP_SEAT_COLUMNS},
+            "seat": seat,
+            "name": name,
+            **{
+                c: _mean(
+                    [g.seats[i][c] for g, i in zip(games, where, strict=True) if i is not None]
+                )
+                for c in GROUP_SEAT_COLUMNS
+            },
         }
-        for i in range(n)
+        for seat, name, where in sitters
     ]
     seats += seat_summary
     cases = np.array([g.cases for g in games], dtype=np.int64)  # (G, N)
@@ -246,7 +271,7 @@ def group_condition_rows(
         for row in seat_summary:
             row[CLIPPED_COLUMN] = None
         return GroupConditionRows(aggregates, seats, rounds, conditional)
-    _add_intervals(games, summary, seat_summary, settings, rng, design)
+    _add_intervals(games, summary, seat_summary, [w for *_, w in sitters], settings, rng, design)
     for k, row in enumerate(cond_summary):
         low, high = ratio_interval(coops[:, k], cases[:, k], settings.level)
         row[f"{P_COOP_GIVEN_K}_ci_low"], row[f"{P_COOP_GIVEN_K}_ci_high"] = low, high
@@ -272,6 +297,7 @@ def _add_intervals(
     games: Sequence[GroupGameMetrics],
     summary: dict[str, Any],
     seat_summary: list[dict[str, Any]],
+    seats_in_games: list[list[int | None]],
     settings: IntervalSettings,
     rng: np.random.Generator,
     design: MetricDesign | None,
@@ -283,10 +309,15 @@ def _add_intervals(
     plain = [c for c in GROUP_METRIC_COLUMNS if group_interval_kind(c) == KIND_MEAN]
     targets: list[tuple[dict[str, Any], str]] = [(summary, c) for c in plain]
     columns = [[_number(g.values[c]) for g in games] for c in plain]
-    for i, row in enumerate(seat_summary):
+    for row, where in zip(seat_summary, seats_in_games, strict=True):
         for c in GROUP_SEAT_COLUMNS:
             targets.append((row, c))
-            columns.append([_number(g.seats[i][c]) for g in games])
+            columns.append(
+                [
+                    math.nan if i is None else _number(g.seats[i][c])
+                    for g, i in zip(games, where, strict=True)
+                ]
+            )
     matrix = np.ascontiguousarray(np.array(columns, dtype=np.float64).T)
     found = clipped_mean_intervals(
         matrix.reshape(len(games), len(targets)),

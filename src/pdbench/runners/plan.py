@@ -185,10 +185,13 @@ def _describe_groups(cfg: Any, plans: list[Any]) -> list[str]:
             continue
         first = games[0]
         noise = first.noise
-        seats = ", ".join(spec.name for spec in first.agents)
+        seats = "seats " + ", ".join(spec.name for spec in first.agents)
+        if cond.matching == "random":
+            pool = ", ".join(agent.display_name() for agent in cond.members)
+            seats = f"groups of {cond.n_players} drawn for each game from {pool}"
         talk = ", talking" if first.talks else ""
         lines.append(
-            f"  {cond.name}: {first.game.describe()}; seats {seats}; "
+            f"  {cond.name}: {first.game.describe()}; {seats}; "
             f"{_horizon_text(cond.horizon or cfg.horizon)}{f', noise {noise:g}' if noise else ''}"
             f"{talk}; {sum(p.n_rounds for p in games)} rounds over {n_rep} replicates"
         )
