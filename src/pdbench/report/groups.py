@@ -149,14 +149,19 @@ def _exactness(conditions: list[dict[str, Any]]) -> str:
 
 
 def _seats_table(condition: dict[str, Any], seats: list[dict[str, Any]]) -> str:
-    """Each seat's metrics (the condition's exactness carried to its seats' cells)."""
+    """Each seat's metrics (the condition's exactness carried to its seats' cells); with groups
+    drawn anew for each game, each agent's, over the games it sat in (no seat number)."""
     flag = {"exact": condition.get("exact")}
     head = "".join(f"<th>{text(label)}</th>" for _, label, _ in SEAT_METRICS)
+
+    def seat(s: dict[str, Any]) -> str:
+        return "any" if s.get("seat") is None else str(int(s["seat"]) + 1)
+
     body = "".join(
-        f"<tr><td>{int(s['seat']) + 1}</td><td>{text(s.get('name') or '')}</td>"
+        f"<tr><td>{seat(s)}</td><td>{text(s.get('name') or '')}</td>"
         + "".join(f"<td>{cell({**s, **flag}, c, pct)}</td>" for c, _, pct in SEAT_METRICS)
         + "</tr>"
-        for s in sorted(seats, key=lambda s: int(s["seat"]))
+        for s in sorted(seats, key=lambda s: (s.get("seat") is None, s.get("seat") or 0))
     )
     return (
         f"<div class='scroll'><table><tr><th>seat</th><th>agent</th>{head}</tr>{body}</table></div>"

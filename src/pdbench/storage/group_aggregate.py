@@ -293,6 +293,21 @@ def write_group_aggregates(
     return paths
 
 
+def aggregate_group_run(run_dir: Path) -> list[dict[str, Any]]:
+    """`pdbench aggregate` of a groups run: the group tables rewritten from rounds.jsonl under
+    the run's lock; returns the condition rows of aggregates.parquet."""
+    import pyarrow.parquet as pq
+
+    from pdbench.storage.run_dir import RunLock, read_manifest
+
+    run_dir = Path(run_dir)
+    manifest = read_manifest(run_dir, "groups")
+    with RunLock(run_dir):
+        paths = write_group_aggregates(run_dir, read_group_outcomes(run_dir, manifest), manifest)
+    rows = pq.read_table(paths[0]).to_pylist()
+    return [r for r in rows if r.get("scope") == "condition"]
+
+
 def group_schema(columns: tuple[str, ...]) -> Any:
     """The pyarrow schema of a group table: text, whole numbers, flags, else float64."""
     import pyarrow as pa
