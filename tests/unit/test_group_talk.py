@@ -5,12 +5,16 @@ directed: who writes what, who sees what."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pdbench.agents.factory import AgentSpec
-from pdbench.core.config import PolicyAgentConfig
+from pdbench.agents.group_llm import GroupLLMAgent
+from pdbench.agents.llm import PromptTemplates
+from pdbench.agents.providers.mock import MockProvider
+from pdbench.core.config import LLMAgentConfig, PolicyAgentConfig, PromptFiles
 from pdbench.core.group_game import GroupGame, GroupObservation
 from pdbench.core.talk import (
     CommunicationConfig,
@@ -189,3 +193,40 @@ def test_a_pair_order_is_refused_for_three() -> None:
     specs = [AgentSpec(PolicyAgentConfig(type="policy", policy="ALLC"))] * 3
     with pytest.raises(ValueError, match="valid: simultaneous, round_robin"):
         GroupChat(CommunicationConfig(mode="every_round", order="a_first"), specs, 3)
+
+
+def test_mock_llm_seats_talk_and_move() -> None:
+    """Three mock LLM seats (liar, cooperative, tit_for_tat) in one broadcast exchange: each
+    writes its persona's group message with its declared intention, and each seat's message
+    prompt and move prompt show the others' messages."""
+    prompts = Path(__file__).resolve().parents[2] / "configs" / "prompts"
+    personas = ("liar", "cooperative", "tit_for_tat")
+    specs, agents = [], []
+    for seat, persona in enumerate(personas):
+        cfg = LLMAgentConfig(
+            type="llm",
+            model="mock-persona-v1",
+            persona=persona,
+            prompts=PromptFiles(system="s", round="r", personas_dir="p"),
+        )
+        templates = PromptTemplates(
+            system=(prompts / "group_system.md").read_text(encoding="utf-8"),
+            round=(prompts / "group_round.md").read_text(encoding="utf-8"),
+            persona=(prompts / "group_personas" / f"{persona}.md").read_text(encoding="utf-8"),
+        )
+        specs.append(AgentSpec(cfg, templates))
+        agents.append(GroupLLMAgent(cfg, MockProvider(cfg), templates, GAME, seat))
+    chat = GroupChat(CommunicationConfig(mode="every_round"), specs, 3)
+    obs = [GroupObservation(s, 3, 0, (), GAME, "fixed", total_rounds=3) for s in range(3)]
+    said = asyncio.run(chat.exchange(0, agents, obs))
+    assert [(m.side, m.text, m.intent) for m, _ in said] == [
+        (0, "I will cooperate.", Action.D),  # the liar's private intention
+        (1, "I will cooperate. Let's all keep cooperating.", Action.C),
+        (2, "I will play what most of you played last round.", Action.C),
+    ]
+    shown = chat.shown(2, obs[2])
+    prompt = agents[2].round_prompt(shown)
+    assert '- before round 1, Player 1: "I will cooperate."' in prompt
+    assert '- before round 1, you: "I will play what most of you played last round."' in prompt
+    liar = asyncio.run(agents[0].decide(chat.shown(0, obs[0])))
+    assert liar.action is Action.D
