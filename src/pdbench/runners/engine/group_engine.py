@@ -362,7 +362,12 @@ class GroupEngine:
         if chat is not None and messages_said:
             from pdbench.core.group_talk_metrics import group_talk_tracks
 
-            talk = group_talk_tracks(chat.messages, intended_all, n)
+            talk = group_talk_tracks(
+                chat.messages,
+                np.array(intended_all, dtype=bool).reshape(n, -1),
+                [spec.message_labels for spec in plan.agents],
+                pregame=plan.communication is not None and plan.communication.mode == "pregame",
+            )
         outcome = GroupOutcome(
             plan.condition,
             plan.replicate,
