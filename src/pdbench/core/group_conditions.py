@@ -35,6 +35,7 @@ from pdbench.core.group_metrics import (
     group_feasible_range,
     group_interval_kind,
 )
+from pdbench.core.group_talk_rows import SEAT_TALK_COLUMNS, SEAT_TALK_INTERVAL_COLUMNS
 from pdbench.core.metrics import (
     BAND_RESAMPLES,
     CLIPPED_COLUMN,
@@ -90,6 +91,8 @@ GROUP_SEAT_TABLE_COLUMNS: tuple[str, ...] = (
     *GROUP_SEAT_COLUMNS,
     *_ends(GROUP_SEAT_COLUMNS),
     CLIPPED_COLUMN,
+    *SEAT_TALK_COLUMNS,  # say-do metrics of games with talk (core/group_talk_rows.py)
+    *SEAT_TALK_INTERVAL_COLUMNS,
 )
 GROUP_ROUND_COLUMNS: tuple[str, ...] = (
     "run_id",

@@ -32,6 +32,8 @@ from pdbench.core.group_conditions import (
 )
 from pdbench.core.group_game import GroupGame
 from pdbench.core.group_metrics import GroupOutcome, group_games_metrics
+from pdbench.core.group_talk_metrics import COUNT_KEYS
+from pdbench.core.group_talk_rows import add_talk_to_seat_rows
 from pdbench.core.metrics import CollapseParams, MetricDesign
 from pdbench.core.stats import IntervalSettings
 from pdbench.errors import RunError
@@ -39,6 +41,7 @@ from pdbench.storage.intervals import design_of, interval_generators, interval_s
 from pdbench.storage.parquet import write_rows
 from pdbench.storage.record.fields import ROUND_INDEX
 from pdbench.storage.record.group_fields import seat_fields, seats_of
+from pdbench.storage.record.group_messages import game_talk, round_messages
 from pdbench.storage.schema import AGGREGATES_FILE, ROUNDS_FILE
 
 SEATS_FILE = "seats.parquet"
@@ -66,6 +69,7 @@ INT_COLUMNS = frozenset(
         "cooperations",
         "round",
         "games",
+        *COUNT_KEYS,
     }
 )
 BOOL_COLUMNS = frozenset({"exact", "identical_games"})
@@ -141,10 +145,20 @@ def iter_group_outcomes(run_dir: Path, manifest: Mapping[str, Any]) -> Iterator[
                         raise RunError(
                             f"groups_manifest.json: condition {key[0]!r}: its game is malformed"
                         ) from None
-                current = _Game(key, games[key[0]], record, where)
+                labels, pregame = talk_setting(conditions[key[0]])
+                current = _Game(key, games[key[0]], record, where, labels, pregame)
             current.add(record, index, where)
     if current is not None:
         yield current.outcome()
+
+
+def talk_setting(entry: Mapping[str, Any]) -> tuple[dict[str, tuple[str, str]], bool]:
+    """(each agent's message labels by name, whether the one exchange is before round 1) of a
+    condition of the manifest (an agent not listed writes C and D)."""
+    labels = entry.get("message_labels") or {}
+    channel = entry.get("communication") or {}
+    pregame = channel.get("mode") == "pregame"
+    return {str(name): (str(pair[0]), str(pair[1])) for name, pair in labels.items()}, pregame
 
 
 def read_group_outcomes(run_dir: Path, manifest: Mapping[str, Any]) -> list[GroupOutcome]:
@@ -156,7 +170,13 @@ class _Game:
     """The rounds of one game as they are read."""
 
     def __init__(
-        self, key: tuple[str, int], game: GroupGame, record: Mapping[str, Any], where: str
+        self,
+        key: tuple[str, int],
+        game: GroupGame,
+        record: Mapping[str, Any],
+        where: str,
+        labels: dict[str, tuple[str, str]] | None = None,
+        pregame: bool = False,
     ) -> None:
         self.key, self.game = key, game
         n = seats_of(record)
@@ -173,6 +193,9 @@ class _Game:
         self.intended: list[list[bool]] = []
         self.payoffs: list[list[float]] = []
         self.fails = [0] * n
+        self.messages: list[Any] = []
+        self.labels = [(labels or {}).get(name, ("C", "D")) for name in self.names]
+        self.pregame = pregame
 
     def add(self, record: Mapping[str, Any], index: int, where: str) -> None:
         """One round's record (round `index`)."""
@@ -187,9 +210,11 @@ class _Game:
             self.payoffs.append([float(record[f]) for f in self.fields["payoff"]])
             for seat, f in enumerate(self.fields["parse_failure"]):
                 self.fails[seat] += bool(record.get(f))
+            self.messages += round_messages(record, index)
         except (KeyError, TypeError, ValueError):
             raise RunError(
-                f"{where}: a seat's move or payoff is missing or invalid (moves are C or D)"
+                f"{where}: a seat's move, payoff or message is missing or invalid (moves are C "
+                "or D)"
             ) from None
         self.played.append(played)
         self.intended.append(intended)
@@ -198,6 +223,7 @@ class _Game:
         """The game as the metrics read it: arrays (N, T)."""
         n = self.game.n_players
         shape = (len(self.played), n)
+        intended = np.array(self.intended, dtype=bool).reshape(shape).T.copy()
         return GroupOutcome(
             self.key[0],
             self.key[1],
@@ -205,8 +231,9 @@ class _Game:
             self.game,
             np.array(self.played, dtype=bool).reshape(shape).T.copy(),
             np.array(self.payoffs, dtype=np.float64).reshape(shape).T.copy(),
-            np.array(self.intended, dtype=bool).reshape(shape).T.copy(),
+            intended,
             tuple(self.fails),
+            game_talk(self.messages, intended, self.labels, self.pregame),
         )
 
 
@@ -275,6 +302,7 @@ def write_group_aggregates(
             exact.get(name, False),
             run_id,
         )
+        add_talk_to_seat_rows(rows.seats, games, settings.level)
         tables[AGGREGATES_FILE] += rows.aggregates
         tables[SEATS_FILE] += rows.seats
         tables[GROUP_ROUNDS_FILE] += rows.rounds

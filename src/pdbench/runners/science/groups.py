@@ -144,7 +144,14 @@ def manifest_conditions(loaded: LoadedConfig, plans: list[GroupPlan]) -> list[di
                 "talks": channel.enabled,
                 "exact": exactness.exact,
                 "could_vary": list(exactness.could_vary),
-                **({"communication": channel.model_dump(mode="json")} if channel.enabled else {}),
+                **(
+                    {
+                        "communication": channel.model_dump(mode="json"),
+                        "message_labels": {s.name: list(s.message_labels) for s in specs},
+                    }
+                    if channel.enabled
+                    else {}
+                ),
                 "games": [
                     {
                         "replicate": p.replicate,
