@@ -29,12 +29,28 @@ def _raw_without_timestamps(path: Path) -> list[bytes]:
     return out
 
 
-@pytest.mark.parametrize("kind", ["matrix", "linear_pd"])
-def test_two_seats_write_todays_records(tmp_path: Path, kind: str) -> None:
-    common = {
+TALK = {"mode": "every_round", "order": "alternate", "turns": 2}
+
+
+@pytest.mark.parametrize(
+    ("kind", "talk"), [("matrix", None), ("linear_pd", None), ("matrix", TALK)]
+)
+def test_two_seats_write_todays_records(tmp_path: Path, kind: str, talk: dict | None) -> None:
+    # Without talk both play on their vectorized engines; with talk (policies announcing their
+    # moves, a liar promising) both play round by round, messages recorded in each round.
+    common: dict = {
         "horizon": {"type": "geometric", "stop_prob": 0.05, "max_rounds": 60},
         "game": {"noise": 0.05},
     }
+    if talk is not None:
+        common["communication"] = talk
+
+    def seat(name: str, i: int) -> dict | str:
+        if talk is None:
+            return name
+        rule = "always_promise" if name == "ALLD" else "honest"
+        return {"type": "policy", "policy": name, "talk": rule}
+
     experiment = {
         "run": {
             "run_id": "same",
@@ -45,7 +61,9 @@ def test_two_seats_write_todays_records(tmp_path: Path, kind: str) -> None:
         **common,
         "experiment": {
             "replicates": 4,
-            "conditions": [{"name": f"{a}_{b}", "agent_a": a, "agent_b": b} for a, b in PAIRS],
+            "conditions": [
+                {"name": f"{a}_{b}", "agent_a": seat(a, 0), "agent_b": seat(b, 1)} for a, b in PAIRS
+            ],
         },
     }
     groups = {
@@ -59,7 +77,9 @@ def test_two_seats_write_todays_records(tmp_path: Path, kind: str) -> None:
         "group_game": {"kind": kind},
         "groups": {
             "replicates": 4,
-            "conditions": [{"name": f"{a}_{b}", "seats": [a, b]} for a, b in PAIRS],
+            "conditions": [
+                {"name": f"{a}_{b}", "seats": [seat(a, 0), seat(b, 1)]} for a, b in PAIRS
+            ],
         },
     }
     for name, body in (("pairs", experiment), ("groups", groups)):
@@ -70,6 +90,7 @@ def test_two_seats_write_todays_records(tmp_path: Path, kind: str) -> None:
     pairs, grouped = tmp_path / "pairs" / "rounds.jsonl", tmp_path / "groups" / "rounds.jsonl"
     assert _raw_without_timestamps(grouped) == _raw_without_timestamps(pairs)
     records = _lines(grouped)
+    assert all(("exchange" in r) == (talk is not None) for r in records)
     assert len(records) > 100 and {r["condition"] for r in records} == {
         f"{a}_{b}" for a, b in PAIRS
     }
