@@ -44,3 +44,9 @@ def test_parse_mode_list_names_every_registered_mode() -> None:
     from pdbench.core.parse_modes import parse_mode_names
 
     assert sorted(_names_after("in place of `answer_pattern`:", ";")) == parse_mode_names()
+
+
+def test_group_policy_list_names_every_registered_group_policy() -> None:
+    from pdbench.agents.group_policy import group_policy_names
+
+    assert sorted(_names_after("a seat's `policy` (")) == sorted(group_policy_names())

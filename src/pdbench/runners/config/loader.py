@@ -185,6 +185,21 @@ def _validate(
     if isinstance(config, GroupsConfig):
         for loc, message in [*config.game_problems(), *channel_problems(config)]:
             issues.append(resolved.issue(loc, message))
+        if "rounds_log" in config.run.model_fields_set and config.run.rounds_log != "jsonl":
+            issues.append(
+                resolved.issue(
+                    ("run", "rounds_log"),
+                    "groups keep their rounds in rounds.jsonl only (valid: jsonl) "
+                    f"(got {config.run.rounds_log!r})",
+                )
+            )
+        if config.run.shard is not None:
+            issues.append(
+                resolved.issue(
+                    ("run", "shard"),
+                    f"groups are not sharded yet; run them whole (got {config.run.shard!r})",
+                )
+            )
     seen: dict[str, Loc] = {}
     for loc, agent in config.agent_locations():
         if isinstance(config, GroupsConfig):
