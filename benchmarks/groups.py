@@ -86,7 +86,7 @@ def run_command(config: dict, workdir: Path) -> tuple[float, float]:
     """(wall seconds, peak RSS in MiB) of `pdbench run CONFIG --overwrite` as a child process."""
     path = workdir / f"{config['run']['run_id']}.yaml"
     path.write_text(yaml.safe_dump(config))
-    command = [sys.executable, "-m", "pdbench", "run", str(path), "--overwrite"]
+    command = [sys.executable, "-m", "pdbench.cli", "run", str(path), "--overwrite"]
     start = time.perf_counter()
     proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)  # usage.ru_maxrss: the child's peak, KiB

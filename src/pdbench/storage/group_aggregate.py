@@ -270,10 +270,12 @@ def write_group_aggregates(
     outcomes: list[GroupOutcome],
     manifest: Mapping[str, Any],
     settings: IntervalSettings | None = None,
+    condition_rows: list[dict[str, Any]] | None = None,
 ) -> list[Path]:
     """Compute the group metrics of the games (conditions in the manifest's order) and write
     aggregates.parquet, seats.parquet, group_rounds.parquet and group_conditional.parquet;
-    returns their paths. `settings`: the intervals' (default: as the manifest records them)."""
+    returns their paths. `settings`: the intervals' (default: as the manifest records them);
+    `condition_rows`: a list that receives the condition rows of aggregates.parquet."""
     run_dir = Path(run_dir)
     settings = settings or interval_settings(dict(manifest))
     conditions = _conditions(manifest)
@@ -313,6 +315,8 @@ def write_group_aggregates(
         GROUP_ROUNDS_FILE: GROUP_ROUND_COLUMNS,
         GROUP_CONDITIONAL_FILE: GROUP_CONDITIONAL_COLUMNS,
     }
+    if condition_rows is not None:
+        condition_rows.extend(r for r in tables[AGGREGATES_FILE] if r.get("scope") == "condition")
     paths = []
     for name in GROUP_ARTIFACTS:
         path = run_dir / name
@@ -324,16 +328,15 @@ def write_group_aggregates(
 def aggregate_group_run(run_dir: Path) -> list[dict[str, Any]]:
     """`pdbench aggregate` of a groups run: the group tables rewritten from rounds.jsonl under
     the run's lock; returns the condition rows of aggregates.parquet."""
-    import pyarrow.parquet as pq
-
     from pdbench.storage.run_dir import RunLock, read_manifest
 
     run_dir = Path(run_dir)
     manifest = read_manifest(run_dir, "groups")
+    rows: list[dict[str, Any]] = []
     with RunLock(run_dir):
-        paths = write_group_aggregates(run_dir, read_group_outcomes(run_dir, manifest), manifest)
-    rows = pq.read_table(paths[0]).to_pylist()
-    return [r for r in rows if r.get("scope") == "condition"]
+        outcomes = read_group_outcomes(run_dir, manifest)
+        write_group_aggregates(run_dir, outcomes, manifest, condition_rows=rows)
+    return rows
 
 
 def group_schema(columns: tuple[str, ...]) -> Any:

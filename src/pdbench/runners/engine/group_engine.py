@@ -145,14 +145,12 @@ class GroupEngine:
     # Vectorized speed
 
     def _play_batched(self, plans: list[GroupPlan]) -> None:
-        """Policy groups, one batch per stage game (a batch shares N and the payoffs); results
-        are handed on in plan order."""
+        """Policy groups, one batch per stage game (a batch shares N and the payoffs)."""
         from pdbench.core.group_batch import play_group_batch
 
         by_game: dict[GroupGame, list[GroupPlan]] = {}
         for plan in plans:
             by_game.setdefault(plan.game, []).append(plan)
-        finished: dict[int, GroupResult] = {}
         for game, group in by_game.items():
             machines: list[Any] = []
             index: dict[str, int] = {}
@@ -175,14 +173,16 @@ class GroupEngine:
                 np.array([p.noise for p in group], dtype=np.float64),
             )
             timestamp = utc_now()
+            # Each game's records go to the sink as soon as they are encoded (the sink keeps
+            # plan order), so a batch's records are never all in memory at once.
             for g, plan in enumerate(group):
                 arrays = result.game(g)  # this game's (N, length) arrays only
                 played, intended, payoffs = arrays["played"], arrays["intended"], arrays["payoffs"]
-                lines = b""
                 if plan.logged and self.sink is not None:
                     lines = self.encoder.game_bytes(
                         self._key(plan), played, intended, payoffs, timestamp
                     )
+                    self.sink(plan.index, lines)
                 outcome = GroupOutcome(
                     plan.condition,
                     plan.replicate,
@@ -194,14 +194,8 @@ class GroupEngine:
                     tuple(0 for _ in plan.agents),
                     None,
                 )
-                finished[plan.index] = GroupResult(plan, outcome, lines)
-        for plan in plans:
-            result_of = finished.pop(plan.index)
-            if result_of.lines and self.sink is not None:
-                self.sink(plan.index, result_of.lines)
-                result_of.lines = b""
-            self.on_result(result_of)
-            self._tick(plan.n_rounds)
+                self.on_result(GroupResult(plan, outcome))
+                self._tick(plan.n_rounds)
 
     # ----------------------------------------------------------------------------------------
     # Round-by-round speed

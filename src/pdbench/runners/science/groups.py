@@ -190,12 +190,9 @@ def run_groups(loaded: LoadedConfig, options: RunOptions | None = None) -> Group
     rows: list[dict[str, Any]] = []
 
     def finish(outcomes: dict[int, Any], run_dir: Path) -> dict[str, Any]:
-        import pyarrow.parquet as pq
-
         manifest = read_manifest(run_dir, "groups")
         ordered = [outcomes[p.index] for p in plans]
-        paths = write_group_aggregates(run_dir, ordered, manifest, intervals)
-        rows.extend(pq.read_table(paths[0]).to_pylist())
+        write_group_aggregates(run_dir, ordered, manifest, intervals, condition_rows=rows)
         return {}
 
     result = GroupRunSession(loaded, plans, options, extra).run(finish)  # type: ignore[arg-type]

@@ -16,9 +16,7 @@ import orjson
 
 from pdbench.core.types import Decision, Message, Utterance
 from pdbench.storage.record.fields import MESSAGE_FIELDS, MESSAGES, PROMPTS, RAW_RESPONSES
-from pdbench.storage.record.group_fields import TO, round_values, seat_name
-
-_LETTERS = np.array(["D", "C"])
+from pdbench.storage.record.group_fields import TO, seat_name
 
 
 class GroupRoundsEncoder:
@@ -106,30 +104,45 @@ class GroupRoundsEncoder:
     ) -> bytes:
         """Every line of one game of policies: `played`/`intended` (N, T) booleans (True = C),
         `payoffs` (N, T); parse failures False and P(C) null, as the pairwise records of
-        policies have them."""
+        policies have them. Built from pieces orjson wrote (numbers formatted by orjson, in one
+        call per game), in `group_fields`' order: the bytes of `round_line` for each round
+        (`tests/unit/test_group_record.py`)."""
         n_seats, n_rounds = played.shape
         if n_rounds == 0:
             return b""
-        moves = _LETTERS[played.astype(np.int64)].T.tolist()
-        meant = _LETTERS[intended.astype(np.int64)].T.tolist()
-        pays = payoffs.T.tolist()
-        totals = np.cumsum(payoffs, axis=1).T.tolist()
-        no = [False] * n_seats
-        unknown = [None] * n_seats
-        head = orjson.dumps(key)[:-1]  # the key's fields, without the closing brace
-        lines = []
-        for t in range(n_rounds):
-            values = round_values(
-                t,
-                {
-                    "action": moves[t],
-                    "intended_action": meant[t],
-                    "payoff": pays[t],
-                    "cum_payoff": totals[t],
-                    "parse_failure": no,
-                    "p_cooperate": unknown,
-                },
-                timestamp,
-            )
-            lines.append(head + b"," + orjson.dumps(values)[1:] + b"\n")
-        return b"".join(lines)
+        names = [seat_name(i) for i in range(n_seats)]
+
+        def numbers(values: np.ndarray) -> list[list[bytes]]:
+            """Each seat's values over the rounds as orjson writes them."""
+            flat = orjson.dumps(values.reshape(-1).tolist())[1:-1].split(b",")
+            return [flat[i * n_rounds : (i + 1) * n_rounds] for i in range(n_seats)]
+
+        def key_of(seat: int, what: str) -> bytes:
+            return b',"' + f"{names[seat]}_{what}".encode() + b'":'
+
+        def literal(text: bytes) -> bytes:  # a fixed part of the line, as a %-format
+            return text.replace(b"%", b"%%")
+
+        letters = np.array([b"D", b"C"])
+        totals = np.cumsum(payoffs, axis=1, dtype=np.float64)
+        columns: list[Any] = [range(n_rounds)]
+        parts = [literal(orjson.dumps(key)[:-1] + b',"round_index":') + b"%d"]
+        for what, moves in (("action", played), ("intended_action", intended)):
+            for seat in range(n_seats):
+                parts.append(literal(key_of(seat, what)) + b'"%s"')
+                columns.append(letters[moves[seat].astype(np.intp)].tolist())
+        for what, values in (("payoff", payoffs), ("cum_payoff", totals)):
+            for seat, column in enumerate(numbers(np.asarray(values, dtype=np.float64))):
+                parts.append(literal(key_of(seat, what)) + b"%s")
+                columns.append(column)
+        fixed = b"".join(
+            [
+                *(key_of(i, "parse_failure") + b"false" for i in range(n_seats)),
+                *(key_of(i, "p_cooperate") + b"null" for i in range(n_seats)),
+                b',"timestamp_utc":',
+                orjson.dumps(timestamp),
+                b"}\n",
+            ]
+        )
+        line = b"".join(parts) + literal(fixed)
+        return b"".join([line % row for row in zip(*columns, strict=True)])
