@@ -236,7 +236,7 @@ def test_the_report_section_without_group_tables_says_what_to_run(tmp_path: Path
             lambda lines: (
                 [lines[0].replace(b'"agent_b_action":"C"', b'"agent_b_action":"X"')] + lines[1:]
             ),
-            "rounds.jsonl:1: a seat's move or payoff is missing or invalid",
+            "rounds.jsonl:1: a seat's move, payoff or message is missing or invalid",
         ),
     ],
 )

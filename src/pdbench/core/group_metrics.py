@@ -74,15 +74,17 @@ P_COOP_GIVEN_K = "p_coop_given_k"  # the pooled ratio of the conditional table
 @dataclass(slots=True)
 class GroupOutcome:
     """What the metrics need from one played group game: `played` (N, T) bool, True for C
-    (after noise); `payoffs` (N, T) float64; `intended` (N, T) bool or None (the moves chosen
-    before noise); `parse_failures` per seat; `talk` what the talk metrics read (or None)."""
+    (after noise); `payoffs` (N, T) float64, or None: the stage game's payoffs for the played
+    moves, derived when asked for (`seat_payoffs`), so that a run of policy games keeps one
+    byte per seat and round, not nine; `intended` (N, T) bool or None (the moves chosen before
+    noise); `parse_failures` per seat; `talk` what the talk metrics read (or None)."""
 
     condition: str
     replicate: int
     names: tuple[str, ...]
     game: GroupGame
     played: np.ndarray
-    payoffs: np.ndarray
+    payoffs: np.ndarray | None
     intended: np.ndarray | None = None
     parse_failures: tuple[int, ...] = ()
     talk: object | None = None
@@ -90,20 +92,36 @@ class GroupOutcome:
     def __post_init__(self) -> None:
         n = self.game.n_players
         self.played = np.asarray(self.played, dtype=bool)
-        self.payoffs = np.asarray(self.payoffs, dtype=np.float64)
         if self.played.ndim != 2 or self.played.shape[0] != n or len(self.names) != n:
             raise ValueError(
                 f"a group outcome of {n} players needs {n} names and moves shaped ({n}, rounds)"
                 f" (got {len(self.names)} names, moves {self.played.shape})"
             )
-        if self.payoffs.shape != self.played.shape:
-            raise ValueError(
-                f"payoffs {self.payoffs.shape} and moves {self.played.shape} differ in shape"
-            )
+        if self.payoffs is not None:
+            self.payoffs = np.asarray(self.payoffs, dtype=np.float64)
+            if self.payoffs.shape != self.played.shape:
+                raise ValueError(
+                    f"payoffs {self.payoffs.shape} and moves {self.played.shape} differ in shape"
+                )
         if not self.parse_failures:
             self.parse_failures = (0,) * n
         elif len(self.parse_failures) != n:
             raise ValueError(f"parse_failures needs one count per seat ({n})")
+
+    def seat_payoffs(self) -> np.ndarray:
+        """(N, T) payoffs: as recorded, or the game's for the played moves."""
+        if self.payoffs is not None:
+            return self.payoffs
+        return played_payoffs(self.game, self.played[None])[0]
+
+
+def played_payoffs(game: GroupGame, played: np.ndarray) -> np.ndarray:
+    """The stage game's payoffs of moves shaped (games, N, T): a cooperator gets pay_c[k] and
+    a defector pay_d[k], k the co-players who cooperated in that round."""
+    others = played.sum(axis=1, keepdims=True, dtype=np.int64) - played
+    pay_c = np.asarray(game.pay_c, dtype=np.float64)
+    pay_d = np.asarray(game.pay_d, dtype=np.float64)
+    return np.where(played, pay_c[others], pay_d[others])
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +171,9 @@ def group_game_metrics(
     return group_games_metrics([outcome], collapse)[0]
 
 
+BATCH_PLAYER_ROUNDS = 1 << 20  # at most this many seat-rounds in one batch of metrics
+
+
 def group_games_metrics(
     outcomes: Sequence[GroupOutcome], collapse: CollapseParams | None = None
 ) -> list[GroupGameMetrics]:
@@ -164,16 +185,20 @@ def group_games_metrics(
     for i, outcome in enumerate(outcomes):
         by_shape.setdefault(outcome.played.shape, []).append(i)
     for members in by_shape.values():
-        found = _batch([outcomes[i] for i in members], collapse)
-        for i, metrics in zip(members, found, strict=True):
-            out[i] = metrics
+        n, t = outcomes[members[0]].played.shape
+        step = max(1, BATCH_PLAYER_ROUNDS // max(1, n * t))  # bounds the arrays of a batch
+        for start in range(0, len(members), step):
+            chunk = members[start : start + step]
+            found = _batch([outcomes[i] for i in chunk], collapse)
+            for i, metrics in zip(chunk, found, strict=True):
+                out[i] = metrics
     return out  # type: ignore[return-value]
 
 
 def _batch(outcomes: Sequence[GroupOutcome], collapse: CollapseParams) -> list[GroupGameMetrics]:
     """The metrics of games of one shape (N, T)."""
     played = np.stack([o.played for o in outcomes])  # (G, N, T)
-    pay = np.stack([o.payoffs for o in outcomes])
+    pay = np.stack([o.seat_payoffs() for o in outcomes])
     count, n, t = played.shape
     coops = played.sum(axis=2)  # (G, N)
     per_round = played.sum(axis=1)  # (G, T): cooperators per round

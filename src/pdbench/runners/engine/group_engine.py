@@ -183,14 +183,14 @@ class GroupEngine:
                         self._key(plan), played, intended, payoffs, timestamp
                     )
                     self.sink(plan.index, lines)
-                outcome = GroupOutcome(
+                outcome = GroupOutcome(  # payoffs: derived from the moves when needed
                     plan.condition,
                     plan.replicate,
                     tuple(s.name for s in plan.agents),
                     game,
-                    np.asarray(played, dtype=bool),
-                    np.asarray(payoffs, dtype=np.float64),
-                    np.asarray(intended, dtype=bool),
+                    played,
+                    None,
+                    None,  # intended moves are in the record; the metrics of policies need none
                     tuple(0 for _ in plan.agents),
                     None,
                 )
