@@ -764,3 +764,7 @@ CONFIG_MODELS: dict[str, type[ModeConfig]] = {
 from pdbench.core.group_config import GroupsConfig  # noqa: E402
 
 CONFIG_MODELS["groups"] = GroupsConfig
+
+# Tournaments and evolution of group strategies (N-player games) are kinds of their own too; the
+# module registers them in CONFIG_MODELS itself (so importing it first works as well).
+import pdbench.core.group_science_config  # noqa: E402, F401

@@ -356,6 +356,11 @@ def report_html(run_dir: Path) -> str:
     """The report of a run directory as one HTML page (nothing written)."""
     run_dir = Path(run_dir)
     kind = run_kind(run_dir)
+    if kind in ("group_tournament", "group_evolution"):
+        from pdbench.report.group_science import group_evolution_report, group_tournament_report
+
+        group = group_tournament_report if kind == "group_tournament" else group_evolution_report
+        return group(run_dir)
     return {
         "experiment": experiment_report,
         "tournament": tournament_report,

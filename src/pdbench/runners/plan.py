@@ -107,7 +107,7 @@ def describe_plan(loaded: LoadedConfig) -> str:
     lines.append(f"games: {len(plans)}   rounds: {rounds}")
     low, high = expected_llm_calls(plans)
     lines.append(f"expected LLM calls: {low} (up to {high} with parse retries)")
-    if low and loaded.kind == "groups":
+    if low and loaded.kind in GROUP_KINDS:
         lines.append("estimated tokens: not estimated for groups (their prompts grow with N)")
     elif low:
         per_model = estimate_per_model(loaded, plans)
@@ -125,6 +125,10 @@ def describe_plan(loaded: LoadedConfig) -> str:
                 f"tokens, {cost}"
             )
     return "\n".join(lines)
+
+
+# Kinds whose games are groups of N seats (their LLM prompts grow with N: tokens not estimated).
+GROUP_KINDS = ("groups", "group_tournament", "group_evolution")
 
 
 def _horizon_text(horizon: Any) -> str:
@@ -161,6 +165,8 @@ def _describe_kind(loaded: LoadedConfig, plans: list[GamePlan]) -> list[str]:
         ]
     if loaded.kind == "groups":
         return _describe_groups(cfg, plans)
+    if loaded.kind in ("group_tournament", "group_evolution"):
+        return _describe_group_science(loaded, plans)
     n_rep = cfg.experiment.replicates
     lines = [f"replicates: {n_rep}   conditions: {len(cfg.experiment.conditions)}"]
     for cond in cfg.experiment.conditions:
@@ -196,6 +202,40 @@ def _describe_groups(cfg: Any, plans: list[Any]) -> list[str]:
             f"{talk}; {sum(p.n_rounds for p in games)} rounds over {n_rep} replicates"
         )
     return lines
+
+
+def _describe_group_science(loaded: LoadedConfig, plans: list[Any]) -> list[str]:
+    """A group tournament's or group evolution's plan: the field or population, the groups,
+    the game, horizon and noise."""
+    cfg = loaded.config
+    game = plans[0].game.describe() if plans else "-"
+    play = f"{game}, {_horizon_text(cfg.horizon)}, noise {cfg.game.noise:g}"
+    logged = sum(1 for p in plans if p.logged)
+    tail = f"  logged games: {logged} (rounds.jsonl)" if logged else "  logged games: none"
+    if loaded.kind == "group_tournament":
+        section = cfg.group_tournament
+        kind = "multisets (with replacement)" if section.with_replacement else "distinct players"
+        return [
+            f"group tournament: {len(loaded.players)} players in groups of {section.group_size} "
+            f"({section.n_groups} groups of {kind}), {section.repetitions} repetitions; {play}",
+            "  players: " + ", ".join(loaded.names),
+            tail,
+        ]
+    section = cfg.group_evolution
+    beta = "fitness-proportional" if section.beta is None else f"beta {section.beta:g}"
+    members = ", ".join(
+        f"{spec.name} x{m.count}"
+        for spec, m in zip(loaded.players, section.population, strict=True)
+    )
+    return [
+        f"group evolution: {section.process} ({beta}), groups of {section.group_size} from a "
+        f"population of {section.population_size}, {section.generations} generations, mutation "
+        f"{section.mutation_rate:g}, {section.seeds} seed{'s' if section.seeds > 1 else ''}",
+        f"  population: {members}",
+        f"  payoff table: {section.n_compositions} compositions x {section.repetitions} "
+        f"repetitions; {play}",
+        tail,
+    ]
 
 
 def groups_table(rows: list[dict[str, Any]]) -> str:

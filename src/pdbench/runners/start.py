@@ -38,6 +38,8 @@ _KINDS = {
     "tournament": ("tournament", "plan_matches", "run_tournament"),
     "evolution": ("evolve", "plan_pool", "run_evolution"),
     "groups": ("groups", "plan_groups", "run_groups"),
+    "group_tournament": ("group_tournament", "plan_group_games", "run_group_tournament"),
+    "group_evolution": ("group_evolve", "plan_compositions", "run_group_evolve"),
 }
 
 
@@ -45,6 +47,12 @@ def _science(kind: str, which: int) -> Callable[..., Any]:
     """The planner (which=1) or runner (which=2) of a kind, from its science module."""
     module = importlib.import_module(f"pdbench.runners.science.{_KINDS[kind][0]}")
     return getattr(module, _KINDS[kind][which])
+
+
+def _summary(kind: str, result: Any, resumed: bool) -> list[str]:
+    """A group tournament's or evolution's printed summary: its module's `summary_lines`."""
+    module = importlib.import_module(f"pdbench.runners.science.{_KINDS[kind][0]}")
+    return list(module.summary_lines(result, resumed))
 
 
 def _lazy(kind: str, which: int) -> Callable[..., Any]:
@@ -133,6 +141,8 @@ def report(loaded: LoadedConfig, result: Any, resumed: bool = False) -> list[str
             f"-> {result.run_dir}"
         )
         tail = [groups_table(result.rows)]
+    elif loaded.kind in ("group_tournament", "group_evolution"):
+        head, *tail = _summary(loaded.kind, result, resumed)
     elif loaded.kind == "tournament":
         totals = manifest["totals"]
         head = (

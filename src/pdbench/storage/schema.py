@@ -60,6 +60,10 @@ GENERATIONS_FILE = "generations.parquet"
 GROUPS_MANIFEST_FILE = "groups_manifest.json"
 SEATS_FILE = "seats.parquet"  # groups: per condition and seat
 FIXATION_FILE = "fixation.parquet"  # evolution.seeds > 1: fixation share per type over seeds
+GROUP_TOURNAMENT_MANIFEST_FILE = "group_tournament_manifest.json"
+GROUP_GAMES_FILE = "groups.parquet"  # group tournaments: one row per game
+GROUP_EVOLUTION_MANIFEST_FILE = "group_evolution_manifest.json"
+PAYOFF_TABLE_FILE = "payoff_table.parquet"  # group evolution: payoffs by group composition
 LOCK_FILE = ".pdbench.lock"  # held by the process using a run directory
 
 MANIFEST_FILES: dict[str, str] = {
@@ -67,6 +71,8 @@ MANIFEST_FILES: dict[str, str] = {
     "tournament": TOURNAMENT_MANIFEST_FILE,
     "evolution": EVOLUTION_MANIFEST_FILE,
     "groups": GROUPS_MANIFEST_FILE,
+    "group_tournament": GROUP_TOURNAMENT_MANIFEST_FILE,
+    "group_evolution": GROUP_EVOLUTION_MANIFEST_FILE,
 }
 ARTIFACTS: dict[str, tuple[str, ...]] = {
     "experiment": (ROUNDS_FILE, MANIFEST_FILE, AGGREGATES_FILE, CALLS_FILE, ROUNDS_COLUMNS_DIR),
@@ -88,6 +94,21 @@ ARTIFACTS: dict[str, tuple[str, ...]] = {
         ROUNDS_COLUMNS_DIR,
     ),
     "groups": (GROUPS_MANIFEST_FILE, ROUNDS_FILE, AGGREGATES_FILE, SEATS_FILE, CALLS_FILE),
+    "group_tournament": (
+        GROUP_TOURNAMENT_MANIFEST_FILE,
+        GROUP_GAMES_FILE,
+        LEADERBOARD_FILE,
+        ROUNDS_FILE,
+        CALLS_FILE,
+    ),
+    "group_evolution": (
+        GROUP_EVOLUTION_MANIFEST_FILE,
+        PAYOFF_TABLE_FILE,
+        GENERATIONS_FILE,
+        FIXATION_FILE,
+        ROUNDS_FILE,
+        CALLS_FILE,
+    ),
 }
 
 

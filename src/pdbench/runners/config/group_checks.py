@@ -67,12 +67,15 @@ def check_seat(
 
 
 def _game_of_seat(loaded: LoadedConfig, loc: Loc) -> GroupGame | None:
-    """The stage game of the condition a seat belongs to (None when it cannot be built)."""
-    index = loc[2]
-    assert isinstance(index, int)
+    """The stage game the seat plays in: its condition's (groups) or the config's one game
+    (group tournaments and evolutions); None when it cannot be built."""
     config = loaded.config
     try:
-        return config.game_of(config.groups.conditions[index])
+        if isinstance(config, GroupsConfig):
+            index = loc[2]
+            assert isinstance(index, int)
+            return config.game_of(config.groups.conditions[index])
+        return config.stage_game()
     except ValueError:
         return None
 

@@ -33,6 +33,7 @@ from pdbench.core.config import (
     Loc,
 )
 from pdbench.core.group_config import GroupsConfig
+from pdbench.core.group_science_config import GroupEvolutionConfig, GroupTournamentConfig
 from pdbench.core.metrics import AGGREGATE_COLUMNS
 from pdbench.core.payoff import PayoffMatrix
 from pdbench.core.published import BY_CONDITION, PublishedNumbers, matches
@@ -54,9 +55,23 @@ from pdbench.runners.config.resolve import (
 )
 from pdbench.runners.config.validation import validation_issues
 
-COMMANDS = {"experiment": "run", "tournament": "tournament", "evolution": "evolve", "groups": "run"}
-# Kinds a command expecting another kind also runs: `pdbench run` runs experiments and groups.
-ALSO_RUNS = {"experiment": ("groups",)}
+COMMANDS = {
+    "experiment": "run",
+    "tournament": "tournament",
+    "evolution": "evolve",
+    "groups": "run",
+    "group_tournament": "tournament",
+    "group_evolution": "evolve",
+}
+# Kinds a command expecting another kind also runs: `pdbench run` runs experiments and groups,
+# `pdbench tournament` group tournaments too, `pdbench evolve` group evolutions too.
+ALSO_RUNS = {
+    "experiment": ("groups",),
+    "tournament": ("group_tournament",),
+    "evolution": ("group_evolution",),
+}
+# Configs whose agents sit in groups (seats checked as group seats; a stage game of N players).
+GROUP_MODELS = (GroupsConfig, GroupTournamentConfig, GroupEvolutionConfig)
 SEPARATOR = "_vs_"  # between the two players' names in a match's game label
 
 
@@ -163,7 +178,7 @@ def _validate(
                 )
             ]
         )
-    overrides = dict(overrides or {})
+    overrides = _retarget(dict(overrides or {}), kind, found)
     apply_overrides(resolved, overrides)
     coordinates = _expand_sweep(resolved, display) if found == "experiment" else {}
     model = CONFIG_MODELS[found]
@@ -182,8 +197,9 @@ def _validate(
     if isinstance(config, EvolutionConfig):
         for loc, message in config.evolution.size_problems():
             issues.append(resolved.issue(("evolution",) + loc, message))
-    if isinstance(config, GroupsConfig):
-        for loc, message in [*config.game_problems(), *channel_problems(config)]:
+    if isinstance(config, GROUP_MODELS):
+        talk = channel_problems(config) if isinstance(config, GroupsConfig) else []
+        for loc, message in [*config.game_problems(), *talk]:
             issues.append(resolved.issue(loc, message))
         if "rounds_log" in config.run.model_fields_set and config.run.rounds_log != "jsonl":
             issues.append(
@@ -202,7 +218,7 @@ def _validate(
             )
     seen: dict[str, Loc] = {}
     for loc, agent in config.agent_locations():
-        if isinstance(config, GroupsConfig):
+        if isinstance(config, GROUP_MODELS):
             spec = check_seat(agent, loc, resolved, matrix, loaded, issues)
         else:
             spec = check_agent(agent, loc, resolved, matrix, loaded, issues)
@@ -235,6 +251,18 @@ def _validate(
     if issues:
         raise ConfigError(issues)
     return loaded
+
+
+def _retarget(overrides: dict[str, Any], kind: str | None, found: str) -> dict[str, Any]:
+    """A command's options name its own kind's section (`tournament.repetitions`); for a kind
+    it also runs (a group tournament), the same key of that kind's section."""
+    if kind is None or found == kind or found not in ALSO_RUNS.get(kind, ()):
+        return overrides
+    prefix = f"{kind}."
+    return {
+        f"{found}.{key[len(prefix) :]}" if key.startswith(prefix) else key: value
+        for key, value in overrides.items()
+    }
 
 
 def _read_published(
