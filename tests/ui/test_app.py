@@ -17,6 +17,7 @@ APP = REPO / "src" / "pdbench" / "ui" / "streamlit_app.py"
 VIEW, REPLAY, RUN = "📊 View Results", "🎬 Animated Replay", "🧪 Run Experiment"
 TOURNAMENT, EVOLUTION, PLAY = "🏆 Tournament", "🧬 Evolution", "🎮 Play"
 AGENTS = "👥 Agents"
+GROUPS = "🫂 Groups"
 
 
 def make_app(run_dir: Path | None = None) -> AppTest:
@@ -50,8 +51,17 @@ def captions(at: AppTest) -> str:
 def test_every_tab_renders(sample_run: Path) -> None:
     at = make_app(sample_run).run()
     assert_clean(at)
-    assert [t.label for t in at.tabs] == [VIEW, REPLAY, RUN, TOURNAMENT, EVOLUTION, AGENTS, PLAY]
-    for label in (VIEW, REPLAY, RUN, TOURNAMENT, AGENTS, EVOLUTION):
+    assert [t.label for t in at.tabs] == [
+        VIEW,
+        REPLAY,
+        RUN,
+        TOURNAMENT,
+        EVOLUTION,
+        AGENTS,
+        PLAY,
+        GROUPS,
+    ]
+    for label in (VIEW, REPLAY, RUN, TOURNAMENT, AGENTS, EVOLUTION, GROUPS):
         show_tab(at, label)
         assert_clean(at)
         if label == RUN:
@@ -149,7 +159,16 @@ def test_run_experiment_from_the_ui(tmp_path: Path) -> None:
     at = make_app().run()
     assert_clean(at)
     # No run dir given: Run Experiment comes first.
-    assert [t.label for t in at.tabs] == [RUN, VIEW, REPLAY, TOURNAMENT, EVOLUTION, AGENTS, PLAY]
+    assert [t.label for t in at.tabs] == [
+        RUN,
+        VIEW,
+        REPLAY,
+        TOURNAMENT,
+        EVOLUTION,
+        AGENTS,
+        PLAY,
+        GROUPS,
+    ]
     at.selectbox(key="rx_agent_b").select("policy:GRIM").run()
     at.slider(key="rx_rounds").set_value(12).run()
     at.slider(key="rx_reps").set_value(2).run()
