@@ -4,7 +4,7 @@ plan order, with messages in some rounds (one of them directed).
 
 `write_group_run(root)` writes three games: the five-seat public goods group
 `five_talking` (replicates 0 and 1, six rounds, talking) and the ten-seat `ten_seats` (four
-rounds, silent). The moves are spelled out below (FIVE_MOVES...), so tests can check what the
+rounds, two messages before the first). The moves are spelled out below (FIVE_MOVES...), so tests can check what the
 app reads against values worked out by hand: in a public goods game of five (r = 3, c = 1) a
 round with k cooperators pays each cooperator 0.6 k - 1 and each defector 0.6 k.
 """
@@ -49,6 +49,12 @@ TEN_NAMES = tuple(
     + [f"seat-{i}-TFT" for i in range(3, 11)]
 )
 TEN_MOVES = tuple("CCDC" if i % 3 else "DDDD" for i in range(10))
+TEN_MESSAGES: dict[int, list[tuple[int, str, str | None, int | None]]] = {
+    0: [
+        (1, "Ten of us: if six or more put in, every one of us gains. I will put in.", "C", None),
+        (9, "I will keep my coin this round and see what the others do.", "D", None),
+    ],
+}
 
 
 @dataclass
@@ -87,7 +93,9 @@ def five_and_ten() -> list[ConditionSpec]:
             talks=True,
             noise=0.05,
         ),
-        ConditionSpec("ten_seats", TEN_NAMES, [GameSpec(0, TEN_MOVES)]),
+        ConditionSpec(
+            "ten_seats", TEN_NAMES, [GameSpec(0, TEN_MOVES, messages=TEN_MESSAGES)], talks=True
+        ),
     ]
 
 

@@ -38,7 +38,7 @@ def test_conditions_and_plan_come_from_the_manifest(manifest: dict) -> None:
     )
     assert five.games == ((0, 6), (1, 6)) and five.replicates == [0, 1]
     assert five.game_label == "public_goods N=5 r=3 c=1" and five.noise == 0.05
-    assert (ten.n_players, ten.talks, ten.replicates) == (10, False, [0])
+    assert (ten.n_players, ten.talks, ten.replicates) == (10, True, [0])
     assert group_data.plan(manifest) == (
         ("five_talking", 0, 6),
         ("five_talking", 1, 6),
@@ -107,7 +107,7 @@ def test_the_other_games_are_their_own(group_run: Path, manifest: dict) -> None:
     assert [m.text for m in rep1.messages[0]] == ["Trust me this time."]
     ten = group_data.load_game(group_run, manifest, "ten_seats", 0)
     assert (ten.n_seats, ten.n_rounds, ten.names) == (10, 4, TEN_NAMES)
-    assert not ten.talks
+    assert [len(said) for said in ten.messages] == [2, 0, 0, 0]
     # k = 6 of 10 cooperate in round 1 of the public goods game of ten: D gets 3 * 6 / 10.
     assert ten.payoffs[0, 0] == pytest.approx(1.8) and ten.moves[0, 0] == "D"
 

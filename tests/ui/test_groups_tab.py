@@ -89,7 +89,7 @@ def test_the_ten_seat_game_draws_ten_cards(tabled_run: Path) -> None:
     at.run()
     assert_clean(at)
     assert [s for s, _ in _ring_moves(at)[1]] == list("ABCDEFGHIJ")
-    assert "This group does not talk." in _html(at)
+    assert "Ten of us: if six or more put in" in _html(at)
 
 
 @pytest.mark.parametrize(

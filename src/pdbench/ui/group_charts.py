@@ -56,7 +56,7 @@ def game_cooperation_chart(
         .mark_line(strokeWidth=2.2, point=game.n_rounds <= 60)
         .encode(
             x=_round_axis(n),
-            y=_percent_axis("share of seats cooperating"),
+            y=_percent_axis("share cooperating"),
             color=alt.Color(
                 "series:N",
                 sort=names,

@@ -80,12 +80,12 @@ def ring_size(n_seats: int) -> tuple[int, str, int]:
     `n_seats`: the cards take a share of the ring's width within pixel bounds, and the ring
     grows with the group, so that neighbours do not overlap from 1280 px wide windows up."""
     if n_seats <= 4:
-        return 460, "clamp(160px, 24%, 240px)", 140
+        return 480, "clamp(160px, 24%, 240px)", 150
     if n_seats <= 6:
-        return 560, "clamp(150px, 22%, 230px)", 140
+        return 580, "clamp(150px, 22%, 230px)", 150
     if n_seats <= 8:
-        return 660, "clamp(140px, 20%, 210px)", 140
-    return 760 + 30 * max(0, n_seats - 10), "clamp(130px, 18%, 200px)", 144
+        return 680, "clamp(140px, 20%, 210px)", 160
+    return 800 + 30 * max(0, n_seats - 10), "clamp(130px, 18%, 200px)", 170
 
 
 def seat_positions(n_seats: int) -> list[tuple[float, float]]:

@@ -172,7 +172,6 @@ def _overview(aggregates: pd.DataFrame, conditions: Sequence[GroupCondition]) ->
     table = pd.DataFrame(
         {
             "condition": rows["condition"],
-            "seats": [", ".join(by_name[c].seats) for c in rows["condition"]],
             "game": [by_name[c].game_label for c in rows["condition"]],
             "games": rows["n_replicates"].astype(int),
             **{
@@ -180,6 +179,7 @@ def _overview(aggregates: pd.DataFrame, conditions: Sequence[GroupCondition]) ->
                 for column, (label, kind) in CONDITION_METRICS.items()
                 if column in rows.columns
             },
+            "seats": [", ".join(by_name[c].seats) for c in rows["condition"]],
         }
     )
     st.dataframe(
@@ -220,7 +220,8 @@ def _headline(aggregates: pd.DataFrame, name: str) -> None:
         return
     row = rows.iloc[0]
     shown = [c for c in CONDITION_METRICS if c in rows.columns]
-    for column, box in zip(shown, st.columns(len(shown)), strict=True):
+    boxes = [box for _ in range(0, len(shown), 3) for box in st.columns(3)]  # rows of three
+    for column, box in zip(shown, boxes, strict=False):
         label, kind = CONDITION_METRICS[column]
         text = with_interval(row, column, kind)
         value, _, interval = text.partition(" ")
@@ -282,7 +283,7 @@ def _over_rounds(rounds: pd.DataFrame, name: str) -> None:
             rows["cooperation"].tolist(),
             rows["cooperation_ci_low"].tolist(),
             rows["cooperation_ci_high"].tolist(),
-            "share of seats cooperating",
+            "share cooperating",
         ),
         width="stretch",
     )
