@@ -28,6 +28,16 @@ REPORT_OUTPUT = Opt(
 def aggregate_dir(run_dir: Path) -> None:
     """Recompute an experiment's aggregates.parquet from rounds.jsonl (idempotent)."""
     from pdbench.runners.plan import fallback_warnings, summary_table
+    from pdbench.storage.run_dir import run_kind
+
+    if run_kind(run_dir) == "groups":
+        from pdbench.runners.plan import groups_table
+        from pdbench.storage.group_aggregate import aggregate_group_run
+
+        rows = aggregate_group_run(run_dir)
+        echo(f"{run_dir}: the group tables rewritten ({len(rows)} condition rows)")
+        echo(groups_table(rows))
+        return
     from pdbench.storage.aggregate import aggregate_run_dir
 
     rows = aggregate_run_dir(run_dir)

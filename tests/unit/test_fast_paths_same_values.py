@@ -88,7 +88,7 @@ def reference_bootstrap_t(
         b_mean = (weights @ filled) / drawn
         b_var = ((weights @ (filled * filled)) / drawn - b_mean**2) * drawn / (drawn - 1)
         b_se = np.sqrt(np.maximum(b_var, 0.0) / drawn)
-        scale = np.maximum(np.abs(mean), 1.0) * 1e-12
+        scale = np.maximum(np.abs(mean), 1.0) * 1e-7
         valid = (b_se > scale) & (drawn >= 2)
         t_stats = np.where(valid, (b_mean - mean) / np.where(valid, b_se, 1.0), np.nan)
         alpha = (1.0 - level) / 2.0

@@ -27,6 +27,7 @@ from pdbench.core.stats import (
     constant_interval,
     mean_intervals,
     ratio_interval,
+    resample_weights,
     share_interval,
     wilson_cc_interval,
     wilson_interval,
@@ -206,3 +207,24 @@ def test_every_interval_of_the_default_experiment_lies_in_its_feasible_range(
         seen_clipped |= "agent_a_total_payoff" in (row["clipped_intervals"] or "")
     # 3 geometric games (3, 24 and 9 rounds): the t-interval of A's total would reach below 0.
     assert seen_clipped
+
+
+@pytest.mark.parametrize(
+    ("values", "smallest"),
+    [([0.8] * 9 + [0.6], 0.6), ([3.0] * 19 + [2.0], 2.0), ([1000.0] * 9 + [999.0], 999.0)],
+)
+def test_resamples_of_one_repeated_value_do_not_stretch_the_interval(
+    values: list[float], smallest: float
+) -> None:
+    # Most games equal, one lower: resamples that drew only the equal games have no standard
+    # error. Kept with the rounding left in their variance they gave t ~ 1e7 and a lower end
+    # at the bound (nine 0.8s and one 0.6: [0, 0.83]). By hand, the t interval of the first
+    # is 0.78 -+ 2.262 x 0.02 = [0.7348, 0.8252]; no sound interval reaches below the smallest
+    # value of the games.
+    column = np.array([values]).T
+    weights = resample_weights(len(values), 2000, np.random.default_rng(5))
+    ((low, high),) = mean_intervals(column, weights, 0.95, [(0.0, 1e9)])
+    assert low is not None and high is not None
+    assert smallest <= low < np.mean(values) < high
+    if values[0] == 0.8:
+        assert low == pytest.approx(0.7348, abs=1e-3) and high == pytest.approx(0.8252, abs=1e-3)

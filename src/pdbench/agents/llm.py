@@ -15,6 +15,7 @@ from pdbench.agents.base import AgentBase
 from pdbench.agents.llm_talk import messages_block
 from pdbench.agents.providers.base import CallTag, CompletionRequest, Provider
 from pdbench.core.config import LLMAgentConfig
+from pdbench.core.group_game import GroupObservation
 from pdbench.core.parse import (
     DEFAULT_LABELS,
     Labels,
@@ -139,7 +140,7 @@ def payoff_table(matrix: PayoffMatrix, labels: Labels = DEFAULT_LABELS) -> str:
     return "\n".join(rows)
 
 
-def horizon_text(obs: Observation) -> str:
+def horizon_text(obs: Observation | GroupObservation) -> str:
     """What the agent is told about the game's length (set by horizon_disclosure)."""
     if obs.total_rounds is not None:
         return f"Round {obs.round_number} of {obs.total_rounds}."
@@ -285,25 +286,19 @@ def render_round(
     return finish(template.format(**values), verbatim)
 
 
-class LLMAgent(AgentBase):
-    """An agent whose moves come from a provider; see the module docstring."""
+class ProviderAgent(AgentBase):
+    """What every agent whose moves come from a provider shares (the pairwise `LLMAgent` and
+    the group seat's `pdbench.agents.group_llm.GroupLLMAgent`): its config, provider, prompt
+    texts, labels, rendered system prompt and seed, the per-call seeds, and the loop that asks
+    for a move, reads the reply, re-prompts after an invalid one and falls back (`ask_move`)."""
 
-    def __init__(
-        self,
-        config: LLMAgentConfig,
-        provider: Provider,
-        templates: PromptTemplates,
-        matrix: PayoffMatrix,
-        name: str | None = None,
-    ) -> None:
-        self.config = config
-        self.provider = provider
-        self.templates = templates
-        self.name = name or config.display_name()
-        self.labels = config.labels()
-        shown = matrix.scaled(config.payoff_scale) if config.payoff_scale != 1.0 else matrix
-        self.system_prompt = render_system(templates, shown, config.output_format, self.labels)
-        self.seed = 0
+    config: LLMAgentConfig
+    provider: Provider
+    templates: PromptTemplates
+    name: str
+    labels: Labels
+    system_prompt: str
+    seed: int = 0
 
     def reset(self, seed: int | None = None) -> None:
         """Start a new game; `seed` keys the per-call seeds sent to the provider."""
@@ -313,33 +308,15 @@ class LLMAgent(AgentBase):
         """The seed passed with one provider call (a pure function of agent seed, round, attempt)."""
         return counter_bits(self.seed, round_index, Purpose.PROVIDER, attempt) >> 1
 
-    def round_prompt(
-        self,
-        obs: Observation,
-        template: str | None = None,
-        extra: Mapping[str, object] | None = None,
-    ) -> str:
-        """The round prompt this agent is shown for `obs` (another `template`, with `extra`
-        values: the message prompt)."""
-        cfg = self.config
-        swap = counter_bits(self.seed, obs.round_index, Purpose.PROMPT, 0) & 1
-        return render_round(
-            template or self.templates.round,
-            obs,
-            cfg.history_window,
-            cfg.output_format,
-            self.labels,
-            cfg.payoff_scale,
-            self.templates,
-            bool(swap),
-            extra,
-        )
+    def swap_options(self, round_index: int) -> bool:
+        """Whether this round's prompt lists the options D first (a draw keyed by the seed)."""
+        return bool(counter_bits(self.seed, round_index, Purpose.PROMPT, 0) & 1)
 
-    async def decide(self, obs: Observation) -> Decision:
-        """Ask the provider for a move. After an invalid reply the conversation goes on: the
-        reply as the assistant's turn, then the correction as a new user turn."""
+    async def ask_move(self, round_index: int, round_number: int, round_prompt: str) -> Decision:
+        """Ask the provider for a move after `round_prompt`. After an invalid reply the
+        conversation goes on: the reply as the assistant's turn, then the correction as a new
+        user turn; when every attempt is invalid, `on_parse_failure` decides."""
         cfg = self.config
-        round_prompt = self.round_prompt(obs)
         turns: tuple[tuple[str, str], ...] = ()
         attempts: list[Attempt] = []
         for index in range(cfg.max_retries + 1):
@@ -348,8 +325,8 @@ class LLMAgent(AgentBase):
                 prompt=round_prompt,
                 temperature=cfg.temperature,
                 max_tokens=cfg.max_tokens,
-                seed=self.call_seed(obs.round_index, index),
-                tag=CallTag(obs.round_index, index),
+                seed=self.call_seed(round_index, index),
+                tag=CallTag(round_index, index),
                 turns=turns,
                 output_format=cfg.output_format,
                 logprobs=cfg.record_logprobs,
@@ -391,8 +368,54 @@ class LLMAgent(AgentBase):
         if cfg.on_parse_failure == "error":
             last = attempts[-1].raw if attempts else None
             raise ParseFailureAbort(
-                f"{self.name}: no valid move in round {obs.round_number} after {len(attempts)} attempts "
+                f"{self.name}: no valid move in round {round_number} after {len(attempts)} attempts "
                 f"(on_parse_failure: error; last reply {last!r})"
             )
         fallback = Action.C if cfg.on_parse_failure == "cooperate" else Action.D
         return Decision(fallback, True, attempts, self.system_prompt, round_prompt)
+
+
+class LLMAgent(ProviderAgent):
+    """An agent whose moves come from a provider; see the module docstring."""
+
+    def __init__(
+        self,
+        config: LLMAgentConfig,
+        provider: Provider,
+        templates: PromptTemplates,
+        matrix: PayoffMatrix,
+        name: str | None = None,
+    ) -> None:
+        self.config = config
+        self.provider = provider
+        self.templates = templates
+        self.name = name or config.display_name()
+        self.labels = config.labels()
+        shown = matrix.scaled(config.payoff_scale) if config.payoff_scale != 1.0 else matrix
+        self.system_prompt = render_system(templates, shown, config.output_format, self.labels)
+        self.seed = 0
+
+    def round_prompt(
+        self,
+        obs: Observation,
+        template: str | None = None,
+        extra: Mapping[str, object] | None = None,
+    ) -> str:
+        """The round prompt this agent is shown for `obs` (another `template`, with `extra`
+        values: the message prompt)."""
+        cfg = self.config
+        return render_round(
+            template or self.templates.round,
+            obs,
+            cfg.history_window,
+            cfg.output_format,
+            self.labels,
+            cfg.payoff_scale,
+            self.templates,
+            self.swap_options(obs.round_index),
+            extra,
+        )
+
+    async def decide(self, obs: Observation) -> Decision:
+        """Ask the provider for a move (`ProviderAgent.ask_move`)."""
+        return await self.ask_move(obs.round_index, obs.round_number, self.round_prompt(obs))

@@ -15,7 +15,7 @@ the run's broker (cache, retries, budgets, llm_calls.jsonl with purpose `message
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from pdbench.agents.providers.base import CallTag, CompletionRequest
@@ -24,7 +24,7 @@ from pdbench.core.talk import clip_text, quote_message
 from pdbench.core.types import Action, Attempt, Observation, SeenMessage, Utterance
 
 if TYPE_CHECKING:
-    from pdbench.agents.llm import LLMAgent
+    from pdbench.agents.llm import LLMAgent, ProviderAgent
 
 DEFAULT_MESSAGE_TEMPLATE = """{horizon_text}
 {history_section}
@@ -94,20 +94,34 @@ def read_reply(text: str, labels: tuple[str, str]) -> tuple[str, Action | None, 
     return text, None, False
 
 
-def call_seed(agent: LLMAgent, round_index: int, turn: int, attempt: int) -> int:
+def call_seed(agent: ProviderAgent, round_index: int, turn: int, attempt: int) -> int:
     """The seed sent with one message call (keyed apart from the move calls)."""
     return counter_bits(agent.seed, round_index, Purpose.MESSAGE, turn * 64 + attempt) >> 1
 
 
 async def speak(agent: LLMAgent, obs: Observation, turn: int, max_chars: int) -> Utterance:
     """Ask the agent's provider for its message of this turn; see the module docstring."""
-    from pdbench.agents.llm import prompt_sha256
-
-    cfg = agent.config
     template = agent.templates.message or DEFAULT_MESSAGE_TEMPLATE
     prompt = agent.round_prompt(
         obs, template=template, extra=message_values(obs, agent.labels, max_chars)
     )
+    return await ask_message(agent, prompt, obs.round_index, turn, max_chars)
+
+
+async def ask_message(
+    agent: ProviderAgent,
+    prompt: str,
+    round_index: int,
+    turn: int,
+    max_chars: int,
+    seed_for: Callable[[int], int] | None = None,
+) -> Utterance:
+    """Send the message prompt `prompt` to the agent's provider and read the reply (retried
+    while empty; after `max_retries` a fallback of no message). `seed_for(attempt)` gives each
+    call's seed (default: `call_seed` of the round and turn)."""
+    from pdbench.agents.llm import prompt_sha256
+
+    cfg = agent.config
     attempts: list[Attempt] = []
     for index in range(cfg.max_retries + 1):
         request = CompletionRequest(
@@ -115,8 +129,8 @@ async def speak(agent: LLMAgent, obs: Observation, turn: int, max_chars: int) ->
             prompt=prompt,
             temperature=cfg.temperature,
             max_tokens=cfg.max_tokens,
-            seed=call_seed(agent, obs.round_index, turn, index),
-            tag=CallTag(obs.round_index, index),
+            seed=seed_for(index) if seed_for else call_seed(agent, round_index, turn, index),
+            tag=CallTag(round_index, index),
             labels=agent.labels,
             mode=cfg.prompt_mode,
             purpose=PURPOSE_MESSAGE,

@@ -176,6 +176,9 @@ class PolicyParams(Strict):
     generous_prob: float | None = Field(default=None, ge=0.0, le=1.0)
     win_threshold: float | None = None
     coop_prob: float | None = Field(default=None, ge=0.0, le=1.0)
+    # The group conditional cooperator's threshold: C when at least m of the others cooperated
+    # (1..N-1, checked against the group's size when its machine is built).
+    m: int | None = Field(default=None, ge=1)
 
 
 class PolicyAgentConfig(Strict):

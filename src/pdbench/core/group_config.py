@@ -88,27 +88,70 @@ class GroupGameConfig(Strict):
 
 
 class GroupConditionConfig(Strict):
-    """One group: its seats (an agent each), optionally its own game, horizon, noise, talk."""
+    """One group: its seats (an agent each), or a `pool` of agents from which each game draws
+    a group of `size` anew (random matching, "strangers"; seeded by the run seed, the condition
+    and the replicate); optionally its own game, horizon, noise, talk."""
 
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9._+-]+$")
-    seats: list[AgentConfig] = Field(min_length=2, max_length=MAX_PLAYERS)
+    seats: list[AgentConfig] | None = Field(default=None, min_length=2, max_length=MAX_PLAYERS)
+    pool: list[AgentConfig] | None = Field(default=None, min_length=2, max_length=1000)
+    size: int | None = Field(default=None, ge=2, le=MAX_PLAYERS)
     game: GroupGameConfig | None = None
     horizon: HorizonConfig | None = None
     noise: float | None = Field(default=None, ge=0.0, le=0.5)
     communication: CommunicationOverride | None = None
 
+    @model_validator(mode="after")
+    def _seats_or_pool(self) -> GroupConditionConfig:
+        if (self.seats is None) == (self.pool is None):
+            raise ValueError("set either seats (a fixed group) or pool and size (random groups)")
+        if self.seats is not None and self.size is not None:
+            raise ValueError(
+                f"size: a fixed group has as many players as seats; set it to null "
+                f"(got {self.size})"
+            )
+        if self.pool is not None:
+            if self.size is None:
+                raise ValueError("size: random groups drawn from a pool need their size")
+            if self.size > len(self.pool):
+                raise ValueError(
+                    f"size: at most the pool's {len(self.pool)} agents (got {self.size})"
+                )
+            names = [agent.display_name() for agent in self.pool]
+            repeated = sorted({n for n in names if names.count(n) > 1})
+            if repeated:
+                raise ValueError(
+                    f"pool: each agent of a pool needs its own name (give them `name`); "
+                    f"repeated: {', '.join(repeated)}"
+                )
+        return self
+
     @property
     def n_players(self) -> int:
         """How many seats the group has."""
-        return len(self.seats)
+        return len(self.seats) if self.seats is not None else int(self.size or 0)
+
+    @property
+    def matching(self) -> str:
+        """fixed (the same seats every game) or random (a group drawn from the pool each game)."""
+        return "fixed" if self.seats is not None else "random"
+
+    @property
+    def members(self) -> list[Any]:
+        """The agents of the condition: its seats, or its pool."""
+        return list(self.seats if self.seats is not None else self.pool or [])
+
+    @property
+    def members_key(self) -> str:
+        """`seats` or `pool`: where its agents are in the config."""
+        return "seats" if self.seats is not None else "pool"
 
 
 class GroupsSection(Strict):
-    """Conditions (groups) and how many replicates of each; groups are fixed within a game."""
+    """Conditions (groups) and how many replicates (games) of each."""
 
     replicates: int = Field(default=1, ge=1, le=MAX_REPEATS)
     conditions: list[GroupConditionConfig] = Field(min_length=1)
-    matching: Literal["fixed"] = "fixed"
 
     @field_validator("conditions")
     @classmethod
@@ -150,11 +193,11 @@ class GroupsConfig(ModeConfig):
         return [(reps, cond.horizon or self.horizon) for cond in self.groups.conditions]
 
     def agent_locations(self) -> list[tuple[Loc, AnyAgentConfig]]:
-        """Every seat of every condition, in order."""
+        """Every seat (or pool member) of every condition, in order."""
         return [
-            (("groups", "conditions", i, "seats", j), seat)
+            (("groups", "conditions", i, cond.members_key, j), agent)
             for i, cond in enumerate(self.groups.conditions)
-            for j, seat in enumerate(cond.seats)
+            for j, agent in enumerate(cond.members)
         ]
 
     def game_problems(self) -> list[tuple[Loc, str]]:

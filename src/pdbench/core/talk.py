@@ -5,9 +5,16 @@ The channel (`communication` of an experiment or of one condition):
 
 - `mode`: `none`; `pregame`, one exchange before round 1; `every_round`, an exchange before each
   move.
-- `order`: `simultaneous` (in each turn both write, neither seeing the other's message of that
+- `order`: `simultaneous` (in each turn every seat writes, none seeing another's message of that
   turn), `a_first` (A writes, then B, who has read A's message), `alternate` (A first in even
-  exchanges, B first in odd ones; the exchange before round r is exchange r - 1, 0-based).
+  exchanges, B first in odd ones; the exchange before round r is exchange r - 1, 0-based),
+  `round_robin` (one seat at a time, in seat order from a first speaker that rotates by
+  exchange: seat e mod N first in exchange e; for two seats the same as `alternate`).
+  `a_first` and `alternate` are orders of two seats: a group of more is refused
+  (`order_problem`).
+- `audience` (group games): `broadcast`, every message is read by every seat; `directed`, in
+  each turn a speaker writes one message to each co-player, read only by its addressee. Two
+  seats: the same messages either way.
 - `turns`: messages each agent writes per exchange; `max_chars`: a message is cut to this many
   characters; `history`: how many earlier messages an agent is shown (the current exchange's
   visible messages are always shown).
@@ -26,16 +33,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from pdbench.core.strict import Strict
 from pdbench.core.talk_reader import READER_NAME, READER_RULES, read_message
 from pdbench.core.types import Action
 
 MODES = ("none", "pregame", "every_round")
-ORDERS = ("simultaneous", "a_first", "alternate")
+ORDERS = ("simultaneous", "a_first", "alternate", "round_robin")
+GROUP_ORDERS = ("simultaneous", "round_robin")  # the orders of more than two seats
+AUDIENCES = ("broadcast", "directed")
 SOURCES = ("declared", "phrases", "none")  # where a message's intention came from
 
 
@@ -43,10 +52,20 @@ class CommunicationConfig(Strict):
     """The message channel of an experiment (or of one condition); see the module docstring."""
 
     mode: Literal["none", "pregame", "every_round"] = "none"
-    order: Literal["simultaneous", "a_first", "alternate"] = "simultaneous"
+    order: Literal["simultaneous", "a_first", "alternate", "round_robin"] = "simultaneous"
     turns: int = Field(default=1, ge=1, le=10)
     max_chars: int = Field(default=280, ge=1, le=10_000)
     history: int = Field(default=10, ge=0, le=10_000)
+    audience: Literal["broadcast", "directed"] = "broadcast"
+
+    @model_serializer(mode="wrap")
+    def _without_default_audience(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The channel as a dict, `audience` left out when broadcast: a config that does not
+        set it keeps the snapshot (and config hash) it had before groups, so its runs resume."""
+        out = handler(self)
+        if out.get("audience") == "broadcast":
+            del out["audience"]
+        return out
 
     @property
     def enabled(self) -> bool:
@@ -63,10 +82,11 @@ class CommunicationOverride(Strict):
     experiment's, the others are inherited."""
 
     mode: Literal["none", "pregame", "every_round"] | None = None
-    order: Literal["simultaneous", "a_first", "alternate"] | None = None
+    order: Literal["simultaneous", "a_first", "alternate", "round_robin"] | None = None
     turns: int | None = Field(default=None, ge=1, le=10)
     max_chars: int | None = Field(default=None, ge=1, le=10_000)
     history: int | None = Field(default=None, ge=0, le=10_000)
+    audience: Literal["broadcast", "directed"] | None = None
 
     def over(self, base: CommunicationConfig) -> CommunicationConfig:
         """The channel of the condition: `base` with the keys set here replaced."""
@@ -74,11 +94,33 @@ class CommunicationOverride(Strict):
         return base.model_copy(update=changed) if changed else base
 
 
-def speaking_groups(order: str, exchange_index: int, turns: int) -> list[tuple[int, ...]]:
-    """The seats (0: A, 1: B) that write at once, in order, in one exchange: each group writes
-    having read every message of the groups before it (and of earlier exchanges)."""
+def order_problem(order: str, n_players: int) -> str | None:
+    """Why `order` cannot run a channel of `n_players` seats (one line with the valid orders),
+    or None when it can."""
+    if order in GROUP_ORDERS or (order in ORDERS and n_players == 2):
+        return None
+    valid = ORDERS if n_players == 2 else GROUP_ORDERS
+    return (
+        f"communication.order {order!r} is not an order of {n_players} players "
+        f"(valid: {', '.join(valid)})"
+    )
+
+
+def speaking_groups(
+    order: str, exchange_index: int, turns: int, n_players: int = 2
+) -> list[tuple[int, ...]]:
+    """The seats (0: A, 1: B, ... N-1) that write at once, in order, in one exchange: each group
+    writes having read every message of the groups before it (and of earlier exchanges).
+    `simultaneous`: all seats at once each turn; `round_robin`: one seat at a time, seat
+    `exchange_index mod N` first; `a_first` / `alternate`: two seats only (ValueError for more)."""
+    problem = order_problem(order, n_players)
+    if problem is not None:
+        raise ValueError(problem)
     if order == "simultaneous":
-        return [(0, 1)] * turns
+        return [tuple(range(n_players))] * turns
+    if order == "round_robin":
+        first = exchange_index % n_players
+        return [((first + i) % n_players,) for i in range(n_players)] * turns
     first = 0 if order == "a_first" or exchange_index % 2 == 0 else 1
     return [(first,), (1 - first,)] * turns
 

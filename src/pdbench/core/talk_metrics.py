@@ -347,43 +347,59 @@ def talk_columns(tracks: tuple[TalkTrack, TalkTrack] | None) -> dict[str, float 
         return dict.fromkeys(TALK_COLUMNS)
     out: dict[str, float | int | None] = {}
     for side, mine, theirs in (("a", tracks[0], tracks[1]), ("b", tracks[1], tracks[0])):
-        x = _names(side)
-        c, their_c = mine.chose_c, theirs.chose_c
-        messages = int(mine.messages.sum())
-        unread = int(mine.unread.sum())
-        said_msgs, declared_msgs = int(mine.said_promises.sum()), int(mine.declared_promises.sum())
-        kept, broken, void = _promise_outcomes(mine.said, c, their_c)
-        s_kept, s_broken, _ = _promise_outcomes(mine.standing, c, their_c)
-        # A statement is kept when the move is the one stated (a held conditional: C).
-        void_cond = (mine.said == BOUND_COND_C) & ~their_c
-        stated = (mine.said != BOUND_NONE) & ~void_cond
-        agreed = _count(stated & ((mine.said != BOUND_D) == c))
         received = (theirs.said == BOUND_C) | (theirs.said == BOUND_COND_C)
-        d_promised = mine.declared == BOUND_C
-        d_stated = mine.declared != BOUND_NONE
-        d_kept = _count(d_promised & c)
-        d_agreed = _count(d_stated & ((mine.declared == BOUND_C) == c))
-        out[x["messages"]] = messages
-        out[x["unread_messages"]] = unread
-        out[x["unread_rate"]] = _ratio(unread, messages)
-        out[x["said_promise_messages"]] = said_msgs
-        out[x["said_promise_rate"]] = _ratio(said_msgs, messages)
-        out[x["said_promises"]] = kept + broken
-        out[x["said_void_promises"]] = void
-        out[x["said_promise_kept_rate"]] = _ratio(kept, kept + broken)
-        out[x["said_deception_rate"]] = _ratio(broken, kept + broken)
-        out[x["said_standing_promises"]] = s_kept + s_broken
-        out[x["said_standing_kept_rate"]] = _ratio(s_kept, s_kept + s_broken)
-        out[x["said_standing_deception_rate"]] = _ratio(s_broken, s_kept + s_broken)
-        out[x["said_statements"]] = _count(stated)
-        out[x["said_agreement_rate"]] = _ratio(agreed, _count(stated))
-        out[x["said_promises_received"]] = _count(received)
-        out[x["said_trust_rate"]] = _ratio(_count(received & c), _count(received))
-        out[x["declared_promise_messages"]] = declared_msgs
-        out[x["declared_promise_rate"]] = _ratio(declared_msgs, messages)
-        out[x["declared_promises"]] = _count(d_promised)
-        out[x["declared_promise_kept_rate"]] = _ratio(d_kept, _count(d_promised))
-        out[x["declared_deception_rate"]] = _ratio(_count(d_promised) - d_kept, _count(d_promised))
-        out[x["declared_statements"]] = _count(d_stated)
-        out[x["declared_agreement_rate"]] = _ratio(d_agreed, _count(d_stated))
+        out.update(seat_talk_columns(side, mine, theirs.chose_c, theirs.chose_c, received))
+    return out
+
+
+def seat_talk_columns(
+    side: str,
+    mine: TalkTrack,
+    held: np.ndarray,
+    standing_held: np.ndarray,
+    received: np.ndarray,
+) -> dict[str, float | int | None]:
+    """One seat's talk metrics (`agent_<side>_...`) from its track, whether the condition of a
+    conditional promise binding its move held per round under the next-move (`held`) and the
+    standing (`standing_held`) reading (for a pair: the partner chose C), and the rounds where
+    a said promise of C of another bound that other's move (`received`)."""
+    out: dict[str, float | int | None] = {}
+    x = _names(side)
+    c = mine.chose_c
+    messages = int(mine.messages.sum())
+    unread = int(mine.unread.sum())
+    said_msgs, declared_msgs = int(mine.said_promises.sum()), int(mine.declared_promises.sum())
+    kept, broken, void = _promise_outcomes(mine.said, c, held)
+    s_kept, s_broken, _ = _promise_outcomes(mine.standing, c, standing_held)
+    # A statement is kept when the move is the one stated (a held conditional: C).
+    void_cond = (mine.said == BOUND_COND_C) & ~held
+    stated = (mine.said != BOUND_NONE) & ~void_cond
+    agreed = _count(stated & ((mine.said != BOUND_D) == c))
+    d_promised = mine.declared == BOUND_C
+    d_stated = mine.declared != BOUND_NONE
+    d_kept = _count(d_promised & c)
+    d_agreed = _count(d_stated & ((mine.declared == BOUND_C) == c))
+    out[x["messages"]] = messages
+    out[x["unread_messages"]] = unread
+    out[x["unread_rate"]] = _ratio(unread, messages)
+    out[x["said_promise_messages"]] = said_msgs
+    out[x["said_promise_rate"]] = _ratio(said_msgs, messages)
+    out[x["said_promises"]] = kept + broken
+    out[x["said_void_promises"]] = void
+    out[x["said_promise_kept_rate"]] = _ratio(kept, kept + broken)
+    out[x["said_deception_rate"]] = _ratio(broken, kept + broken)
+    out[x["said_standing_promises"]] = s_kept + s_broken
+    out[x["said_standing_kept_rate"]] = _ratio(s_kept, s_kept + s_broken)
+    out[x["said_standing_deception_rate"]] = _ratio(s_broken, s_kept + s_broken)
+    out[x["said_statements"]] = _count(stated)
+    out[x["said_agreement_rate"]] = _ratio(agreed, _count(stated))
+    out[x["said_promises_received"]] = _count(received)
+    out[x["said_trust_rate"]] = _ratio(_count(received & c), _count(received))
+    out[x["declared_promise_messages"]] = declared_msgs
+    out[x["declared_promise_rate"]] = _ratio(declared_msgs, messages)
+    out[x["declared_promises"]] = _count(d_promised)
+    out[x["declared_promise_kept_rate"]] = _ratio(d_kept, _count(d_promised))
+    out[x["declared_deception_rate"]] = _ratio(_count(d_promised) - d_kept, _count(d_promised))
+    out[x["declared_statements"]] = _count(d_stated)
+    out[x["declared_agreement_rate"]] = _ratio(d_agreed, _count(d_stated))
     return out

@@ -33,12 +33,15 @@ class HistoryEntry(NamedTuple):
 
 class SeenMessage(NamedTuple):
     """A message as one agent is shown it: the round whose move it preceded (0-based), its turn
-    in that exchange, whether this agent wrote it, and its text."""
+    in that exchange, whether this agent wrote it, and its text; in a group game also the seat
+    that wrote it and, for a directed message, the seat it was written to (None: to everyone)."""
 
     round_index: int
     turn: int
     mine: bool
     text: str
+    writer: int | None = None
+    to: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,8 +116,10 @@ class Decision:
 @dataclass(frozen=True, slots=True)
 class Message:
     """One message of a game: the round whose move it precedes (0-based), its turn in the
-    exchange, its writer's seat (0: A, 1: B), its text, and its intention (the move it says its
-    writer will make next) with where that came from (`declared`, `phrases` or `none`)."""
+    exchange, its writer's seat (0: A, 1: B; in a group game 0..N-1), its text, and its intention
+    (the move it says its writer will make next) with where that came from (`declared`,
+    `phrases` or `none`); `to`: the seat a directed message of a group game was written to (None:
+    to everyone, as every message of a pair)."""
 
     round_index: int
     turn: int
@@ -122,6 +127,7 @@ class Message:
     text: str
     intent: Action | None = None
     source: str = "none"
+    to: int | None = None
 
 
 @dataclass(slots=True)

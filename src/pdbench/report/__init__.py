@@ -338,6 +338,20 @@ def evolution_report(run_dir: Path) -> str:
     )
 
 
+def groups_report(run_dir: Path) -> str:
+    """The report of a groups run: its setup and the groups section."""
+    from pdbench.report.groups import groups_section
+
+    manifest = read_manifest(run_dir, "groups")
+    if not (run_dir / AGGREGATES_FILE).is_file():
+        raise ReportError(f"{run_dir}: no {AGGREGATES_FILE}: run `pdbench aggregate {run_dir}`")
+    return _page(
+        f"pdbench report: {manifest.get('run_id', run_dir.name)}",
+        f"groups · {run_dir} · status {manifest.get('status')}",
+        [groups_section(run_dir)],
+    )
+
+
 def report_html(run_dir: Path) -> str:
     """The report of a run directory as one HTML page (nothing written)."""
     run_dir = Path(run_dir)
@@ -346,6 +360,7 @@ def report_html(run_dir: Path) -> str:
         "experiment": experiment_report,
         "tournament": tournament_report,
         "evolution": evolution_report,
+        "groups": groups_report,
     }[kind](run_dir)
 
 

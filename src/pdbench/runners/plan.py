@@ -107,7 +107,9 @@ def describe_plan(loaded: LoadedConfig) -> str:
     lines.append(f"games: {len(plans)}   rounds: {rounds}")
     low, high = expected_llm_calls(plans)
     lines.append(f"expected LLM calls: {low} (up to {high} with parse retries)")
-    if low:
+    if low and loaded.kind == "groups":
+        lines.append("estimated tokens: not estimated for groups (their prompts grow with N)")
+    elif low:
         per_model = estimate_per_model(loaded, plans)
         tokens_in = sum(m["tokens_in"] for m in per_model.values())
         tokens_out = sum(m["tokens_out"] for m in per_model.values())
@@ -183,10 +185,13 @@ def _describe_groups(cfg: Any, plans: list[Any]) -> list[str]:
             continue
         first = games[0]
         noise = first.noise
-        seats = ", ".join(spec.name for spec in first.agents)
+        seats = "seats " + ", ".join(spec.name for spec in first.agents)
+        if cond.matching == "random":
+            pool = ", ".join(agent.display_name() for agent in cond.members)
+            seats = f"groups of {cond.n_players} drawn for each game from {pool}"
         talk = ", talking" if first.talks else ""
         lines.append(
-            f"  {cond.name}: {first.game.describe()}; seats {seats}; "
+            f"  {cond.name}: {first.game.describe()}; {seats}; "
             f"{_horizon_text(cond.horizon or cfg.horizon)}{f', noise {noise:g}' if noise else ''}"
             f"{talk}; {sum(p.n_rounds for p in games)} rounds over {n_rep} replicates"
         )
@@ -201,8 +206,8 @@ def groups_table(rows: list[dict[str, Any]]) -> str:
     for row in rows:
         if row.get("scope", "condition") != "condition":
             continue
-        coop = _interval(row, "group_coop_rate", 100, "%")
-        pay = _interval(row, "mean_payoff", 1, "")
+        coop = _interval(row, "group_cooperation_rate", 100, "%", 1)
+        pay = _interval(row, "group_payoff_per_round", 1, "", 2)
         for i, piece in enumerate(_wrap(str(row["condition"]), CONDITION_WIDTH)):
             if i == 0:
                 lines.append(
@@ -214,15 +219,15 @@ def groups_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def _interval(row: dict[str, Any], metric: str, scale: float, unit: str) -> str:
+def _interval(row: dict[str, Any], metric: str, scale: float, unit: str, digits: int) -> str:
     """`mean [lo, hi]` of one metric of a row, scaled; "-" when it has no value."""
     mean = row.get(metric)
     if mean is None:
         return "-"
-    lo, hi = row.get(f"{metric}_lo"), row.get(f"{metric}_hi")
+    lo, hi = row.get(f"{metric}_ci_low"), row.get(f"{metric}_ci_high")
     if lo is None or hi is None:
-        return f"{mean * scale:.2f}{unit}"
-    return f"{mean * scale:.2f}{unit} [{lo * scale:.2f}, {hi * scale:.2f}]"
+        return f"{mean * scale:.{digits}f}{unit}"
+    return f"{mean * scale:.{digits}f}{unit} [{lo * scale:.{digits}f}, {hi * scale:.{digits}f}]"
 
 
 def _fmt(value: float | None, spec: str) -> str:

@@ -7,6 +7,11 @@ agent shows those) and reads its history in them. Its random choices come from a
 prompt), so the same call always gets the same reply. With `invalid_rate` > 0 it sometimes answers
 with chatter that is not a valid move, which exercises the agent's retry path. In prompt_mode
 completion it continues the text: a bare answer comes with a leading space (" J").
+
+In a group game (`pdbench.agents.group_prompts`: a system prompt saying "a group of N players.
+You are Player k", or history lines "Round 3: you played C; Player 2 C, Player 3 D; your payoff
+1.2") it reads each co-player's move per round and plays its persona for groups
+(`mock_group_move`); with one co-player every persona plays exactly as in a pair.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import hashlib
 import json
 import math
 import re
+from collections.abc import Callable
 
 from pdbench.agents.providers.base import (
     Completion,
@@ -71,6 +77,63 @@ def mock_move(persona: str | None, history: list[tuple[str, str]], u: float) -> 
     return "C" if u < 0.6 else "D"
 
 
+def _majority_c(others: tuple[str, ...]) -> bool:
+    """More than half of the co-players played C."""
+    return sum(o == "C" for o in others) * 2 > len(others)
+
+
+def mock_group_move(
+    persona: str | None, history: list[tuple[str, tuple[str, ...]]], u: float
+) -> str:
+    """The mock's move ("C"/"D") in a group game, from the visible history (my move, the
+    co-players' moves) and a draw u. Each persona as in a pair, with "the opponent" read as the
+    group: cooperative C with probability 0.9, 0.75 after a round where any co-player defected;
+    exploitative D with probability 0.85; liar D; tit_for_tat C first, then C iff a majority
+    (more than half) of the others cooperated last round; grim_trigger C until any other
+    defected in a round shown; generous_tft as tit_for_tat but C with probability 1/3 where that
+    says D; wsls C first, then stays after a round where a majority of the others cooperated (a
+    win) and switches otherwise; no persona C with probability 0.6. One co-player: `mock_move`."""
+    last = history[-1][1] if history else None
+    if persona == "cooperative":
+        return "C" if u < (0.9 if last is None or "D" not in last else 0.75) else "D"
+    if persona == "exploitative":
+        return "D" if u < 0.85 else "C"
+    if persona == "liar":
+        return "D"
+    if persona == "tit_for_tat":
+        return "C" if last is None or _majority_c(last) else "D"
+    if persona == "grim_trigger":
+        return "D" if any("D" in others for _, others in history) else "C"
+    if persona == "generous_tft":
+        if last is not None and not _majority_c(last):
+            return "C" if u < 1 / 3 else "D"
+        return "C"
+    if persona == "wsls":
+        if not history:
+            return "C"
+        mine, others = history[-1]
+        return mine if _majority_c(others) else ("D" if mine == "C" else "C")
+    return "C" if u < 0.6 else "D"
+
+
+def mock_group_p_cooperate(
+    persona: str | None, history: list[tuple[str, tuple[str, ...]]]
+) -> float:
+    """The probability that `mock_group_move` answers C."""
+    last = history[-1][1] if history else None
+    if persona == "cooperative":
+        return 0.9 if last is None or "D" not in last else 0.75
+    if persona == "exploitative":
+        return 0.15
+    if persona == "liar":
+        return 0.0
+    if persona == "generous_tft" and last is not None and not _majority_c(last):
+        return 1 / 3
+    if persona in ("tit_for_tat", "grim_trigger", "generous_tft", "wsls"):
+        return 1.0 if mock_group_move(persona, history, 0.0) == "C" else 0.0
+    return 0.6
+
+
 def mock_p_cooperate(persona: str | None, history: list[tuple[str, str]]) -> float:
     """The probability that `mock_move` answers C (what its log-probabilities report)."""
     last_opp = history[-1][1] if history else None
@@ -102,6 +165,18 @@ PERSONA_TALK: dict[str | None, tuple[str, str]] = {
 }
 
 
+# The same talk in a group game, worded to the group (the same kinds as `PERSONA_TALK`).
+PERSONA_GROUP_TALK: dict[str | None, tuple[str, str]] = {
+    "cooperative": ("I will cooperate. Let's all keep cooperating.", "promise"),
+    "exploitative": ("I will cooperate, you can all trust me.", "promise"),
+    "liar": ("I will cooperate.", "lie"),
+    "tit_for_tat": ("I will play what most of you played last round.", "honest"),
+    "grim_trigger": ("I cooperate until any of you defects; then I defect for good.", "honest"),
+    "generous_tft": ("I reply in kind, and I often forgive.", "none"),
+    "wsls": ("I keep a move that pays and change one that does not.", "honest"),
+}
+
+
 def persona_message(persona: str | None) -> tuple[str, str]:
     """(text, kind) of what a persona says before each move (`PERSONA_TALK`; a persona not
     listed there says something noncommittal)."""
@@ -122,9 +197,27 @@ def mock_message(
     persona's promise, whatever it plays), D (the liar, whose text promises C), or none (the
     others)."""
     text, kind = persona_message(persona)
+    return _structured(text, kind, lambda: mock_move(persona, history, u), labels)
+
+
+def mock_group_message(
+    persona: str | None,
+    history: list[tuple[str, tuple[str, ...]]],
+    u: float,
+    labels: Labels = ("C", "D"),
+) -> str:
+    """`mock_message` in a group game: the persona's group talk (`PERSONA_GROUP_TALK`; a persona
+    not listed there says what it says in a pair) and, honest, the move `mock_group_move`
+    makes."""
+    text, kind = PERSONA_GROUP_TALK.get(persona) or persona_message(persona)
+    return _structured(text, kind, lambda: mock_group_move(persona, history, u), labels)
+
+
+def _structured(text: str, kind: str, move: Callable[[], str], labels: Labels) -> str:
+    """The structured message reply: `text` and the intention its kind declares (honest: the
+    move it will make, lie: D, promise: C, none)."""
     if kind == "honest":
-        move = mock_move(persona, history, u)
-        intention = labels[0] if move == "C" else labels[1]
+        intention = labels[0] if move() == "C" else labels[1]
     elif kind == "lie":
         intention = labels[1]
     else:
@@ -135,6 +228,14 @@ def mock_message(
 _FLOOR = 1e-9  # log-probability floor for an answer the mock never gives
 # A message line of a prompt (`pdbench.agents.llm_talk.messages_block`): the text is a JSON string.
 _MESSAGE_LINE = re.compile(r'- before round (\d+), (you|the other player): ("(?:[^"\\]|\\.)*")')
+# A message line of a group seat's prompt (`pdbench.agents.group_prompts.group_messages_block`).
+_GROUP_MESSAGE_LINE = re.compile(
+    r"- before round (\d+), (you(?: to Player \d+)?|(?:Player \d+|another player)(?: to you)?): "
+    r'("(?:[^"\\]|\\.)*")'
+)
+# The group system prompt (configs/prompts/group_system.md): "... a group of 5 players. You are
+# Player 3".
+_GROUP_SYSTEM_RE = re.compile(r"\bgroup of \d+ players\b.*?\bYou are Player \d+", re.DOTALL)
 
 
 def _persona(system: str) -> str | None:
@@ -143,16 +244,18 @@ def _persona(system: str) -> str | None:
     return found.group(1).lower() if found else None
 
 
-def _promised_c(prompt: str) -> bool:
-    """Whether the agent's own message of the latest exchange shown in a prompt promises C."""
-    lines = [
-        found.groups() for line in prompt.splitlines() if (found := _MESSAGE_LINE.fullmatch(line))
-    ]
+def _promised_c(prompt: str, group: bool = False) -> bool:
+    """Whether the agent's own message of the latest exchange shown in a prompt promises C
+    (`group`: in a group seat's prompt, where its own messages are `you` or `you to Player k`)."""
+    pattern = _GROUP_MESSAGE_LINE if group else _MESSAGE_LINE
+    lines = [found.groups() for line in prompt.splitlines() if (found := pattern.fullmatch(line))]
     if not lines:
         return False
     latest = max(int(r) for r, _, _ in lines)
     return any(
-        int(r) == latest and who == "you" and read_intent(json.loads(text)) is Action.C
+        int(r) == latest
+        and (who == "you" or (group and who.startswith("you ")))
+        and read_intent(json.loads(text)) is Action.C
         for r, who, text in lines
     )
 
@@ -179,6 +282,39 @@ def read_history(prompt: str, labels: Labels = ("C", "D")) -> list[tuple[str, st
         if not _MESSAGE_LINE.fullmatch(line)
         for m, t in pattern.findall(line)
     ]
+
+
+def group_history_pattern(labels: Labels) -> re.Pattern[str]:
+    """The history lines of a group seat's round prompt ("Round 3: you played C; Player 2 C,
+    Player 3 D; your payoff 1.2."): my move, then the co-players' part."""
+    word = "|".join(re.escape(x) for x in labels)
+    return re.compile(
+        rf"Round\s+\d+:\s*you played\s+({word});\s*((?:Player\s+\d+\s+(?:{word})(?:,\s*)?)+);",
+        re.IGNORECASE,
+    )
+
+
+def read_group_history(
+    prompt: str, labels: Labels = ("C", "D")
+) -> list[tuple[str, tuple[str, ...]]]:
+    """(my move, the co-players' moves), as C and D, of the group history lines written in
+    `labels`; message lines (either form) are what players said, not what happened."""
+    move = {labels[0].upper(): "C", labels[1].upper(): "D"}
+    word = "|".join(re.escape(x) for x in labels)
+    each = re.compile(rf"Player\s+\d+\s+({word})\b", re.IGNORECASE)
+    pattern = group_history_pattern(labels)
+    return [
+        (move[m.upper()], tuple(move[x.upper()] for x in each.findall(others)))
+        for line in prompt.splitlines()
+        if not (_MESSAGE_LINE.fullmatch(line) or _GROUP_MESSAGE_LINE.fullmatch(line))
+        for m, others in pattern.findall(line)
+    ]
+
+
+def is_group_call(system: str, prompt: str, labels: Labels = ("C", "D")) -> bool:
+    """Whether a call is a group seat's: its system prompt is the group one, or its prompt
+    shows group history lines."""
+    return bool(_GROUP_SYSTEM_RE.search(system)) or bool(read_group_history(prompt, labels))
 
 
 def mock_tokens(
@@ -227,13 +363,17 @@ class MockProvider(ProviderBase):
         """The reply text for this call (pure function of the arguments and settings), in the
         call's action labels."""
         persona = _persona(system)
-        history = read_history(prompt, labels)
+        group = is_group_call(system, prompt, labels)
         wants_json = bool(_JSON_RE.search(system) or _JSON_RE.search(prompt))
         if self.invalid_rate and _unit("invalid", seed, system, prompt) < self.invalid_rate:
             pick = int(_unit("garbage", seed, prompt) * len(GARBAGE_REPLIES))
             return GARBAGE_REPLIES[pick]
-        move = mock_move(persona, history, _unit("move", seed, system, prompt))
-        if persona == "cooperative" and _promised_c(prompt):
+        u = _unit("move", seed, system, prompt)
+        if group:
+            move = mock_group_move(persona, read_group_history(prompt, labels), u)
+        else:
+            move = mock_move(persona, read_history(prompt, labels), u)
+        if persona == "cooperative" and _promised_c(prompt, group):
             move = "C"  # it keeps its promise
         word = labels[0] if move == "C" else labels[1]
         return f'{{"action": "{word}"}}' if wants_json else word
@@ -241,11 +381,13 @@ class MockProvider(ProviderBase):
     def _message(self, request: CompletionRequest) -> Completion:
         """A message call: the persona's talk (see `mock_message`), its draw keyed apart from
         the move calls'."""
-        history = read_history(request.prompt, request.labels)
         u = _unit("talk", request.seed, request.system, request.prompt)
-        return self._completion(
-            request, mock_message(_persona(request.system), history, u, request.labels)
-        )
+        persona, labels = _persona(request.system), request.labels
+        if is_group_call(request.system, request.prompt, labels):
+            history = read_group_history(request.prompt, labels)
+            return self._completion(request, mock_group_message(persona, history, u, labels))
+        pair_history = read_history(request.prompt, labels)
+        return self._completion(request, mock_message(persona, pair_history, u, labels))
 
     def _completion(
         self, request: CompletionRequest, text: str, tokens: tuple[TokenLogprobs, ...] | None = None
@@ -280,7 +422,10 @@ class MockProvider(ProviderBase):
             text = " " + text  # a continuation of the text, as after "A: Option"
         tokens = None
         if request.logprobs:
-            history = read_history(request.prompt, labels)
-            p_c = mock_p_cooperate(_persona(request.system), history)
+            persona = _persona(request.system)
+            if is_group_call(request.system, request.prompt, labels):
+                p_c = mock_group_p_cooperate(persona, read_group_history(request.prompt, labels))
+            else:
+                p_c = mock_p_cooperate(persona, read_history(request.prompt, labels))
             tokens = mock_tokens(text, p_c, request.output_format, labels)
         return self._completion(request, text, tokens)

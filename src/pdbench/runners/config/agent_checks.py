@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import string
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +55,10 @@ if TYPE_CHECKING:
     from pdbench.runners.config.loader import LoadedConfig
 
 
+# How an LLM agent's templates are checked: (part, one-line message) or None.
+TemplateCheck = Callable[[LLMAgentConfig, PromptTemplates], "tuple[str, str] | None"]
+
+
 def check_agent(
     agent: AnyAgentConfig,
     loc: Loc,
@@ -61,8 +66,11 @@ def check_agent(
     matrix: PayoffMatrix,
     loaded: LoadedConfig,
     issues: list[ConfigIssue],
+    template_problem: TemplateCheck | None = None,
 ) -> AgentSpec | None:
-    """What pydantic cannot check about one agent; its AgentSpec when it is usable."""
+    """What pydantic cannot check about one agent; its AgentSpec when it is usable.
+    `template_problem(agent, templates)`: how an LLM agent's templates are checked (default:
+    as the templates of a pairwise game of `matrix`)."""
     if isinstance(agent, PolicyAgentConfig):
         return _check_policy(agent, loc, resolved, issues)
     if isinstance(agent, HumanAgentConfig):
@@ -75,7 +83,7 @@ def check_agent(
             issues.append(resolved.issue(loc + ("strategy",), problem))
             return None
         return AgentSpec(agent)
-    templates = _check_llm(agent, loc, resolved, matrix, loaded, issues)
+    templates = _check_llm(agent, loc, resolved, matrix, loaded, issues, template_problem)
     _check_llm_options(agent, loc, resolved, loaded, issues)
     return AgentSpec(agent, templates) if templates is not None else None
 
@@ -271,6 +279,7 @@ def _check_llm(
     matrix: PayoffMatrix,
     loaded: LoadedConfig,
     issues: list[ConfigIssue],
+    template_problem: TemplateCheck | None = None,
 ) -> PromptTemplates | None:
     """Provider, prompt files, persona and templates of an LLM agent; its templates if valid."""
     try:
@@ -346,7 +355,11 @@ def _check_llm(
         message=texts.get("message"),
         verbatim=agent.verbatim_prompts,
     )
-    problem = _template_problem(agent, templates, matrix)
+    problem = (
+        _template_problem(agent, templates, matrix)
+        if template_problem is None
+        else template_problem(agent, templates)
+    )
     if problem is not None:
         key, message = problem
         if key in beside:  # not in the config: name the file beside the round template

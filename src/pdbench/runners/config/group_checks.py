@@ -5,15 +5,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pdbench.agents.factory import AgentSpec
+from pdbench.agents.factory import AgentSpec, PromptTemplates
 from pdbench.core.config import (
     AnyAgentConfig,
     AxelrodAgentConfig,
     HumanAgentConfig,
+    LLMAgentConfig,
     Loc,
     PolicyAgentConfig,
 )
+from pdbench.core.group_config import GroupsConfig
+from pdbench.core.group_game import GroupGame
 from pdbench.core.payoff import PayoffMatrix
+from pdbench.core.talk import order_problem
 from pdbench.errors import ConfigIssue
 from pdbench.runners.config.agent_checks import check_agent
 from pdbench.runners.config.resolve import Resolved
@@ -50,7 +54,43 @@ def check_seat(
             )
         )
         return None
-    return check_agent(agent, loc, resolved, matrix, loaded, issues)
+    game = _game_of_seat(loaded, loc)
+    if game is None:  # the condition's game is refused on its own
+        return check_agent(agent, loc, resolved, matrix, loaded, issues)
+
+    def group_templates(llm: LLMAgentConfig, templates: PromptTemplates) -> tuple[str, str] | None:
+        from pdbench.agents.group_prompts import group_template_problem
+
+        return group_template_problem(templates, game, llm.output_format)
+
+    return check_agent(agent, loc, resolved, matrix, loaded, issues, group_templates)
+
+
+def _game_of_seat(loaded: LoadedConfig, loc: Loc) -> GroupGame | None:
+    """The stage game of the condition a seat belongs to (None when it cannot be built)."""
+    index = loc[2]
+    assert isinstance(index, int)
+    config = loaded.config
+    try:
+        return config.game_of(config.groups.conditions[index])
+    except ValueError:
+        return None
+
+
+def channel_problems(config: GroupsConfig) -> list[tuple[Loc, str]]:
+    """(location, message) for conditions whose talk order cannot seat their group."""
+    problems: list[tuple[Loc, str]] = []
+    for i, cond in enumerate(config.groups.conditions):
+        channel = config.communication_of(cond)
+        if not channel.enabled:
+            continue
+        problem = order_problem(channel.order, cond.n_players)
+        if problem is not None:
+            where: Loc = ("groups", "conditions", i, "communication", "order")
+            if cond.communication is None or cond.communication.order is None:
+                where = ("communication", "order")
+            problems.append((where, problem.removeprefix("communication.order ")))
+    return problems
 
 
 def _check_group_policy(

@@ -40,7 +40,7 @@ from pdbench.core.sweep import expand_sweep, target_parts
 from pdbench.errors import ConfigError, ConfigIssue
 from pdbench.redact import redact_url, remember, url_secrets
 from pdbench.runners.config.agent_checks import check_agent
-from pdbench.runners.config.group_checks import check_seat
+from pdbench.runners.config.group_checks import channel_problems, check_seat
 from pdbench.runners.config.resolve import (
     MAX_NODES,
     Origin,
@@ -183,7 +183,7 @@ def _validate(
         for loc, message in config.evolution.size_problems():
             issues.append(resolved.issue(("evolution",) + loc, message))
     if isinstance(config, GroupsConfig):
-        for loc, message in config.game_problems():
+        for loc, message in [*config.game_problems(), *channel_problems(config)]:
             issues.append(resolved.issue(loc, message))
     seen: dict[str, Loc] = {}
     for loc, agent in config.agent_locations():

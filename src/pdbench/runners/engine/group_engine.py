@@ -66,8 +66,11 @@ class GroupPlan:
     @property
     def batchable(self) -> bool:
         """Every seat is a group policy and nobody talks: the vectorized engine plays it."""
+        from pdbench.agents.group_policy import is_group_batchable
+
         return not self.talks and all(
-            isinstance(spec.config, PolicyAgentConfig) for spec in self.agents
+            isinstance(spec.config, PolicyAgentConfig) and is_group_batchable(spec.config)
+            for spec in self.agents
         )
 
     @property
@@ -173,10 +176,8 @@ class GroupEngine:
             )
             timestamp = utc_now()
             for g, plan in enumerate(group):
-                n = plan.n_rounds
-                played = result.played[g, :, :n]
-                payoffs = result.payoffs[g, :, :n]
-                intended = result.intended[g, :, :n]
+                arrays = result.game(g)  # this game's (N, length) arrays only
+                played, intended, payoffs = arrays["played"], arrays["intended"], arrays["payoffs"]
                 lines = b""
                 if plan.logged and self.sink is not None:
                     lines = self.encoder.game_bytes(
@@ -361,7 +362,12 @@ class GroupEngine:
         if chat is not None and messages_said:
             from pdbench.core.group_talk_metrics import group_talk_tracks
 
-            talk = group_talk_tracks(chat.messages, intended_all, n)
+            talk = group_talk_tracks(
+                chat.messages,
+                np.array(intended_all, dtype=bool).reshape(n, -1),
+                [spec.message_labels for spec in plan.agents],
+                pregame=plan.communication is not None and plan.communication.mode == "pregame",
+            )
         outcome = GroupOutcome(
             plan.condition,
             plan.replicate,

@@ -30,6 +30,7 @@ from pdbench.runners.lifecycle.session import (
 from pdbench.storage.files import leftover_temp_files
 from pdbench.storage.record.group_fields import seat_field, seats_of
 from pdbench.storage.record.group_jsonl import GroupRoundsEncoder
+from pdbench.storage.record.group_messages import game_talk, round_messages
 from pdbench.storage.record.jsonl import OrderedRoundsWriter, finished_games, write_games_in_order
 from pdbench.storage.run_dir import read_manifest
 
@@ -174,7 +175,12 @@ def game_from_lines(
     failures = [0] * n
     totals = [0.0] * n
     names = [spec.name for spec in plan.agents]
+    messages = []
     for t, record in enumerate(records):
+        try:
+            messages += round_messages(record, t)
+        except (TypeError, ValueError) as exc:
+            return f"round {t}: a message entry is not one ({exc})", None
         if record.get("run_id") != run_id:
             return f"round {t}: another run's record (run_id {record.get('run_id')!r})", None
         if record.get("seed") != plan.seed:
@@ -200,6 +206,12 @@ def game_from_lines(
             total = record.get(seat_field(seat, "cum_payoff"))
             if total is None or not np.isclose(float(total), totals[seat], rtol=1e-9, atol=1e-6):
                 return f"round {t}: seat {seat}'s running total does not add up", None
+    talk = game_talk(
+        messages,
+        intended,
+        [spec.message_labels for spec in plan.agents],
+        plan.communication is not None and plan.communication.mode == "pregame",
+    )
     outcome = GroupOutcome(
         plan.condition,
         plan.replicate,
@@ -209,6 +221,6 @@ def game_from_lines(
         payoffs,
         intended,
         tuple(failures),
-        None,
+        talk,
     )
     return None, outcome

@@ -535,6 +535,11 @@ def snapshot_changes(before: dict[str, Any], after: dict[str, Any]) -> str:
                 if where == "run" and key in RESUMABLE_CHANGES:
                     continue
                 compare(a.get(key), b.get(key), f"{where}.{key}" if where else key)
+        elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+            # item by item, so that a key a newer pdbench adds with a null default (absent
+            # from an older snapshot) is no change inside lists either
+            for i, (x, y) in enumerate(zip(a, b, strict=True)):
+                compare(x, y, f"{where}[{i}]")
         elif a != b:
             paths.append(f"{where}: {orjson.dumps(a).decode()} -> {orjson.dumps(b).decode()}")
 

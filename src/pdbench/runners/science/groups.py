@@ -17,9 +17,10 @@ from typing import Any
 
 import numpy as np
 
+from pdbench.core.config import PolicyAgentConfig
 from pdbench.core.exact import condition_exactness
 from pdbench.core.group_config import GroupsConfig
-from pdbench.core.rng import game_seed
+from pdbench.core.rng import derive_seed, game_seed
 from pdbench.runners.config.loader import LoadedConfig
 from pdbench.runners.engine.group_engine import GroupPlan
 from pdbench.runners.lifecycle.group_session import GroupRunSession
@@ -43,13 +44,34 @@ class GroupRunSummary:
     games_resumed: int = 0
 
 
-def seat_specs(loaded: LoadedConfig, index: int) -> tuple[Any, ...]:
-    """The AgentSpecs of condition `index`'s seats, in seat order."""
+def member_specs(loaded: LoadedConfig, index: int) -> tuple[Any, ...]:
+    """The AgentSpecs of condition `index`'s seats (a fixed group) or pool, in config order."""
     cfg: GroupsConfig = loaded.config
     cond = cfg.groups.conditions[index]
+    key = cond.members_key
     return tuple(
-        loaded.agents[("groups", "conditions", index, "seats", j)] for j in range(cond.n_players)
+        loaded.agents[("groups", "conditions", index, key, j)] for j in range(len(cond.members))
     )
+
+
+def drawn_group(run_seed: int, condition: str, replicate: int, pool: int, size: int) -> list[int]:
+    """The pool members (indexes, in seat order) of one game of a random-matching condition:
+    `size` of `pool` without replacement, from a generator keyed by the run seed, the
+    condition's name and the replicate (so no other condition or game changes it)."""
+    rng = np.random.default_rng(derive_seed(run_seed, "regroup", condition, replicate))
+    return [int(i) for i in rng.choice(pool, size=size, replace=False)]
+
+
+def seat_could_vary(spec: Any) -> str | None:
+    """What could make a seat's moves differ from game to game (None: nothing): a group policy
+    that draws, or what `AgentSpec.could_vary` says of other agents."""
+    cfg = spec.config
+    if isinstance(cfg, PolicyAgentConfig):
+        from pdbench.agents.group_policy import group_policy_class
+
+        drawn = not group_policy_class(cfg.policy).deterministic
+        return f"{spec.name}, a policy that draws at random" if drawn else None
+    return spec.could_vary
 
 
 def plan_groups(loaded: LoadedConfig) -> list[GroupPlan]:
@@ -61,10 +83,14 @@ def plan_groups(loaded: LoadedConfig) -> list[GroupPlan]:
         noise = cfg.game.noise if cond.noise is None else cond.noise
         channel = cfg.communication_of(cond)
         game = cfg.game_of(cond)
-        specs = seat_specs(loaded, i)
+        members = member_specs(loaded, i)
         seeds = [game_seed(cfg.run.seed, cond.name, rep) for rep in range(cfg.groups.replicates)]
         lengths = horizon.lengths(np.array(seeds, dtype=np.uint64)).tolist()
         for rep, (seed, n_rounds) in enumerate(zip(seeds, lengths, strict=True)):
+            specs = members
+            if cond.matching == "random":
+                drawn = drawn_group(cfg.run.seed, cond.name, rep, len(members), cond.n_players)
+                specs = tuple(members[j] for j in drawn)
             plans.append(
                 GroupPlan(
                     len(plans),
@@ -88,17 +114,22 @@ def manifest_conditions(loaded: LoadedConfig, plans: list[GroupPlan]) -> list[di
     out = []
     for i, cond in enumerate(cfg.groups.conditions):
         games = [p for p in plans if p.condition == cond.name]
-        specs = seat_specs(loaded, i)
+        specs = member_specs(loaded, i)
         game = cfg.game_of(cond)
         horizon = cond.horizon or cfg.horizon
         noise = cond.noise if cond.noise is not None else cfg.game.noise
-        exactness = condition_exactness([s.could_vary for s in specs], horizon.type, noise)
+        varying = [seat_could_vary(s) for s in specs]
+        if cond.matching == "random":
+            varying.append("its groups, drawn at random from the pool for each game")
+        exactness = condition_exactness(varying, horizon.type, noise)
         channel = cfg.communication_of(cond)
         out.append(
             {
                 "name": cond.name,
                 "n_players": cond.n_players,
-                "seats": [s.name for s in specs],
+                "matching": cond.matching,
+                "seats": [s.name for s in specs] if cond.matching == "fixed" else None,
+                **({"pool": [s.name for s in specs]} if cond.matching == "random" else {}),
                 "game": {
                     "kind": game.kind,
                     "n_players": game.n_players,
@@ -113,9 +144,25 @@ def manifest_conditions(loaded: LoadedConfig, plans: list[GroupPlan]) -> list[di
                 "talks": channel.enabled,
                 "exact": exactness.exact,
                 "could_vary": list(exactness.could_vary),
-                **({"communication": channel.model_dump(mode="json")} if channel.enabled else {}),
+                **(
+                    {
+                        "communication": channel.model_dump(mode="json"),
+                        "message_labels": {s.name: list(s.message_labels) for s in specs},
+                    }
+                    if channel.enabled
+                    else {}
+                ),
                 "games": [
-                    {"replicate": p.replicate, "seed": p.seed, "n_rounds": p.n_rounds}
+                    {
+                        "replicate": p.replicate,
+                        "seed": p.seed,
+                        "n_rounds": p.n_rounds,
+                        **(
+                            {"seats": [s.name for s in p.agents]}
+                            if cond.matching == "random"
+                            else {}
+                        ),
+                    }
                     for p in games
                 ],
             }
@@ -136,15 +183,19 @@ def run_groups(loaded: LoadedConfig, options: RunOptions | None = None) -> Group
         "kind": "groups",
         "replicates": cfg.groups.replicates,
         "collapse": {"k": cfg.metrics.collapse.k, "threshold": cfg.metrics.collapse.threshold},
+        "intervals": intervals.describe(),
         "conditions": manifest_conditions(loaded, plans),
         "totals": {"games": len(plans), "rounds": sum(p.n_rounds for p in plans)},
     }
     rows: list[dict[str, Any]] = []
 
     def finish(outcomes: dict[int, Any], run_dir: Path) -> dict[str, Any]:
+        import pyarrow.parquet as pq
+
         manifest = read_manifest(run_dir, "groups")
         ordered = [outcomes[p.index] for p in plans]
-        rows.extend(write_group_aggregates(run_dir, ordered, manifest, intervals))
+        paths = write_group_aggregates(run_dir, ordered, manifest, intervals)
+        rows.extend(pq.read_table(paths[0]).to_pylist())
         return {}
 
     result = GroupRunSession(loaded, plans, options, extra).run(finish)  # type: ignore[arg-type]
