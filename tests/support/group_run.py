@@ -105,7 +105,7 @@ def _message(seat: int, turn: int, text: str, intent: str | None, to: int | None
         "turn": turn,
         "text": text,
         "intent": intent,
-        "source": "label",
+        "source": "phrases",
     }
     if to is not None:
         entry["to"] = seat_name(to)
@@ -304,3 +304,65 @@ def write_group_tables(run_dir: Path) -> None:
         ("group_conditional.parquet", conditional),
     ):
         pd.DataFrame(rows).to_parquet(run_dir / name, index=False)
+
+
+# A real groups run (`pdbench run`, offline: the MockProvider's personas), for the browser test:
+# five seats that talk before each move, and ten seats (two of them with long names) that talk.
+FIVE_PERSONAS = ("cooperative", "tit_for_tat", "exploitative", "liar", "grim_trigger")
+TEN_PERSONAS = (*FIVE_PERSONAS, "generous_tft", "wsls", "cooperative", "liar", "tit_for_tat")
+
+
+def _llm_seat(persona: str, name: str | None = None) -> dict[str, Any]:
+    overrides: dict[str, Any] = {"persona": persona}
+    if name:
+        overrides["name"] = name
+    return {"ref": "agents/llm_group.yaml", "overrides": overrides}
+
+
+def groups_config(output_dir: Path, rounds: int = 6) -> dict[str, Any]:
+    """A groups config of two talking conditions: `five_talking` (five mock personas) and
+    `ten_talking` (ten, two named at length), two replicates each."""
+    ten = [_llm_seat(p) for p in TEN_PERSONAS]
+    ten[0] = _llm_seat("cooperative", "a-rather-long-agent-name[cooperative-v2]")
+    ten[5] = _llm_seat("generous_tft", "Generous Tit For Tat With A Long Name")
+    return {
+        "run": {
+            "run_id": "groups_ui",
+            "seed": 2026,
+            "output_dir": str(output_dir),
+            "rounds_log": "jsonl",
+        },
+        "horizon": {"type": "fixed", "n_rounds": rounds},
+        "group_game": {"kind": "public_goods", "r": 3.0, "c": 1.0},
+        "communication": {"mode": "every_round", "order": "simultaneous", "max_chars": 280},
+        "groups": {
+            "replicates": 2,
+            "conditions": [
+                {"name": "five_talking", "seats": [_llm_seat(p) for p in FIVE_PERSONAS]},
+                {"name": "ten_talking", "seats": ten},
+            ],
+        },
+    }
+
+
+def make_real_group_run(base: Path) -> Path:
+    """Run `groups_config` with `pdbench run CONFIG -o DIR` (in this process) into
+    `base/data/runs/groups_ui`; returns the run directory."""
+    import shutil
+
+    import yaml
+    from tests.support.cli import run_uncaptured
+
+    config_dir = base / "config"
+    for sub in ("agents", "prompts"):
+        shutil.copytree(REPO_CONFIGS / sub, config_dir / sub, dirs_exist_ok=True)
+    run_dir = base / "data" / "runs" / "groups_ui"
+    path = config_dir / "groups.yaml"
+    path.write_text(yaml.safe_dump(groups_config(run_dir), sort_keys=False), encoding="utf-8")
+    code, err = run_uncaptured(["run", str(path), "-o", str(run_dir)])
+    if code != 0:
+        raise RuntimeError(f"pdbench run failed ({code}): {err.strip()[-400:]}")
+    return run_dir
+
+
+REPO_CONFIGS = Path(__file__).resolve().parents[2] / "configs"

@@ -1,8 +1,9 @@
 """A groups run in a real browser (`streamlit run` and Debian's Chromium via Playwright, issue
 30): the app opens on a five-seat groups run, the replay steps to round 3 and shows the five
 seats with their names in full and distinct, each seat's move as the record has it (letter and
-word), and a message of that round; the seat cards of a ten-seat group do not overlap and keep
-their names whole at 1280 and 1920 px. One server and one browser for the module; screenshots
+word), and the messages of that round; the seat cards of a ten-seat group do not overlap and
+keep their names whole at 1280 and 1920 px; the results page draws. The run is a real one
+(`pdbench run` of mock LLM seats, offline, `tests.support.group_run.make_real_group_run`). One server and one browser for the module; screenshots
 are saved in the module's tmp dir. No exception element and no console error may appear.
 """
 
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.support.group_run import write_group_run, write_group_tables
+from tests.support.group_run import make_real_group_run
 from tests.ui.browser import CHROMIUM, chromium_page, select_option, streamlit_server, wait_idle
 from tests.ui.screenshots import full_page_screenshot
 
@@ -35,11 +36,9 @@ def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def group_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A working directory's groups run: five seats that talk, and ten silent seats."""
-    root = tmp_path_factory.mktemp("groups_browser")
-    run = write_group_run(root / "data" / "runs")
-    write_group_tables(run)
-    return run
+    """A working directory's groups run (`pdbench run`, offline): five mock LLM seats that
+    talk before each move, and ten."""
+    return make_real_group_run(tmp_path_factory.mktemp("groups_browser"))
 
 
 @pytest.fixture(scope="module")
@@ -153,18 +152,19 @@ def _five_seats_at_round_three(page: Any, group_run: Path, shots: Path) -> None:
         assert seat["word"] == {"C": "cooperated", "D": "defected"}[played]
         assert page.locator(f'.pdb-gseat[data-seat="{seat["seat"]}"]').is_visible()
     assert page.get_by_text("Round 3 of 6").is_visible()
-    message = next(e["text"] for e in record["exchange"] if e.get("to"))
-    assert page.get_by_text(message).is_visible()
-    assert page.get_by_text("announced D").is_visible()
+    said = [e["text"] for e in record["exchange"]]
+    shown = page.locator(".pdb-gmsg-text").all_inner_texts()
+    assert shown == [f"“{text}”" for text in said] and len(said) == SEATS
+    assert page.get_by_text(said[0]).first.is_visible()
     assert page.evaluate(LAYOUT) == []
-    assert "round=3" in page.url  # a link opens on this round
+    page.wait_for_function("() => location.search.includes('round=3')", timeout=10_000)
     page.locator(".pdb-gring").scroll_into_view_if_needed()
     page.screenshot(path=str(shots / "group_replay_round3_view.png"))
     full_page_screenshot(page, shots / "group_replay_round3.png", WIDTH)
 
 
 def _ten_seats_fit(page: Any, shots: Path) -> None:
-    select_option(page, "Condition", "ten_seats")
+    select_option(page, "Condition", "ten_talking")
     page.locator('.pdb-gseat[data-seat="J"]').wait_for()
     assert len(_seats(page)) == 10
     for width in (1280, 1920):

@@ -5,6 +5,7 @@ intentions, and the per-seat timeline; texts from the run are escaped."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -103,3 +104,11 @@ def test_numbers(value: float, text: str) -> None:
 def test_names_break_between_words_only() -> None:
     assert group_look.breakable("mock-gpt[coop]") == "mock-<wbr>gpt<wbr>[coop]"
     assert group_look.breakable("a<b") == "a&lt;b"
+
+
+def test_a_declared_intention_is_told_apart_from_words(five: group_data.GroupGameRounds) -> None:
+    declared = tuple(replace(m, source="declared") for m in five.messages[0])
+    game = replace(five, messages=(declared, *five.messages[1:]))
+    html = group_look.messages_html(game, 0, True, 500)
+    assert html.count("meant C (declared, unseen)") == 2 and "promised C" not in html
+    assert html.count(group_look.BROKEN_DECLARED) == 1  # E meant C and chose D

@@ -10,7 +10,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
-from tests.support.group_run import FIVE_MOVES, FIVE_NAMES, write_group_run, write_group_tables
+from tests.support.group_run import (
+    FIVE_MOVES,
+    FIVE_NAMES,
+    make_real_group_run,
+    write_group_run,
+    write_group_tables,
+)
 from tests.ui.test_app import assert_clean, make_app
 
 from pdbench.ui import group_results
@@ -118,3 +124,38 @@ def test_p_given_k_is_read_from_the_condition_rows(tabled_run: Path) -> None:
     assert frame["rounds"].tolist() == [0, 4, 12, 20, 14]
     assert frame["value"].tolist()[1:] == pytest.approx([0.25, 0.5, 0.8, 13 / 14])
     assert pd.isna(frame["value"].iloc[0])
+
+
+@pytest.fixture(scope="module")
+def real_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_real_group_run(tmp_path_factory.mktemp("real"))
+
+
+def test_a_real_run_shows_its_tables_numbers(real_run: Path) -> None:
+    """The tables `pdbench run` writes: the page shows their numbers for the condition."""
+    at = make_app(real_run).run()
+    assert_clean(at)
+    aggregates = pd.read_parquet(real_run / "aggregates.parquet")
+    row = aggregates[
+        (aggregates["scope"] == "condition") & (aggregates["condition"] == "five_talking")
+    ]
+    cards = {m.label: (m.value, m.delta) for m in at.metric}
+    low, high = (
+        row["group_cooperation_rate_ci_low"].item(),
+        row["group_cooperation_rate_ci_high"].item(),
+    )
+    assert cards["🤝 group cooperation"] == (
+        f"{100 * row['group_cooperation_rate'].item():.1f}%",
+        f"[{100 * low:.1f}%, {100 * high:.1f}%]",
+    )
+    seats = pd.read_parquet(real_run / "seats.parquet")
+    mine = seats[(seats["scope"] == "condition") & (seats["condition"] == "five_talking")]
+    shown = next(t.value for t in at.dataframe if "seat" in t.value.columns)
+    assert list(shown["seat"]) == [
+        f"{'ABCDE'[s]} · {n}" for s, n in zip(mine["seat"], mine["name"], strict=True)
+    ]
+    assert any("What each seat said and did" in m.value for m in at.markdown)
+    at.session_state["grp_view"] = REPLAY
+    at.selectbox(key="grp_condition").set_value("ten_talking").run()
+    assert_clean(at)
+    assert [s for s, _ in _ring_moves(at)[1]] == list("ABCDEFGHIJ")

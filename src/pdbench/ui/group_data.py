@@ -23,34 +23,29 @@ import orjson
 import pandas as pd
 import streamlit as st
 
+from pdbench.storage.group_aggregate import GROUP_ARTIFACTS
 from pdbench.storage.record.fields import MESSAGES, ROUND_INDEX
 from pdbench.storage.record.group_fields import SEAT_LETTERS, seat_field
-from pdbench.storage.schema import (
-    AGGREGATES_FILE,
-    ROUNDS_FILE,
-    SEATS_FILE,
-    SchemaVersionError,
-    check_version,
-)
+from pdbench.storage.schema import ROUNDS_FILE, SchemaVersionError, check_version
 from pdbench.ui import data, game_lines
 
 KIND = "groups"
-# The run's tables (as `pdbench.storage.group_aggregate` writes them): per game and condition,
+# The run's tables (`pdbench.storage.group_aggregate` writes them): per game and condition,
 # per game and seat, per condition and round, and P(C | k co-players cooperated).
-GROUP_ROUNDS_FILE = "group_rounds.parquet"
-GROUP_CONDITIONAL_FILE = "group_conditional.parquet"
-TABLES = (AGGREGATES_FILE, SEATS_FILE, GROUP_ROUNDS_FILE, GROUP_CONDITIONAL_FILE)
+TABLES = GROUP_ARTIFACTS
 
 GameKey = tuple[str, int]  # (condition, replicate)
 
 
 @dataclass(frozen=True, slots=True)
 class GroupCondition:
-    """One condition of a groups run, from its manifest: its seats (agent names in seat
-    order), stage game, noise, horizon, whether it talks, and its games (replicate, planned
-    rounds) in plan order."""
+    """One condition of a groups run, from its manifest: its group size, its seats (agent
+    names in seat order; empty when each game draws its group from a `pool`), stage game,
+    noise, horizon, whether it talks, and its games (replicate, planned rounds) in plan
+    order."""
 
     name: str
+    n_players: int
     seats: tuple[str, ...]
     game_label: str
     game_kind: str
@@ -58,11 +53,18 @@ class GroupCondition:
     horizon: dict[str, Any]
     talks: bool
     games: tuple[tuple[int, int | None], ...]
+    pool: tuple[str, ...] = ()
 
     @property
-    def n_players(self) -> int:
-        """How many seats the group has."""
-        return len(self.seats)
+    def matching(self) -> str:
+        """fixed (the same seats in every game) or random (a group drawn from the pool)."""
+        return "random" if self.pool and not self.seats else "fixed"
+
+    def members(self) -> str:
+        """Who plays: the seats in order, or the pool groups are drawn from."""
+        if self.matching == "random":
+            return f"groups of {self.n_players} drawn from: {', '.join(self.pool)}"
+        return ", ".join(self.seats)
 
     @property
     def replicates(self) -> list[int]:
@@ -157,10 +159,13 @@ def conditions(manifest: Mapping[str, Any]) -> list[GroupCondition]:
         )
         if not games:
             games = tuple((rep, None) for rep in range(int(entry.get("replicates") or 0)))
+        seats = tuple(str(s) for s in entry.get("seats") or [])
         out.append(
             GroupCondition(
                 name=str(entry["name"]),
-                seats=tuple(str(s) for s in entry.get("seats") or []),
+                n_players=int(entry.get("n_players") or len(seats)),
+                seats=seats,
+                pool=tuple(str(s) for s in entry.get("pool") or []),
                 game_label=str(game.get("label") or game.get("kind") or "?"),
                 game_kind=str(game.get("kind") or "?"),
                 noise=float(entry.get("noise") or 0.0),
@@ -185,8 +190,13 @@ def describe(condition: GroupCondition) -> str:
     else:
         length = f"{horizon.get('n_rounds', '?')} rounds"
     talk = "talks before each move" if condition.talks else "no talk"
+    drawn = (
+        f" drawn anew each game from a pool of {len(condition.pool)}"
+        if condition.matching == "random"
+        else ""
+    )
     return (
-        f"{condition.n_players} seats · {condition.game_label} · {length} · "
+        f"{condition.n_players} seats{drawn} · {condition.game_label} · {length} · "
         f"noise {condition.noise:g} · {talk}"
     )
 

@@ -32,8 +32,12 @@ SEAT_COLORS = (
     "#b8860b",
 )
 MOVE_PAST = {"C": "cooperated", "D": "defected"}
+# A message's intention as the record has it: read from its words ("phrases"), or declared by
+# its writer beside the message, unseen by the others ("declared").
 INTENT_TAG = {"C": "promised C", "D": "announced D"}
+DECLARED_TAG = {"C": "meant C (declared, unseen)", "D": "meant D (declared, unseen)"}
 BROKEN = "✗ broken promise: promised C, chose D"
+BROKEN_DECLARED = "✗ meant C, chose D"
 TIMELINE_BLOCK = 50  # rounds per line of the HTML timeline
 
 
@@ -169,8 +173,9 @@ def _addressee(message: GroupMessage, names: Sequence[str]) -> str:
 
 def messages_html(game: GroupGameRounds, t: int, talks: bool, height: int) -> str:
     """The messages written before the moves of the round in column `t`: writer -> everyone or
-    -> addressee, the text, its stated intention, and a broken promise marked (the writer said
-    C and then chose D). `talks`: whether the condition has a message channel."""
+    -> addressee, the text, its intention (read from its words, or declared by the writer
+    unseen by the others: the record's `source`), and a broken promise marked (the intention
+    was C and the writer then chose D). `talks`: whether the condition has a message channel."""
     head = f'<div class="pdb-gmsgs-head">💬 Messages before round {t + 1}\'s moves</div>'
     said = game.messages[t]
     if not said:
@@ -185,9 +190,12 @@ def messages_html(game: GroupGameRounds, t: int, talks: bool, height: int) -> st
         if m.fallback:
             tags.append('<span class="pdb-gtag">no usable reply: said nothing</span>')
         elif m.intent in INTENT_TAG:
-            tags.append(f'<span class="pdb-gtag">{INTENT_TAG[m.intent]}</span>')
+            declared = m.source == "declared"
+            tag = (DECLARED_TAG if declared else INTENT_TAG)[m.intent]
+            tags.append(f'<span class="pdb-gtag">{tag}</span>')
             if m.intent == "C" and str(game.intended[m.writer, t]) == "D":
-                tags.append(f'<span class="pdb-gtag broken">{BROKEN}</span>')
+                broken = BROKEN_DECLARED if declared else BROKEN
+                tags.append(f'<span class="pdb-gtag broken">{broken}</span>')
         text = escape(m.text) if m.text else "<i>(empty)</i>"
         items.append(
             f'<div class="pdb-gmsg" data-writer="{seat_letter(m.writer)}" '

@@ -18,6 +18,7 @@ import pandas as pd
 import streamlit as st
 
 from pdbench.core.rounds_display import NUMBERING_NOTE
+from pdbench.storage.group_aggregate import GROUP_ROUNDS_FILE
 from pdbench.ui import data, group_charts, group_data, group_look, url_state
 from pdbench.ui.components import show_error
 from pdbench.ui.group_data import GroupCondition, GroupGameRounds
@@ -45,7 +46,7 @@ def render(
     t = round_control(game, key) - 1
     height = group_look.ring_size(game.n_seats)[0]
     ring, talk = st.columns([3, 2], gap="medium")
-    ring.html(group_look.ring_html(game, t, seat_emojis(manifest, condition)))
+    ring.html(group_look.ring_html(game, t, seat_emojis(manifest, condition, game.names)))
     talk.html(group_look.messages_html(game, t, condition.talks or game.talks, height))
     st.markdown("**🧭 Every seat's moves**")
     if game.n_rounds <= HTML_TIMELINE_MAX:
@@ -95,12 +96,15 @@ def round_control(game: GroupGameRounds, key: tuple[str, str, int]) -> int:
     return shown
 
 
-def seat_emojis(manifest: Mapping[str, Any], condition: GroupCondition) -> list[str]:
-    """Each seat's face from its agent's look (`style.agent_profile`: a policy's emoji, 💬 for
-    an LLM agent), '' for an agent the app has no look for."""
-    configs = _seat_configs(manifest, condition.name)
+def seat_emojis(
+    manifest: Mapping[str, Any], condition: GroupCondition, names: Sequence[str]
+) -> list[str]:
+    """Each seat's face (`names`: the game's agents in seat order) from its agent's look
+    (`style.agent_profile`: a policy's emoji, 💬 for an LLM agent), '' for an agent the app
+    has no look for. The config is the seat's in a fixed group, else the name alone says."""
+    configs = _seat_configs(manifest, condition.name) if condition.matching == "fixed" else []
     out = []
-    for seat, name in enumerate(condition.seats):
+    for seat, name in enumerate(names):
         cfg = configs[seat] if seat < len(configs) else None
         emoji = agent_profile(cfg if isinstance(cfg, dict) else None, name).emoji
         out.append("" if emoji == UNKNOWN_STYLE[0] else emoji)
@@ -122,7 +126,7 @@ def condition_curve(
     """The condition's mean share of seats cooperating per round and its 95% band, from
     group_rounds.parquet ([] and None when the run has no such table or it cannot be read)."""
     try:
-        table = group_data.load_table(path, group_data.GROUP_ROUNDS_FILE)
+        table = group_data.load_table(path, GROUP_ROUNDS_FILE)
     except data.RunLoadError:
         return [], None
     if table is None or "cooperation" not in table.columns:

@@ -20,6 +20,13 @@ import streamlit as st
 
 from pdbench.core import rounds_display
 from pdbench.core.exact import EXACT_NOTE, is_exact_row
+from pdbench.core.talk_metrics import TALK_LABELS
+from pdbench.storage.group_aggregate import (
+    AGGREGATES_FILE,
+    GROUP_CONDITIONAL_FILE,
+    GROUP_ROUNDS_FILE,
+    SEATS_FILE,
+)
 from pdbench.ui import data, group_charts, group_data, science
 from pdbench.ui.components import show_error, text_column_width
 from pdbench.ui.group_data import GroupCondition, seat_label
@@ -42,6 +49,13 @@ CARD_LABELS = {
     "collapsed_fraction": "📉 collapsed games",
     "time_to_collapse": "📉 collapse at",
 }
+# Talk per seat (seats.parquet of a talking condition), labelled as pairwise talk metrics are.
+TALK_SEAT_METRICS = (
+    "messages",
+    "said_promise_rate",
+    "said_promise_kept_rate",
+    "said_deception_rate",
+)
 SEAT_METRICS: dict[str, tuple[str, str]] = {
     "cooperation_rate": ("cooperation", "rate"),
     "payoff_per_round": ("payoff per round", "payoff"),
@@ -109,7 +123,7 @@ def condition_rows(table: pd.DataFrame, conditions: Sequence[str]) -> pd.DataFra
 def seat_rows(seats: pd.DataFrame, condition: str) -> pd.DataFrame:
     """The condition rows of seats.parquet for one condition, in seat order."""
     rows = seats[(seats["condition"] == condition) & (seats["scope"] == "condition")]
-    return rows.sort_values("seat")
+    return rows.sort_values("seat", kind="stable")  # random groups: agents, seat null
 
 
 def given_k_frame(conditional: pd.DataFrame, condition: str) -> pd.DataFrame:
@@ -148,7 +162,7 @@ def render(
             icon="📐",
         )
         return
-    aggregates, seats = tables[group_data.AGGREGATES_FILE], tables[group_data.SEATS_FILE]
+    aggregates, seats = tables[AGGREGATES_FILE], tables[SEATS_FILE]
     names = [c.name for c in conditions]
     _overview(aggregates, conditions)
     _across(aggregates, names)
@@ -158,9 +172,9 @@ def render(
     _seats(seats, condition)
     left, right = st.columns(2, gap="large")
     with left:
-        _over_rounds(tables[group_data.GROUP_ROUNDS_FILE], condition.name)
+        _over_rounds(tables[GROUP_ROUNDS_FILE], condition.name)
     with right:
-        _given_k(tables[group_data.GROUP_CONDITIONAL_FILE], condition)
+        _given_k(tables[GROUP_CONDITIONAL_FILE], condition)
     for note in science.exactness_notes(aggregates, dict(manifest), [condition.name]):
         st.caption(note)
 
@@ -179,7 +193,7 @@ def _overview(aggregates: pd.DataFrame, conditions: Sequence[GroupCondition]) ->
                 for column, (label, kind) in CONDITION_METRICS.items()
                 if column in rows.columns
             },
-            "seats": [", ".join(by_name[c].seats) for c in rows["condition"]],
+            "seats": [by_name[c].members() for c in rows["condition"]],
         }
     )
     st.dataframe(
@@ -245,15 +259,19 @@ def _seats(seats: pd.DataFrame, condition: GroupCondition) -> None:
     if rows.empty:
         st.info(f"seats.parquet has no row of {condition.name}.")
         return
-    labels = [seat_label(int(s), str(n)) for s, n in zip(rows["seat"], rows["name"], strict=True)]
-    st.markdown("**🪑 Each seat, with 95% intervals**")
+    labels = [
+        str(n) if pd.isna(s) else seat_label(int(s), str(n))
+        for s, n in zip(rows["seat"], rows["name"], strict=True)
+    ]
+    who = "agent (groups drawn at random)" if condition.matching == "random" else "seat"
+    st.markdown(f"**🪑 Each {who}, with 95% intervals**")
     left, right = st.columns(2, gap="large")
     for column, box in (("cooperation_rate", left), ("payoff_per_round", right)):
         label, kind = SEAT_METRICS[column]
         frame = interval_frame(rows, column, kind, labels)
         with box:
             st.altair_chart(
-                group_charts.interval_chart(frame, label, kind == "rate", "seat"), width="stretch"
+                group_charts.interval_chart(frame, label, kind == "rate", who), width="stretch"
             )
     table = pd.DataFrame(
         {
@@ -269,6 +287,33 @@ def _seats(seats: pd.DataFrame, condition: GroupCondition) -> None:
     st.caption(
         "Means over the condition's games, 95% intervals with the game as the unit; from "
         "seats.parquet."
+    )
+    if condition.talks:
+        _talk(rows, labels)
+
+
+def _talk(rows: pd.DataFrame, labels: Sequence[str]) -> None:
+    """Each seat's talk: messages written, and what its words said against what it did."""
+    shown = [c for c in TALK_SEAT_METRICS if c in rows.columns and rows[c].notna().any()]
+    if not shown:
+        return
+    st.markdown("**💬 What each seat said and did**")
+    table = pd.DataFrame(
+        {
+            "seat": labels,
+            **{
+                TALK_LABELS[c][0]: [
+                    with_interval(r, c, "rate" if TALK_LABELS[c][1] == "rate" else "ratio")
+                    for _, r in rows.iterrows()
+                ]
+                for c in shown
+            },
+        }
+    )
+    st.dataframe(table, hide_index=True, width="stretch")
+    st.caption(
+        "Means over the condition's games with 95% intervals (games as the unit); a promise is "
+        "a message that says the seat will play C, read from its words; from seats.parquet."
     )
 
 
