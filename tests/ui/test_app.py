@@ -61,12 +61,15 @@ def test_every_tab_renders(sample_run: Path) -> None:
         PLAY,
         GROUPS,
     ]
-    for label in (VIEW, REPLAY, RUN, TOURNAMENT, AGENTS, EVOLUTION, GROUPS):
+    for label in (VIEW, REPLAY, RUN, TOURNAMENT, AGENTS, EVOLUTION):
         show_tab(at, label)
         assert_clean(at)
         if label == RUN:
             assert any(b.label == "🚀 Run" for b in at.button)
     assert any(b.label == "🧬 Run Evolution" for b in at.button)
+    show_tab(at, GROUPS)  # no groups run here: it says how to make one
+    assert_clean(at)
+    assert any("No groups runs yet" in i.value for i in at.info)
 
 
 def test_view_results_shows_game_metrics_and_conditions(sample_run: Path) -> None:

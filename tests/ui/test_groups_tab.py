@@ -4,6 +4,7 @@ the run's tables (or says how to write them); Replay steps through a game round 
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -13,6 +14,8 @@ from streamlit.testing.v1 import AppTest
 from tests.support.group_run import (
     FIVE_MOVES,
     FIVE_NAMES,
+    ConditionSpec,
+    GameSpec,
     make_real_group_run,
     write_group_run,
     write_group_tables,
@@ -159,3 +162,29 @@ def test_a_real_run_shows_its_tables_numbers(real_run: Path) -> None:
     at.selectbox(key="grp_condition").set_value("ten_talking").run()
     assert_clean(at)
     assert [s for s, _ in _ring_moves(at)[1]] == list("ABCDEFGHIJ")
+
+
+def test_a_link_opens_the_replay_on_its_round(tabled_run: Path) -> None:
+    at = make_app(tabled_run)
+    params = {"tab": "groups", "run": str(tabled_run), "cond": "five_talking", "rep": "1"}
+    at.query_params.update({**params, "round": "4"})
+    at.run()
+    at.session_state["grp_view"] = REPLAY
+    at.run()
+    assert_clean(at)
+    shown, moves = _ring_moves(at)
+    assert shown == 4 and moves[4] == ("E", "C")  # replicate 1: E plays DCDCDC
+
+
+def test_a_long_game_gets_its_timeline_as_a_chart(tmp_path: Path) -> None:
+    moves = tuple(("CD" * 130)[s : s + 250] for s in range(3))
+    run = write_group_run(tmp_path, [ConditionSpec("long", ("x", "y", "z"), [GameSpec(0, moves)])])
+    at = make_app(run).run()
+    at.session_state["grp_view"] = REPLAY
+    at.run()
+    assert_clean(at)
+    assert 'class="pdb-gtl"' not in _html(at) and "Round 1 of 250" in _html(at)
+    specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
+    marks = [[layer["mark"]["type"] for layer in spec["layer"]] for spec in specs]
+    assert marks[0] == ["rect", "rule"]  # the moves: a cell per seat and round, the shown round
+    assert "line" in marks[1]  # the group's cooperation
