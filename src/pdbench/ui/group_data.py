@@ -305,10 +305,8 @@ def game_from_lines(lines: Sequence[bytes], condition: str, replicate: int) -> G
     names = tuple(str(first[seat_field(s, "name")]) for s in range(n))
 
     def column(what: str, default: Any = None) -> list[list[Any]]:
-        try:
-            return [[r.get(seat_field(s, what), default) for r in records] for s in range(n)]
-        except AttributeError:  # pragma: no cover - records are dicts
-            raise data.RoundsFileError(f"{condition}: records lack {what}") from None
+        """Every seat's values of one field, (N, T); a missing value is `default`."""
+        return [[r.get(seat_field(s, what), default) for r in records] for s in range(n)]
 
     moves = np.array(column("action"), dtype="<U1")
     if not np.isin(moves, ("C", "D")).all():
