@@ -17,6 +17,7 @@ APP = REPO / "src" / "pdbench" / "ui" / "streamlit_app.py"
 VIEW, REPLAY, RUN = "📊 View Results", "🎬 Animated Replay", "🧪 Run Experiment"
 TOURNAMENT, EVOLUTION, PLAY = "🏆 Tournament", "🧬 Evolution", "🎮 Play"
 AGENTS = "👥 Agents"
+GROUPS = "🫂 Groups"
 
 
 def make_app(run_dir: Path | None = None) -> AppTest:
@@ -50,13 +51,25 @@ def captions(at: AppTest) -> str:
 def test_every_tab_renders(sample_run: Path) -> None:
     at = make_app(sample_run).run()
     assert_clean(at)
-    assert [t.label for t in at.tabs] == [VIEW, REPLAY, RUN, TOURNAMENT, EVOLUTION, AGENTS, PLAY]
+    assert [t.label for t in at.tabs] == [
+        VIEW,
+        REPLAY,
+        RUN,
+        TOURNAMENT,
+        EVOLUTION,
+        AGENTS,
+        PLAY,
+        GROUPS,
+    ]
     for label in (VIEW, REPLAY, RUN, TOURNAMENT, AGENTS, EVOLUTION):
         show_tab(at, label)
         assert_clean(at)
         if label == RUN:
             assert any(b.label == "🚀 Run" for b in at.button)
     assert any(b.label == "🧬 Run Evolution" for b in at.button)
+    show_tab(at, GROUPS)  # no groups run here: it says how to make one
+    assert_clean(at)
+    assert any("No groups runs yet" in i.value for i in at.info)
 
 
 def test_view_results_shows_game_metrics_and_conditions(sample_run: Path) -> None:
@@ -149,7 +162,16 @@ def test_run_experiment_from_the_ui(tmp_path: Path) -> None:
     at = make_app().run()
     assert_clean(at)
     # No run dir given: Run Experiment comes first.
-    assert [t.label for t in at.tabs] == [RUN, VIEW, REPLAY, TOURNAMENT, EVOLUTION, AGENTS, PLAY]
+    assert [t.label for t in at.tabs] == [
+        RUN,
+        VIEW,
+        REPLAY,
+        TOURNAMENT,
+        EVOLUTION,
+        AGENTS,
+        PLAY,
+        GROUPS,
+    ]
     at.selectbox(key="rx_agent_b").select("policy:GRIM").run()
     at.slider(key="rx_rounds").set_value(12).run()
     at.slider(key="rx_reps").set_value(2).run()

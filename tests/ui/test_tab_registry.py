@@ -20,9 +20,11 @@ def _module(key: str, position: int, **extra: object) -> SimpleNamespace:
 
 def test_every_tab_module_is_a_tab_in_position_order() -> None:
     modules = {info.name for info in pkgutil.iter_modules(tabs_package.__path__)}
-    assert len(TABS) == len(modules) == 7
+    assert len(TABS) == len(modules) == 8
     assert [t.position for t in TABS.values()] == sorted(t.position for t in TABS.values())
-    assert list(TABS) == ["view", "replay", "run", "tournament", "evolution", "agents", "play"]
+    assert list(TABS) == [
+        "view", "replay", "run", "tournament", "evolution", "agents", "play", "groups"
+    ]  # fmt: skip
 
 
 def test_a_new_module_shows_without_editing_a_list() -> None:
@@ -39,9 +41,10 @@ def test_which_tab_opens_first() -> None:
     assert tab_order("experiment", True)[0].key == "view"
     assert tab_order("tournament", True)[0].key == "tournament"
     assert tab_order("evolution", True)[0].key == "evolution"
+    assert tab_order("groups", True)[0].key == "groups"
     assert tab_order("no such kind", True)[0].key == "view"
     assert [t.key for t in tab_order("tournament", True)][1:] == [
-        "view", "replay", "run", "evolution", "agents", "play"
+        "view", "replay", "run", "evolution", "agents", "play", "groups"
     ]  # fmt: skip
 
 

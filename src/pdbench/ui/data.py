@@ -53,7 +53,12 @@ from pdbench.ui.tables import Evolution, Tournament
 RUNS_ROOT = Path("data/runs")
 TOURNAMENTS_ROOT = Path("data/tournaments")
 EVOLUTIONS_ROOT = Path("data/evolutions")
-KIND_NAMES = {"experiment": "run", "tournament": "tournament", "evolution": "evolution"}
+KIND_NAMES = {
+    "experiment": "run",
+    "tournament": "tournament",
+    "evolution": "evolution",
+    "groups": "groups run",
+}
 # rounds.jsonl fields the viewer reads (prompts, raw replies and these are skipped).
 UNUSED_ROUND_FIELDS = ("seed", HORIZON_TYPE, FIXED_N, "stop_prob", TIMESTAMP)
 ROUND_COLUMNS = tuple(f for f in ROUND_FIELDS if f not in UNUSED_ROUND_FIELDS)
