@@ -174,7 +174,7 @@ def plan_group_games(loaded: LoadedConfig) -> list[GroupPlan]:
 def seat_rates(outcome: GroupOutcome) -> tuple[np.ndarray, np.ndarray]:
     """(payoff per round, cooperation rate) of each seat of a played game."""
     rounds = max(outcome.played.shape[1], 1)
-    return outcome.payoffs.sum(axis=1) / rounds, outcome.played.sum(axis=1) / rounds
+    return outcome.seat_payoffs().sum(axis=1) / rounds, outcome.played.sum(axis=1) / rounds
 
 
 def game_columns(plans: Sequence[GroupPlan], outcomes: dict[int, GroupOutcome]) -> dict[str, Any]:
