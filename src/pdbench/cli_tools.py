@@ -107,7 +107,8 @@ def compare(
         str | None,
         typer.Option(
             "--metric",
-            help="A per-game metric of aggregates.parquet (default agent_a_cooperation_rate).",
+            help="A per-game metric of aggregates.parquet (default agent_a_cooperation_rate; "
+            "for a groups run group_cooperation_rate).",
         ),
     ] = None,
     baseline: Annotated[
@@ -161,6 +162,15 @@ def compare(
     )
 
     run_dir = run_dirs[0]
+    from pdbench.storage.run_dir import run_kind
+
+    if run_kind(run_dir) == "groups":
+        from pdbench.runners.science.group_compare import compare_group_run
+
+        rows = compare_group_run(run_dir, metric, baseline)
+        typer.echo(comparison_table(rows))
+        typer.echo(f"{run_dir}: comparisons.parquet written ({len(rows)} rows)")
+        return
     rows = compare_run(run_dir, metric or DEFAULT_METRIC, baseline, totals)
     typer.echo(comparison_table(rows))
     for note in identical_games_notes(run_dir, rows):

@@ -112,7 +112,10 @@ class GroupOutcome:
         """(N, T) payoffs: as recorded, or the game's for the played moves."""
         if self.payoffs is not None:
             return self.payoffs
-        return played_payoffs(self.game, self.played[None])[0]
+        # C order, as payoffs read from a record are: sums over rounds then add in the same
+        # order (NumPy sums a contiguous axis pairwise), so the metrics do not depend on where
+        # the payoffs came from
+        return np.ascontiguousarray(played_payoffs(self.game, self.played[None])[0])
 
 
 def played_payoffs(game: GroupGame, played: np.ndarray) -> np.ndarray:
@@ -198,7 +201,7 @@ def group_games_metrics(
 def _batch(outcomes: Sequence[GroupOutcome], collapse: CollapseParams) -> list[GroupGameMetrics]:
     """The metrics of games of one shape (N, T)."""
     played = np.stack([o.played for o in outcomes])  # (G, N, T)
-    pay = np.stack([o.seat_payoffs() for o in outcomes])
+    pay = np.ascontiguousarray(np.stack([o.seat_payoffs() for o in outcomes]))
     count, n, t = played.shape
     coops = played.sum(axis=2)  # (G, N)
     per_round = played.sum(axis=1)  # (G, T): cooperators per round

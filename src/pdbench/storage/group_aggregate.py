@@ -77,9 +77,11 @@ BOOL_COLUMNS = frozenset({"exact", "identical_games"})
 
 def group_game_of(entry: Mapping[str, Any]) -> GroupGame:
     """The GroupGame a manifest's condition entry records (`game`: kind, n_players, pay_c,
-    pay_d, params)."""
+    pay_d, params: [name, value] pairs in the game's order, or a mapping)."""
     game = entry["game"]
     params = game.get("params") or {}
+    if not isinstance(params, Mapping):  # a list of [name, value] pairs, in the game's order
+        params = dict(params)
     return GroupGame(
         int(game["n_players"]),
         tuple(float(v) for v in game["pay_c"]),

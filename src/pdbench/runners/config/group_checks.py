@@ -37,7 +37,17 @@ def check_seat(
     """One seat of a group; its AgentSpec when it is usable. Policies are the group policies;
     LLM agents are checked as everywhere; Axelrod strategies and people play pairs only."""
     if isinstance(agent, PolicyAgentConfig):
-        return _check_group_policy(agent, loc, resolved, issues)
+        spec = _check_group_policy(agent, loc, resolved, issues)
+        game = _game_of_seat(loaded, loc) if spec is not None else None
+        if spec is not None and game is not None:
+            from pdbench.agents.group_policy import make_group_policy
+
+            try:  # its parameters for this group's size (CC's m is 1..N-1)
+                make_group_policy(agent.policy, agent.params).machine(game.n_players, game)
+            except ValueError as exc:
+                issues.append(resolved.issue(loc + ("params",), str(exc)))
+                return None
+        return spec
     if isinstance(agent, AxelrodAgentConfig):
         issues.append(
             resolved.issue(

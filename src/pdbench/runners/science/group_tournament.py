@@ -127,7 +127,7 @@ def game_entry(game: GroupGame) -> dict[str, Any]:
         "n_players": game.n_players,
         "pay_c": list(game.pay_c),
         "pay_d": list(game.pay_d),
-        "params": dict(game.params),
+        "params": [list(pair) for pair in game.params],  # in the game's order
         "label": game.describe(),
     }
 

@@ -135,7 +135,7 @@ def manifest_conditions(loaded: LoadedConfig, plans: list[GroupPlan]) -> list[di
                     "n_players": game.n_players,
                     "pay_c": list(game.pay_c),
                     "pay_d": list(game.pay_d),
-                    "params": dict(game.params),
+                    "params": [list(pair) for pair in game.params],  # in the game's order
                     "label": game.describe(),
                 },
                 "horizon": horizon.model_dump(mode="json"),
