@@ -28,6 +28,7 @@ from pdbench.runners.lifecycle.session import (
     snapshot_changes,
 )
 from pdbench.storage.files import leftover_temp_files
+from pdbench.storage.record.fields import ROUND_INDEX
 from pdbench.storage.record.group_fields import seat_field, seats_of
 from pdbench.storage.record.group_jsonl import GroupRoundsEncoder
 from pdbench.storage.record.group_messages import game_talk, round_messages
@@ -168,7 +169,7 @@ def game_from_lines(
     order: every record names the run, the planned seed and the seats; payoffs are the stage
     game's for the moves and the running totals add up."""
     n = plan.n_players
-    records = sorted((orjson.loads(line) for line in lines), key=lambda r: r["round_index"])
+    records = sorted((orjson.loads(line) for line in lines), key=lambda r: r[ROUND_INDEX])
     played = np.zeros((n, len(records)), dtype=bool)
     intended = np.zeros((n, len(records)), dtype=bool)
     payoffs = np.zeros((n, len(records)), dtype=np.float64)
