@@ -29,6 +29,7 @@ from pdbench.storage.group_aggregate import (
 )
 from pdbench.storage.parquet import numeric_columns, read_checked_rows
 from pdbench.storage.schema import AGGREGATES_FILE
+from pdbench.storage.talk_corpus import reader_accuracy_line
 
 GROUP_COLOR = "#3b6fd8"
 REMEDY = "run `pdbench aggregate RUN_DIR`"
@@ -46,6 +47,13 @@ SEAT_METRICS: tuple[tuple[str, str, bool], ...] = (
     ("payoff_per_round", "payoff per round", False),
     ("partners_payoff_per_round", "partners' payoff per round", False),
     ("fallback_rate", "fallback moves", True),
+)
+# Added to a talking condition's seat table: pooled over its games (core/group_talk_rows.py).
+SEAT_TALK_METRICS: tuple[tuple[str, str, bool], ...] = (
+    ("said_promise_rate", "messages that promise C", True),
+    ("said_promise_kept_rate", "promises kept", True),
+    ("said_deception_rate", "promised C, played D", True),
+    ("declared_promise_kept_rate", "declared C, kept", True),
 )
 _TABLES = {
     AGGREGATES_FILE: GROUP_AGGREGATE_COLUMNS,
@@ -152,19 +160,30 @@ def _seats_table(condition: dict[str, Any], seats: list[dict[str, Any]]) -> str:
     """Each seat's metrics (the condition's exactness carried to its seats' cells); with groups
     drawn anew for each game, each agent's, over the games it sat in (no seat number)."""
     flag = {"exact": condition.get("exact")}
-    head = "".join(f"<th>{text(label)}</th>" for _, label, _ in SEAT_METRICS)
+    talks = any(s.get("messages") for s in seats)
+    metrics = (*SEAT_METRICS, *SEAT_TALK_METRICS) if talks else SEAT_METRICS
+    head = "".join(f"<th>{text(label)}</th>" for _, label, _ in metrics)
 
     def seat(s: dict[str, Any]) -> str:
         return "any" if s.get("seat") is None else str(int(s["seat"]) + 1)
 
     body = "".join(
         f"<tr><td>{seat(s)}</td><td>{text(s.get('name') or '')}</td>"
-        + "".join(f"<td>{cell({**s, **flag}, c, pct)}</td>" for c, _, pct in SEAT_METRICS)
+        + "".join(f"<td>{cell({**s, **flag}, c, pct)}</td>" for c, _, pct in metrics)
         + "</tr>"
         for s in sorted(seats, key=lambda s: (s.get("seat") is None, s.get("seat") or 0))
     )
+    note = (
+        "<p class='note'>Talk: rates pooled over the condition's games (every message or "
+        "promise of the seat together), 95% intervals with the game as the unit; what a message "
+        f"says is read from its words ({text(reader_accuracy_line())}); declared: the intention "
+        "the agent stated beside its message.</p>"
+        if talks
+        else ""
+    )
     return (
         f"<div class='scroll'><table><tr><th>seat</th><th>agent</th>{head}</tr>{body}</table></div>"
+        + note
     )
 
 

@@ -311,9 +311,13 @@ def _talk(rows: pd.DataFrame, labels: Sequence[str]) -> None:
         }
     )
     st.dataframe(table, hide_index=True, width="stretch")
+    from pdbench.storage.talk_corpus import reader_accuracy_line
+
     st.caption(
-        "Means over the condition's games with 95% intervals (games as the unit); a promise is "
-        "a message that says the seat will play C, read from its words; from seats.parquet."
+        "Messages: all the seat wrote in the condition's games. Rates: pooled over the games "
+        "(every promise of the seat together), with 95% intervals that treat the game as the "
+        "unit. A promise is a message that says the seat will play C, read from its words "
+        f"({reader_accuracy_line()}). From seats.parquet."
     )
 
 
