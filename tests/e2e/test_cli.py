@@ -272,8 +272,15 @@ def probe_imports(args: list[str], cwd: Path) -> dict[str, Any]:
 
 @pytest.mark.parametrize(
     "args",
-    [["--help"], ["validate", "configs/experiment.yaml"], ["validate", "configs/talk.yaml"]],
-    ids=["help", "validate", "validate_talk"],  # talk: the plan counts the messages too
+    [
+        ["--help"],
+        ["validate", "configs/experiment.yaml"],
+        ["validate", "configs/talk.yaml"],
+        ["validate", "configs/groups.yaml"],
+        ["validate", "configs/group_tournament.yaml"],
+        ["validate", "configs/group_evolution.yaml"],
+    ],
+    ids=["help", "validate", "validate_talk", "groups", "group_tournament", "group_evolution"],
 )
 def test_help_and_validate_do_not_import_heavy_libraries(args: list[str]) -> None:
     result = probe_imports(args, REPO)
