@@ -95,7 +95,8 @@ def run_command(name: str, example: str) -> Callable[[Callable[..., None]], Call
 @run_command("run", "pdbench run configs/experiment.yaml --replicates 2 --overwrite")
 def run() -> None:
     """Run an experiment: every condition x replicate; writes rounds.jsonl, run_manifest.json,
-    aggregates.parquet (and llm_calls.jsonl with LLM agents)."""
+    aggregates.parquet (and llm_calls.jsonl with LLM agents). A groups config (N-player games,
+    configs/groups.yaml) writes groups_manifest.json, seats.parquet and the group tables."""
 
 
 @run_command(
@@ -104,13 +105,14 @@ def run() -> None:
 )
 def tournament() -> None:
     """Play a round-robin tournament; writes matches, leaderboard and payoff matrix (Parquet)
-    and prints the leaderboard."""
+    and prints the leaderboard. A group tournament config plays every group of N of its
+    field."""
 
 
 @run_command("evolve", "pdbench evolve configs/evolution.yaml --noise 0.05 --overwrite")
 def evolve() -> None:
     """Evolve a population of strategies; writes generations.parquet and prints the initial
-    and final shares."""
+    and final shares. A group evolution config takes fitness from group compositions."""
 
 
 def resume_run(run_dir: Path, **options: Any) -> None:
