@@ -119,26 +119,34 @@ def comparison_rows(
         )
         sides = (exact.get(baseline, False), exact.get(condition, False))
         result = contrast(games[baseline], games[condition], rng, bounds=bounds, exact=sides)
-        out.append(
-            {
-                "metric": metric,
-                "baseline": baseline,
-                "condition": condition,
-                "n_baseline": result.n_baseline,
-                "n_condition": result.n_condition,
-                "baseline_mean": result.baseline_mean,
-                "condition_mean": result.condition_mean,
-                "difference": result.difference,
-                "ci_low": result.ci_low,
-                "ci_high": result.ci_high,
-                "p_value": result.p_value,
-                "method": result.method,
-                "exact": result.exact,
-            }
-        )
-    for row, adjusted in zip(out, holm([r["p_value"] for r in out]), strict=True):
+        out.append(contrast_row(metric, baseline, condition, result))
+    return with_holm(out)
+
+
+def contrast_row(metric: str, baseline: str, condition: str, result: Any) -> dict[str, Any]:
+    """One row of comparisons.parquet (without p_holm) from a `core.compare.Contrast`."""
+    return {
+        "metric": metric,
+        "baseline": baseline,
+        "condition": condition,
+        "n_baseline": result.n_baseline,
+        "n_condition": result.n_condition,
+        "baseline_mean": result.baseline_mean,
+        "condition_mean": result.condition_mean,
+        "difference": result.difference,
+        "ci_low": result.ci_low,
+        "ci_high": result.ci_high,
+        "p_value": result.p_value,
+        "method": result.method,
+        "exact": result.exact,
+    }
+
+
+def with_holm(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows with their Holm-adjusted p-values (adjusted together)."""
+    for row, adjusted in zip(rows, holm([r["p_value"] for r in rows]), strict=True):
         row["p_holm"] = adjusted
-    return out
+    return rows
 
 
 def read_aggregate_rows(run_dir: Path) -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from pdbench.core.compare import contrast, holm
+from pdbench.core.compare import contrast
 from pdbench.core.exact import is_exact_row
 from pdbench.core.group_conditions import GROUP_AGGREGATE_COLUMNS
 from pdbench.core.group_metrics import GROUP_METRIC_COLUMNS, group_feasible_range
@@ -32,7 +32,12 @@ def compare_group_run(
 ) -> list[dict[str, Any]]:
     """Compare the conditions of a groups run on one metric; write comparisons.parquet (the
     columns of an experiment's comparisons)."""
-    from pdbench.runners.science.compare import COLUMNS, COMPARISONS_FILE
+    from pdbench.runners.science.compare import (
+        COLUMNS,
+        COMPARISONS_FILE,
+        contrast_row,
+        with_holm,
+    )
 
     run_dir = Path(run_dir)
     manifest = read_manifest(run_dir, "groups")
@@ -76,24 +81,7 @@ def compare_group_run(
             bounds=(bounds(baseline), bounds(condition)),
             exact=(exact.get(baseline, False), exact.get(condition, False)),
         )
-        out.append(
-            {
-                "metric": metric,
-                "baseline": baseline,
-                "condition": condition,
-                "n_baseline": result.n_baseline,
-                "n_condition": result.n_condition,
-                "baseline_mean": result.baseline_mean,
-                "condition_mean": result.condition_mean,
-                "difference": result.difference,
-                "ci_low": result.ci_low,
-                "ci_high": result.ci_high,
-                "p_value": result.p_value,
-                "method": result.method,
-                "exact": result.exact,
-            }
-        )
-    for row, adjusted in zip(out, holm([r["p_value"] for r in out]), strict=True):
-        row["p_holm"] = adjusted
+        out.append(contrast_row(metric, baseline, condition, result))
+    with_holm(out)
     write_table(run_dir / COMPARISONS_FILE, out, COLUMNS)
     return out

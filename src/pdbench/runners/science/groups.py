@@ -11,7 +11,6 @@ every metric with its interval, the game as the unit (`pdbench.storage.group_agg
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,23 +24,10 @@ from pdbench.runners.config.loader import LoadedConfig
 from pdbench.runners.engine.group_engine import GroupPlan
 from pdbench.runners.lifecycle.group_session import GroupRunSession
 from pdbench.runners.lifecycle.session import RunOptions
+from pdbench.runners.science.experiment import RunSummary
 from pdbench.storage.run_dir import read_manifest
 
-__all__ = ["GroupRunSummary", "plan_groups", "run_groups"]
-
-
-@dataclass
-class GroupRunSummary:
-    """What a finished groups run produced."""
-
-    run_dir: Path
-    run_id: str
-    n_games: int
-    n_rounds: int
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    manifest: dict[str, Any] = field(default_factory=dict)
-    games_played: int = 0
-    games_resumed: int = 0
+__all__ = ["RunSummary", "plan_groups", "run_groups"]
 
 
 def member_specs(loaded: LoadedConfig, index: int) -> tuple[Any, ...]:
@@ -170,7 +156,7 @@ def manifest_conditions(loaded: LoadedConfig, plans: list[GroupPlan]) -> list[di
     return out
 
 
-def run_groups(loaded: LoadedConfig, options: RunOptions | None = None) -> GroupRunSummary:
+def run_groups(loaded: LoadedConfig, options: RunOptions | None = None) -> RunSummary:
     """Run (or resume) every group condition x replicate and write the artifacts."""
     from pdbench.core.stats import IntervalSettings
     from pdbench.storage.group_aggregate import write_group_aggregates
@@ -196,7 +182,7 @@ def run_groups(loaded: LoadedConfig, options: RunOptions | None = None) -> Group
         return {}
 
     result = GroupRunSession(loaded, plans, options, extra).run(finish)  # type: ignore[arg-type]
-    return GroupRunSummary(
+    return RunSummary(
         result.run_dir,
         cfg.run.run_id,
         len(plans),
