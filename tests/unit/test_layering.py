@@ -32,7 +32,12 @@ ALLOWED = {
 }
 UI_EXTRA = {"pdbench.agents.policy"}  # each policy's look and description
 # the back end of the tabs that start runs (and show their plans)
-UI_RUNNERS_MODULES = {"pdbench.ui.launcher", "pdbench.ui.planning", "pdbench.ui.play_launcher"}
+UI_RUNNERS_MODULES = {
+    "pdbench.ui.launcher",
+    "pdbench.ui.planning",
+    "pdbench.ui.play_launcher",
+    "pdbench.ui.play_group_launcher",
+}
 # Standard and third-party modules core may not touch: I/O, clock, environment, global RNG,
 # concurrency, and the heavy libraries of the outer layers.
 CORE_FORBIDDEN = {

@@ -123,10 +123,13 @@ def seat_card(game: GroupGameRounds, seat: int, t: int, emoji: str = "") -> str:
     )
 
 
-def ring_html(game: GroupGameRounds, t: int, emojis: Sequence[str] = ()) -> str:
+def ring_html(
+    game: GroupGameRounds, t: int, emojis: Sequence[str] = (), total_rounds: int | None = None
+) -> str:
     """The seats around the group at the round in column `t` (0-based) of `game`: a card per
     seat on an ellipse that fills the width it is given, the round and how many cooperated in
-    the middle. `emojis`: a face per seat ('' for none)."""
+    the middle. `emojis`: a face per seat ('' for none); `total_rounds`: the game's length when
+    `game` holds only the rounds played so far (the Play tab's group game)."""
     n = game.n_seats
     height, width, card_height = ring_size(n)
     cards = []
@@ -145,7 +148,8 @@ def ring_html(game: GroupGameRounds, t: int, emojis: Sequence[str] = ()) -> str:
     said = len(game.messages[t])
     middle = (
         f'<div class="pdb-gring-mid"><div class="pdb-gring-round">Round {t + 1} of '
-        f'{game.n_rounds}</div><div class="pdb-gring-count">{k} of {n} cooperated</div>'
+        f"{total_rounds or game.n_rounds}</div>"
+        f'<div class="pdb-gring-count">{k} of {n} cooperated</div>'
         f'<div class="pdb-gring-bar"><span style="width:{100 * k / n:.1f}%"></span></div>'
         + (
             f'<div class="pdb-gring-said">💬 {said} message{"s" * (said != 1)}</div>'

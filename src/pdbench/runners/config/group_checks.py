@@ -1,5 +1,7 @@
 """What pydantic cannot check about a seat of a group: group policies by name and parameters
-(`pdbench.agents.group_policy`), and which kinds of agent play groups at all."""
+(`pdbench.agents.group_policy`), and which kinds of agent play groups at all. A person plays a
+group only in the app's Play tab, whose config is loaded with `human_seats` (one recorded game,
+see `_check_human_seat`); a config file may not seat one."""
 
 from __future__ import annotations
 
@@ -33,9 +35,11 @@ def check_seat(
     matrix: PayoffMatrix,
     loaded: LoadedConfig,
     issues: list[ConfigIssue],
+    human_seats: bool = False,
 ) -> AgentSpec | None:
     """One seat of a group; its AgentSpec when it is usable. Policies are the group policies;
-    LLM agents are checked as everywhere; Axelrod strategies and people play pairs only."""
+    LLM agents are checked as everywhere; Axelrod strategies play pairs only; a person sits in a
+    group only when `human_seats` allows it (the app's Play tab) and the config is groups."""
     if isinstance(agent, PolicyAgentConfig):
         spec = _check_group_policy(agent, loc, resolved, issues)
         game = _game_of_seat(loaded, loc) if spec is not None else None
@@ -58,6 +62,8 @@ def check_seat(
         )
         return None
     if isinstance(agent, HumanAgentConfig):
+        if human_seats and isinstance(loaded.config, GroupsConfig):
+            return _check_human_seat(agent, loc, resolved, loaded.config, issues)
         issues.append(
             resolved.issue(
                 loc, "a person plays a group in the app's Play tab, not from a config (got human)"
@@ -74,6 +80,48 @@ def check_seat(
         return group_template_problem(templates, game, llm.output_format)
 
     return check_agent(agent, loc, resolved, matrix, loaded, issues, group_templates)
+
+
+def _check_human_seat(
+    agent: HumanAgentConfig,
+    loc: Loc,
+    resolved: Resolved,
+    config: GroupsConfig,
+    issues: list[ConfigIssue],
+) -> AgentSpec | None:
+    """A person's seat is one recorded game, as a human agent of an experiment is: a fixed
+    group, one replicate, a fixed horizon of exactly as many rounds as it has moves, and (for
+    now) no message channel."""
+    index = loc[2]
+    assert isinstance(index, int)
+    cond = config.groups.conditions[index]
+    horizon = cond.horizon or config.horizon
+    problems: list[tuple[Loc, str]] = []
+    if cond.matching != "fixed":
+        problems.append((loc, "a person sits in a fixed group (seats), not in a pool"))
+    if config.groups.replicates != 1:
+        problems.append(
+            (
+                loc,
+                "a human seat is one recorded game, so groups.replicates must be 1 "
+                f"(got {config.groups.replicates})",
+            )
+        )
+    if horizon.type != "fixed":
+        problems.append((loc, "a human seat needs a fixed horizon (its moves are one game's)"))
+    elif horizon.n_rounds != len(agent.moves):
+        problems.append(
+            (
+                loc + ("moves",),
+                f"a human seat needs one move per round: {len(agent.moves)} moves for a game "
+                f"of {horizon.n_rounds} rounds",
+            )
+        )
+    if config.communication_of(cond).enabled:
+        problems.append((loc, "a person plays a group without talk (valid mode: none)"))
+    for where, message in problems:
+        issues.append(resolved.node_issue(where, message))
+    return None if problems else AgentSpec(agent)
 
 
 def _game_of_seat(loaded: LoadedConfig, loc: Loc) -> GroupGame | None:

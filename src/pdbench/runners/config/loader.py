@@ -144,6 +144,7 @@ def load_mapping(
     base_dir: str | Path,
     kind: str | None = None,
     overrides: dict[str, Any] | None = None,
+    human_seats: bool = False,
 ) -> LoadedConfig:
     """Load and fully validate a config given as a mapping (what the app's forms build), as
     `load_config` would the same mapping written as YAML into `base_dir`: refs, prompt files and
@@ -152,16 +153,24 @@ def load_mapping(
 
     The result is for checking and planning: its `path` names no file (a run records its config
     file to resume from, so a run is started from a written config).
+
+    `human_seats`: a groups config may seat a person (the app's Play tab builds a person's
+    group game this way; a config file is refused one, see `group_checks.check_seat`).
     """
     resolved = resolve_mapping(data, name, Path(base_dir))
-    return _validate(resolved, mapping_source(Path(base_dir)), kind, overrides)
+    return _validate(resolved, mapping_source(Path(base_dir)), kind, overrides, human_seats)
 
 
 def _validate(
-    resolved: Resolved, path: Path, kind: str | None, overrides: dict[str, Any] | None
+    resolved: Resolved,
+    path: Path,
+    kind: str | None,
+    overrides: dict[str, Any] | None,
+    human_seats: bool = False,
 ) -> LoadedConfig:
     """A resolved config (from the file or mapping `path` stands for) validated: its kind, the
-    overrides, the sweep, the model, then every check pydantic cannot do."""
+    overrides, the sweep, the model, then every check pydantic cannot do (`human_seats`: a
+    group may seat a person)."""
     found = config_kind(resolved.data)
     display = resolved.display(path)
     if found is None:
@@ -219,7 +228,7 @@ def _validate(
     seen: dict[str, Loc] = {}
     for loc, agent in config.agent_locations():
         if isinstance(config, GROUP_MODELS):
-            spec = check_seat(agent, loc, resolved, matrix, loaded, issues)
+            spec = check_seat(agent, loc, resolved, matrix, loaded, issues, human_seats)
         else:
             spec = check_agent(agent, loc, resolved, matrix, loaded, issues)
         if spec is not None:

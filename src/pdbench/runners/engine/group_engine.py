@@ -259,6 +259,23 @@ class GroupEngine:
             for seat, spec in enumerate(plan.agents)
         ]
 
+    def play_prefix(self, plan: GroupPlan, rounds: int) -> GroupResult:
+        """Play only the first `rounds` rounds of one group game, round by round (the seats are
+        told the plan's full length, as in the whole game); its models checked first, as a run
+        checks them. The app's Play tab replays a person's group game so far with this, so the
+        co-players move exactly as they will in the saved run (`pdbench.runners.live_group`)."""
+        import asyncio
+
+        return asyncio.run(self._play_prefix(plan, rounds))
+
+    async def _play_prefix(self, plan: GroupPlan, rounds: int) -> GroupResult:
+        pool = ProviderPool()
+        try:
+            await self._check_models([plan], pool)
+            return await self.play_game(plan, pool, rounds)
+        finally:
+            await pool.aclose()
+
     async def play_game(
         self, plan: GroupPlan, pool: ProviderPool | None = None, rounds: int | None = None
     ) -> GroupResult:

@@ -20,6 +20,9 @@ a new session, finds it and replays it. The tab reads and writes only that param
 The moves are called Cooperate and Defect throughout (`play_look`). Each round's result flips in
 (CSS); at the end a lesson card says which strategy the person played like (the saved run's
 strategy card), both players' memory-one profiles and one sentence of the lesson (`lesson`).
+
+The person may also take a seat in a group of 3 to 6 instead (`play_group`: its own form, board
+and saved groups run, kept under the URL's `group` parameter).
 """
 
 from __future__ import annotations
@@ -33,7 +36,16 @@ import streamlit as st
 from pdbench.core.rounds_display import FIRST_ROUND, round_text
 from pdbench.errors import PdbenchError
 from pdbench.storage.record.fields import MESSAGES, ROUND_INDEX, side_field, side_fields
-from pdbench.ui import data, launcher, lesson, play_launcher, play_look, play_talk, tables
+from pdbench.ui import (
+    data,
+    launcher,
+    lesson,
+    play_group,
+    play_launcher,
+    play_look,
+    play_talk,
+    tables,
+)
 from pdbench.ui.components import (
     SEL_CONDITION,
     SEL_REPLICATE,
@@ -65,6 +77,8 @@ def render(ctx: AppContext) -> None:
     if config_dir is None:
         return
     game = st.session_state.get(GAME)
+    if game is None and play_group.show_game(ctx, config_dir):
+        return  # a group game in progress (`play_group`)
     if game is None:
         game = _restore(ctx, config_dir)
     if game is None:
@@ -146,7 +160,11 @@ def _new_game(
 
 
 def _setup(ctx: AppContext, config_dir: Path) -> None:
-    """Pick the opponent and the game; Start writes the live config and opens the board."""
+    """Pick the opponent and the game; Start writes the live config and opens the board. (Or,
+    when the person chooses a group, the group game's form: `play_group.setup`.)"""
+    if play_group.pick_mode() == "group":
+        play_group.setup(ctx, config_dir)
+        return
     restore_widgets(STORE)
     options = {o.key: o for o in launcher.agent_options(config_dir)}
     if st.session_state.get("pl_opponent") not in options:
