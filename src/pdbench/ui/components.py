@@ -15,6 +15,7 @@ import streamlit as st
 
 from pdbench.errors import PdbenchError
 from pdbench.ui import data, launcher, replies, saved_runs, tables, url_state
+from pdbench.ui.group_science_data import load_result
 from pdbench.ui.style import CSS, GAMES_CSS, Profile, agent_profile, card_html
 from pdbench.ui.url_state import SEL_CONDITION as SEL_CONDITION  # the shared selection's keys
 from pdbench.ui.url_state import SEL_REPLICATE as SEL_REPLICATE
@@ -225,15 +226,14 @@ def _open_typed_path(prefix: str) -> None:
     typed = str(st.session_state.get(f"{prefix}_path") or "").strip()
     if not typed:
         return
-    kind = st.session_state.get(f"{prefix}_kind")
+    kinds = st.session_state.get(f"{prefix}_kind")
+    kinds = (kinds,) if isinstance(kinds, str) else tuple(kinds or ())
     try:  # a directory that cannot be shown is not added to the list: its problem is said once
         path = url_state.decode_path(typed, Path.cwd())
         if path is None:
             raise data.NotARun(f"{url_state.quoted(typed)}: not a path that can be read")
-        if kind == "tournament":
-            data.load_tournament(path)
-        elif kind == "evolution":
-            data.load_evolution(path)
+        if kinds:
+            load_result(path, saved_runs.kind_of(path, kinds))
     except data.RunLoadError as exc:
         st.session_state[f"{prefix}_flash_error"] = data.first_line(exc)
         st.session_state[f"{prefix}_path"] = ""
@@ -245,16 +245,24 @@ def _open_typed_path(prefix: str) -> None:
 
 
 def saved_results(
-    prefix: str, kind: str, roots: Iterable[Path], extra: Sequence[str], empty_hint: str
-) -> tables.Tournament | tables.Evolution | None:
+    prefix: str,
+    kind: str,
+    roots: Iterable[Path],
+    extra: Sequence[str],
+    empty_hint: str,
+    also: Sequence[str] = (),
+) -> Any:
     """The results section of the tournament and evolution tabs: a select box over the saved
-    runs of `kind` under `roots` (`extra` directories on top), a box to open any other
-    directory, and the chosen run loaded (None, with the reason shown, when it cannot be).
+    runs of `kind` (and of the kinds `also`, listed with them: the group tournaments beside the
+    tournaments) under `roots` (`extra` directories on top), a box to open any other
+    directory, and the chosen run loaded by its kind (`group_science_data.load_result`: a
+    `tables.Tournament`, `tables.Evolution` or a group one; None, with the reason shown, when it
+    cannot be).
 
     The selection lives in session state `<prefix>_dir`, so a tab can select a directory it has
     just written before the box is drawn; `<prefix>_flash` is shown once above it."""
     st.markdown("#### 📂 Results")
-    st.session_state[f"{prefix}_kind"] = kind
+    st.session_state[f"{prefix}_kind"] = (kind, *also)
     flash = st.session_state.pop(f"{prefix}_flash", None)
     if flash:
         st.success(flash, icon="✅")
@@ -271,7 +279,7 @@ def saved_results(
             args=(prefix,),
         )
     typed = list(st.session_state.get(f"{prefix}_extra", []))
-    entries = saved_runs.list_saved(kind, roots, [*typed, *extra])
+    entries = saved_runs.list_saved((kind, *also), roots, [*typed, *extra])
     if not entries:
         left.info(empty_hint, icon="🗂️")
         return None
@@ -292,7 +300,7 @@ def saved_results(
     st.session_state[kept] = path
     url_state.show_saved(kind, path)
     try:
-        return data.load_tournament(path) if kind == "tournament" else data.load_evolution(path)
+        return load_result(path, by_path[path].kind)
     except data.RunLoadError as exc:
         show_error(exc)
         return None

@@ -58,6 +58,8 @@ KIND_NAMES = {
     "tournament": "tournament",
     "evolution": "evolution",
     "groups": "groups run",
+    "group_tournament": "group tournament",
+    "group_evolution": "group evolution",
 }
 # rounds.jsonl fields the viewer reads (prompts, raw replies and these are skipped).
 UNUSED_ROUND_FIELDS = ("seed", HORIZON_TYPE, FIXED_N, "stop_prob", TIMESTAMP)

@@ -1,10 +1,12 @@
-"""The lists of saved runs of each kind (experiment, tournament, evolution) the pickers offer:
-the directories holding that kind's manifest, newest first, each described from its manifest."""
+"""The lists of saved runs of each kind (experiment, tournament, evolution, and the group kinds)
+the pickers offer: the directories holding that kind's manifest, newest first, each described
+from its manifest. One list may hold several kinds (the Tournament tab's pairwise and group
+tournaments)."""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -31,20 +33,31 @@ def saved_run(directory: str | Path, kind: str) -> tables.SavedRun:
     )
 
 
+def kind_of(directory: str | Path, kinds: Sequence[str]) -> str:
+    """The first of `kinds` whose manifest the directory holds (the first kind when none:
+    its entry then says what is wrong)."""
+    try:
+        return next(k for k in kinds if (Path(directory) / MANIFEST_FILES[k]).is_file())
+    except (StopIteration, OSError):  # OSError: a name too long, a directory not searchable
+        return kinds[0]
+
+
 def list_saved(
-    kind: str, roots: Iterable[str | Path], extra: Iterable[str | Path] = ()
+    kind: str | Sequence[str], roots: Iterable[str | Path], extra: Iterable[str | Path] = ()
 ) -> list[tables.SavedRun]:
-    """Runs of this kind (directories holding its manifest) under `roots`, newest first, with
-    the `extra` directories on top."""
+    """Runs of this kind, or of these kinds (directories holding one's manifest), under
+    `roots`, newest first, with the `extra` directories on top."""
+    kinds = (kind,) if isinstance(kind, str) else tuple(kind)
     found: dict[str, tables.SavedRun] = {}
     for root in map(Path, roots):
         if root.is_dir():
             for child in root.iterdir():
-                if child.is_dir() and (child / MANIFEST_FILES[kind]).is_file():
-                    entry = saved_run(child, kind)
+                held = [k for k in kinds if (child / MANIFEST_FILES[k]).is_file()]
+                if child.is_dir() and held:
+                    entry = saved_run(child, held[0])
                     found[entry.path] = entry
     listed = sorted(found.values(), key=lambda r: (r.started, r.run_id), reverse=True)
-    extras = list({e.path: e for e in (saved_run(p, kind) for p in extra)}.values())
+    extras = list({e.path: e for e in (saved_run(p, kind_of(p, kinds)) for p in extra)}.values())
     return _told_apart(extras + [r for r in listed if r.path not in {e.path for e in extras}])
 
 

@@ -76,6 +76,17 @@ def run_summary(kind: str, m: Mapping[str, Any]) -> str:
             f"{len(m.get('players') or [])} players · {int(totals.get('matches', 0)):,} matches · "
             f"noise {m.get('noise', 0):g}"
         )
+    if kind == "group_tournament":
+        return (
+            f"groups of {m.get('group_size', '?')} · {len(m.get('players') or [])} players · "
+            f"{int(totals.get('games', 0)):,} games · noise {m.get('noise', 0):g}"
+        )
+    if kind == "group_evolution":
+        return (
+            f"groups of {m.get('group_size', '?')} · "
+            f"{str(m.get('process', '?')).replace('_', ' ')} · "
+            f"{plural(len(m.get('runs') or []), 'seed')}"
+        )
     fixated = m.get("fixated")
     return (
         f"{str(m.get('process', '?')).replace('_', '-')} · noise {m.get('noise', 0):g} · "

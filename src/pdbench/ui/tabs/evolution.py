@@ -4,7 +4,8 @@ miscommunication, match length and dynamics, run, then watch the population chan
 A run is written to a new `data/evolutions/ui_<timestamp>/` (see `pdbench.ui.launcher`) and shown
 from its generations.parquet: the population over time (stacked area), the animated population
 (a ring of members and a bar per strategy, played in the browser by `animation.evolution_page`)
-and the final shares.
+and the final shares. A saved group evolution (`pdbench evolve` of a `group_evolution` config)
+is listed with them and shown by `ui.group_science_views`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,17 @@ from pathlib import Path
 
 import streamlit as st
 
-from pdbench.ui import animation, charts, data, launcher, planning, presets, science, tables
+from pdbench.ui import (
+    animation,
+    charts,
+    data,
+    group_science_views,
+    launcher,
+    planning,
+    presets,
+    science,
+    tables,
+)
 from pdbench.ui.components import (
     AppContext,
     agent_multiselect,
@@ -23,13 +34,14 @@ from pdbench.ui.components import (
     save_widgets,
     saved_results,
 )
+from pdbench.ui.group_science_data import EVOLUTION_KIND, GroupEvolution
 from pdbench.ui.presets import PRESETS, PROCESSES, EvolutionSettings
 from pdbench.ui.style import policy_profile, population_strip_html
 
 LABEL = "🧬 Evolution"
 KEY = "evolution"  # the tab's name in the session state (e.g. a pending tab switch)
 POSITION = 5  # its place among the tabs, left to right
-FIRST_FOR: tuple[str, ...] = ("evolution",)  # opens first for an evolution directory
+FIRST_FOR: tuple[str, ...] = ("evolution", EVOLUTION_KIND)  # opens first for these
 PREFIX = "ev"  # results picker keys (ev_dir, ev_flash, ...)
 STORE = "ev_form"  # saved widget values (see components.restore_widgets)
 SPEED_MS = 250  # the animation's default speed (ms per generation)
@@ -123,18 +135,22 @@ def render(ctx: AppContext) -> None:
     settings = _form()
     if settings is not None:
         _run(settings)
-    extra = [str(ctx.run_dir)] if ctx.run_dir and data.run_kind(ctx.run_dir) == "evolution" else []
+    given = ctx.run_dir is not None and data.run_kind(ctx.run_dir) in FIRST_FOR
     root = data.EVOLUTIONS_ROOT
     result = saved_results(
         PREFIX,
         "evolution",
         [root],
-        extra,
+        [str(ctx.run_dir)] if given else [],
         f"No evolutions yet under `{root}/`: run one above, or "
-        "`uv run pdbench evolve configs/evolution.yaml`.",
+        "`uv run pdbench evolve configs/evolution.yaml` "
+        "(`configs/group_evolution.yaml` for one of groups).",
+        also=(EVOLUTION_KIND,),
     )
     if isinstance(result, tables.Evolution):
         _show(result)
+    elif isinstance(result, GroupEvolution):  # strategies meeting in groups: its own view
+        group_science_views.show_evolution(result)
 
 
 def _form() -> EvolutionSettings | None:

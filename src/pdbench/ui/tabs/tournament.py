@@ -3,7 +3,9 @@ then the medal leaderboard and who scores against whom.
 
 A run is written to a new `data/tournaments/ui_<timestamp>/` (see `pdbench.ui.launcher`) and
 shown from its files; tournaments already on disk (or any directory typed in) open the same
-way. Every number comes from the library's leaderboard.parquet and payoff_matrix.parquet.
+way. Every number comes from the library's leaderboard.parquet and payoff_matrix.parquet. A
+saved group tournament (`pdbench tournament` of a `group_tournament` config) is listed with
+them and shown by `ui.group_science_views`.
 """
 
 from __future__ import annotations
@@ -13,7 +15,16 @@ from typing import Any
 
 import streamlit as st
 
-from pdbench.ui import charts, data, launcher, planning, podium, presets, tables
+from pdbench.ui import (
+    charts,
+    data,
+    group_science_views,
+    launcher,
+    planning,
+    podium,
+    presets,
+    tables,
+)
 from pdbench.ui.components import (
     AppContext,
     agent_multiselect,
@@ -23,12 +34,13 @@ from pdbench.ui.components import (
     save_widgets,
     saved_results,
 )
+from pdbench.ui.group_science_data import TOURNAMENT_KIND, GroupTournament
 from pdbench.ui.style import podium_html
 
 LABEL = "🏆 Tournament"
 KEY = "tournament"  # the tab's name in the session state (e.g. a pending tab switch)
 POSITION = 4  # its place among the tabs, left to right
-FIRST_FOR: tuple[str, ...] = ("tournament",)  # opens first for a tournament directory
+FIRST_FOR: tuple[str, ...] = ("tournament", TOURNAMENT_KIND)  # opens first for these
 PREFIX = "tn"  # the results picker's keys: tn_dir (selected), tn_flash, tn_path, tn_extra
 FORM = "tn_form"  # saved widget values (see components.restore_widgets)
 FORM_KEYS = (
@@ -64,18 +76,22 @@ def render(ctx: AppContext) -> None:
         st.error("No configs folder with agents/ found: cannot list the strategies.", icon="🚫")
     else:
         _form(config_dir)
-    extra = [str(ctx.run_dir)] if ctx.run_dir and data.run_kind(ctx.run_dir) == "tournament" else []
+    given = ctx.run_dir is not None and data.run_kind(ctx.run_dir) in FIRST_FOR
     root = data.TOURNAMENTS_ROOT
     result = saved_results(
         PREFIX,
         "tournament",
         [root],
-        extra,
+        [str(ctx.run_dir)] if given else [],
         f"No tournaments yet under `{root}/`: run one above, or "
-        "`uv run pdbench tournament configs/tournament.yaml`.",
+        "`uv run pdbench tournament configs/tournament.yaml` "
+        "(`configs/group_tournament.yaml` for one of groups).",
+        also=(TOURNAMENT_KIND,),
     )
     if isinstance(result, tables.Tournament):
         _show(result)
+    elif isinstance(result, GroupTournament):  # a tournament of groups: its own view
+        group_science_views.show_tournament(result)
 
 
 def _form(config_dir: Path) -> None:
