@@ -6,7 +6,8 @@ played (`GroupEngine`), that the rounds are kept in rounds.jsonl only, and how a
 games a stopped run finished: a game is kept when it has its planned rounds 0..n-1, every record
 names this run, the game's planned seed and its seats in order, and its moves and payoffs agree
 with the stage game; the others are played again (policy games replay identically; an LLM game
-that is found damaged stops the resume, as in experiments).
+that is found damaged stops the resume, as in experiments). On `--backend ray` the games are Ray
+tasks (`pdbench.runners.ray.group_backend`) and this process writes every record.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pdbench.runners.lifecycle.session import (
     input_changes,
     snapshot_changes,
 )
-from pdbench.storage.files import leftover_temp_files
+from pdbench.storage.files import JsonlAppender, leftover_temp_files
 from pdbench.storage.record.fields import ROUND_INDEX
 from pdbench.storage.record.group_fields import seat_field, seats_of
 from pdbench.storage.record.group_jsonl import GroupRoundsEncoder
@@ -76,8 +77,44 @@ class GroupRunSession(RunSession):
         total = sum(p.n_rounds for p in self.plans)
         engine.play(todo, done_before=total - sum(p.n_rounds for p in todo), total=total)
 
-    def _play_on_ray(self, *args: Any, **kwargs: Any) -> None:
-        raise RunError("groups run on the local backend only (--backend ray: not yet for groups)")
+    def _play_on_ray(  # type: ignore[override]
+        self,
+        todo: list[GroupPlan],
+        broker: CallBroker,
+        writer: OrderedRoundsWriter,
+        result: SessionResult,
+        calls_log: JsonlAppender | None,
+    ) -> None:
+        """Play as Ray tasks (`pdbench.runners.ray.group_backend`); this process writes every
+        record, as `_play` does."""
+        from pdbench.runners.ray.group_backend import GroupRaySettings, play_groups_on_ray
+
+        run = self.loaded.config.run
+        total = sum(p.n_rounds for p in self.plans)
+        done = [total - sum(p.n_rounds for p in todo)]
+        progress = self.options.progress
+
+        def tick(rounds: int) -> None:
+            done[0] += rounds
+            if progress is not None:
+                progress(done[0], total)
+
+        def collect(plan: GroupPlan, outcome: GroupOutcome) -> None:
+            result.outcomes[plan.index] = outcome  # type: ignore[assignment]
+            result.games_played += 1
+
+        tick(0)
+        settings = GroupRaySettings(
+            run.run_id,
+            run.store_prompts,
+            run.store_raw_responses,
+            self.options.concurrency,
+            broker.session,
+            self._cache_dir(),
+        )
+        play_groups_on_ray(
+            self.options.ray_address, todo, settings, broker, writer, calls_log, collect, tick
+        )
 
     def _resume(self) -> tuple[dict[str, Any], dict[int, Any]]:  # type: ignore[override]
         manifest = read_manifest(self.run_dir, self.loaded.kind)
