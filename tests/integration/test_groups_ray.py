@@ -33,9 +33,11 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[Any]:
-    """A local Ray instance for the module."""
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
+    """A local Ray instance for the module (the environment restored afterwards)."""
+    names = ("RAY_USAGE_STATS_ENABLED", "RAY_ENABLE_UV_RUN_RUNTIME_ENV")
+    saved = {name: os.environ.get(name) for name in names}
+    for name in names:
+        os.environ.setdefault(name, "0")
     import ray
 
     temp = tempfile.mkdtemp(prefix="pdgray", dir="/tmp")  # Ray's socket paths must stay short
@@ -45,6 +47,11 @@ def ray_cluster() -> Iterator[Any]:
     finally:
         ray.shutdown()
         shutil.rmtree(temp, ignore_errors=True)
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def on_ray(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

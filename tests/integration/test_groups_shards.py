@@ -293,3 +293,47 @@ def test_group_tournaments_are_not_sharded(
     assert (
         code == 2 and "run.shard: group tournaments and group evolutions are not sharded" in err
     ), err
+
+
+def test_a_shard_stopped_by_its_budget_resumed_then_merged_equals_the_unsharded_run(
+    runs: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.support.group_shards import set_budget
+
+    config = write_group_config(tmp_path, budget={"max_calls": 5})
+    shard = tmp_path / "s1"
+    args = [
+        "run",
+        str(config),
+        "--shard",
+        f"1/{K}",
+        "-o",
+        str(shard),
+        "--cache-dir",
+        str(tmp_path / "c"),
+    ]
+    code, _, err = run_in_process(args, capsys)
+    assert code == 2 and "max_calls=5" in err, err
+    merged = tmp_path / "merged"
+    _, s2, s3 = (str(s) for s in runs["shards"])
+    code, _, err = run_in_process(["merge", str(merged), str(shard), s2, s3], capsys)
+    assert code == 2 and "shard not completed (status stopped)" in err, err
+    set_budget(config, {"max_calls": None, "max_tokens": None, "max_cost_usd": None})
+    code, _, err = run_in_process([*args, "--resume"], capsys)
+    assert code == 0, err
+    code, _, err = run_in_process(["merge", str(merged), str(shard), s2, s3], capsys)
+    assert code == 0, err
+    assert rounds_without_timestamps(merged) == rounds_without_timestamps(runs["full"])
+    got, want = group_tables(merged), group_tables(runs["full"])
+    for name in GROUP_TABLES:
+        assert got[name].equals(want[name]), name
+    assert len(manifest(merged)["sessions"]) == K + 1  # the stopped shard's two sessions
+
+
+def test_a_shard_that_owns_no_game_has_no_rounds_to_read(tmp_path: Path) -> None:
+    from pdbench.storage.record.group_shard_check import ExpectedGroupGame, group_shard_rounds
+
+    game = ExpectedGroupGame("g", 0, 1, 7, 3, 0.0, "fixed", 3, None, ("A", "B", "C"))
+    assert group_shard_rounds(tmp_path / "rounds.jsonl", 2, 2, {("g", 0): game}, "run") == {}
+    with pytest.raises(Exception, match="cannot read"):
+        group_shard_rounds(tmp_path / "rounds.jsonl", 1, 2, {("g", 0): game}, "run")

@@ -18,6 +18,9 @@ run again finishes it.
 from __future__ import annotations
 
 import copy
+import os
+import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -48,7 +51,6 @@ from pdbench.runners.lifecycle.session import input_changes, snapshot_changes, u
 from pdbench.runners.science.experiment import shard_owner
 from pdbench.runners.science.groups import drawn_group
 from pdbench.storage.aggregate import usage_by_game
-from pdbench.storage.files import write_bytes_atomic
 from pdbench.storage.group_aggregate import GROUP_ARTIFACTS, group_game_of, write_group_aggregates
 from pdbench.storage.record.group_shard_check import ExpectedGroupGame, group_shard_rounds
 from pdbench.storage.record.shard_check import GameId, shard_calls, short
@@ -236,11 +238,9 @@ def _merge_locked(out_dir: Path, shard_dirs: list[Path], leftovers: list[Path]) 
     for path in leftovers:
         remove_artifact(path)
     write_manifest(out_dir, KIND, manifest)  # status `merging`: never mistaken for a run
-    write_bytes_atomic(out_dir / ROUNDS_FILE, b"".join(b"".join(rounds[key]) for key in order))
+    write_lines_atomic(out_dir / ROUNDS_FILE, (rounds[key] for key in order))
     if any((s.dir / CALLS_FILE).is_file() for s in shards):
-        write_bytes_atomic(
-            out_dir / CALLS_FILE, b"".join(b"".join(calls.get(key, [])) for key in order)
-        )
+        write_lines_atomic(out_dir / CALLS_FILE, (calls.get(key, []) for key in order))
     usage = usage_summary(usage_by_game(out_dir))
     usage["spent_all_sessions"] = spending(out_dir)
     manifest["usage"] = usage
@@ -248,6 +248,23 @@ def _merge_locked(out_dir: Path, shard_dirs: list[Path], leftovers: list[Path]) 
     manifest["status"] = "completed"
     write_manifest(out_dir, KIND, manifest)  # last: the run is complete
     return manifest
+
+
+def write_lines_atomic(path: Path, games: Iterable[list[bytes]]) -> None:
+    """Write games' lines (with their newlines) to a file atomically, as `write_bytes_atomic`
+    does (its temporary name, so an unfinished merge's leftover is recognised), one game at a
+    time: no copy of the whole file is made in memory."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            for lines in games:
+                fh.writelines(lines)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise RunError(f"{path}: cannot write ({exc.strerror or exc})") from None
 
 
 def _outcomes(

@@ -11,6 +11,7 @@ checked game by game afterwards, by the reader a resume uses (`group_session.gam
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from pdbench.storage.record.group_fields import (
     ROUND_SEAT_FIELDS,
     group_key,
     round_values,
-    seat_field,
+    seat_fields,
 )
 from pdbench.storage.record.shard_check import GameId, short
 
@@ -60,31 +61,49 @@ class ExpectedGroupGame:
         )
 
 
-def _round_field_names(n: int) -> frozenset[str]:
-    """The per-round fields of a record of n seats (round index, seats' fields, timestamp)."""
+@dataclass(frozen=True)
+class _SeatFields:
+    """The per-round field names of a record of n seats, by what they hold."""
+
+    moves: tuple[str, ...]  # every seat's action and intended action
+    numbers: tuple[str, ...]  # payoffs and running totals
+    flags: tuple[str, ...]  # parse failures
+    chances: tuple[str, ...]  # P(C)
+    played_and_meant: tuple[tuple[str, str], ...]  # (action, intended action) per seat
+    round_names: frozenset[str]  # round index, the seats' fields, timestamp
+
+
+@functools.lru_cache(maxsize=32)
+def _seat_fields(n: int) -> _SeatFields:
+    """The field names of a record of n seats (computed once per group size)."""
     empty: dict[str, list[Any]] = {what: [None] * n for what in ROUND_SEAT_FIELDS}
-    return frozenset(round_values(0, empty, ""))
+    played, meant = seat_fields("action", n), seat_fields("intended_action", n)
+    return _SeatFields(
+        moves=played + meant,
+        numbers=seat_fields("payoff", n) + seat_fields("cum_payoff", n),
+        flags=seat_fields("parse_failure", n),
+        chances=seat_fields("p_cooperate", n),
+        played_and_meant=tuple(zip(played, meant, strict=True)),
+        round_names=frozenset(round_values(0, empty, "")),
+    )
 
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _value_problem(record: dict[str, Any], n: int) -> str:
+def _value_problem(record: dict[str, Any], names: _SeatFields) -> str:
     """Why a record's per-round values have the wrong type ('' when they fit)."""
-    for seat in range(n):
-        for what in ("action", "intended_action"):
-            name = seat_field(seat, what)
-            if record[name] not in MOVES:
-                return f"{name} is not C or D (got {short(record[name])})"
-        for what in ("payoff", "cum_payoff"):
-            name = seat_field(seat, what)
-            if not _is_number(record[name]):
-                return f"{name} should be a number (got {type(record[name]).__name__})"
-        name = seat_field(seat, "parse_failure")
+    for name in names.moves:
+        if record[name] not in MOVES:
+            return f"{name} is not C or D (got {short(record[name])})"
+    for name in names.numbers:
+        if not _is_number(record[name]):
+            return f"{name} should be a number (got {type(record[name]).__name__})"
+    for name in names.flags:
         if not isinstance(record[name], bool):
             return f"{name} should be bool (got {type(record[name]).__name__})"
-        name = seat_field(seat, "p_cooperate")
+    for name in names.chances:
         p = record[name]
         if p is not None and not (_is_number(p) and 0 <= p <= 1):
             return f"{name} is not a probability (got {short(p)})"
@@ -96,7 +115,12 @@ def _value_problem(record: dict[str, Any], n: int) -> str:
 
 
 def _record_problem(
-    record: Any, game: ExpectedGroupGame, key: dict[str, Any], allowed: frozenset[str], t: int
+    record: Any,
+    game: ExpectedGroupGame,
+    key: dict[str, Any],
+    required: frozenset[str],
+    allowed: frozenset[str],
+    t: int,
 ) -> str:
     """Why one record is not round `t` of `game` ('' when it is)."""
     if not isinstance(record, dict):
@@ -108,23 +132,18 @@ def _record_problem(
             return f"missing field {name}"
         if record[name] != want or type(record[name]) is not type(want):
             return f"{name} {short(record[name])} where the plan has {short(want)}"
-    required = allowed - frozenset(LLM_FIELDS)
-    missing = sorted(required - record.keys())
-    if missing:
-        return f"missing field {missing[0]}"
-    extra = sorted(record.keys() - allowed)
-    if extra:
-        return f"unexpected field {short(extra[0])}"
+    keys = record.keys()
+    if not required <= keys:
+        return f"missing field {sorted(required - keys)[0]}"
+    if not keys <= allowed:
+        return f"unexpected field {short(sorted(keys - allowed)[0])}"
     if not isinstance(record[TIMESTAMP], str):
         return f"{TIMESTAMP} should be str"
-    n = len(game.names)
-    problem = _value_problem(record, n)
+    names = _seat_fields(len(game.names))
+    problem = _value_problem(record, names)
     if problem:
         return problem
-    if game.noise == 0 and any(
-        record[seat_field(s, "action")] != record[seat_field(s, "intended_action")]
-        for s in range(n)
-    ):
+    if game.noise == 0 and any(record[a] != record[b] for a, b in names.played_and_meant):
         return "a move differs from the intended one in a game without noise"
     return ""
 
@@ -141,6 +160,8 @@ def group_shard_rounds(
     damage otherwise (a torn or invalid line, a game of another shard or of no plan, a round
     missing, repeated or out of order, a value the plan contradicts, a game missing)."""
     hint = f"the shard is damaged; `pdbench resume {path.parent}` replays its damaged games"
+    if not path.exists() and not any(g.owner == shard for g in games.values()):
+        return {}  # a shard of more shards than games, which played none
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -150,7 +171,7 @@ def group_shard_rounds(
         raise RunError(f"{path}: line {len(lines)}: torn (no end of line); {hint}")
     out: dict[GameId, list[bytes]] = {}
     keys: dict[GameId, dict[str, Any]] = {}
-    allowed: dict[int, frozenset[str]] = {}
+    fields: dict[GameId, tuple[frozenset[str], frozenset[str]]] = {}  # required, allowed
     for number, line in enumerate(lines, 1):
         try:
             record = orjson.loads(line)
@@ -173,12 +194,11 @@ def group_shard_rounds(
                 f"{path}: line {number}: {label} has more than its {game.n_rounds} rounds "
                 f"(repeated records); {hint}"
             )
-        n = len(game.names)
-        if n not in allowed:
-            names = game.key_fields(run_id).keys() | _round_field_names(n)
-            allowed[n] = frozenset(names) | frozenset(LLM_FIELDS)
-        key = keys.setdefault(gid, game.key_fields(run_id))
-        problem = _record_problem(record, game, key, allowed[n], len(done))
+        if gid not in keys:
+            keys[gid] = game.key_fields(run_id)
+            required = frozenset(keys[gid]) | _seat_fields(len(game.names)).round_names
+            fields[gid] = required, required | frozenset(LLM_FIELDS)
+        problem = _record_problem(record, game, keys[gid], *fields[gid], len(done))
         if problem:
             raise RunError(f"{path}: line {number}: {label}: {problem}; {hint}")
         done.append(line)
