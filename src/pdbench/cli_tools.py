@@ -198,20 +198,29 @@ def merge(
         typer.Argument(help="The shard directories (`run --shard i/K`).", show_default=False),
     ],
 ) -> None:
-    """Join the shards of an experiment into one run directory, equal to an unsharded run."""
+    """Join the shards of an experiment or a groups run into one run directory, equal to an
+    unsharded run."""
     from pdbench.errors import RunInterrupted
     from pdbench.runners.lifecycle.merge import merge_shards
+    from pdbench.storage.schema import GROUPS_MANIFEST_FILE
 
+    groups = bool(shard_dirs) and (Path(shard_dirs[0]) / GROUPS_MANIFEST_FILE).is_file()
     try:
-        manifest = merge_shards(out_dir, shard_dirs)
+        if groups:
+            from pdbench.runners.lifecycle.group_merge import merge_group_shards
+
+            manifest = merge_group_shards(out_dir, shard_dirs)
+        else:
+            manifest = merge_shards(out_dir, shard_dirs)
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM: nothing is marked completed
         raise RunInterrupted(
             f"interrupted: {out_dir} is not marked completed; run the same merge again to finish it"
         ) from None
     totals = manifest["totals"]
+    tables = "the group tables" if groups else "aggregates.parquet"
     typer.echo(
         f"merged {len(shard_dirs)} shards -> {out_dir}: {totals['games']} games, "
-        f"{totals['rounds']} rounds; aggregates.parquet written"
+        f"{totals['rounds']} rounds; {tables} written"
     )
 
 

@@ -111,7 +111,7 @@ BASE = {
             "bad.yaml: groups.conditions[0].seats[0].policy: unknown group "
             "policy (valid: ALLC, ALLD, CC, GRIM, RANDOM, TFT, WSLS) (got 'NICE')",
         ),
-        ({"run": {"shard": "1/2"}}, "bad.yaml: run.shard: groups are not sharded yet"),
+        ({"run": {"shard": "3/2"}}, "bad.yaml: run.shard: must be i/K with 1 <= i <= K"),
         (
             {"run": {"rounds_log": "columns"}},
             "bad.yaml: run.rounds_log: groups keep their rounds "

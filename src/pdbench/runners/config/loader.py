@@ -218,11 +218,12 @@ def _validate(
                     f"(got {config.run.rounds_log!r})",
                 )
             )
-        if config.run.shard is not None:
+        if config.run.shard is not None and not isinstance(config, GroupsConfig):
             issues.append(
                 resolved.issue(
                     ("run", "shard"),
-                    f"groups are not sharded yet; run them whole (got {config.run.shard!r})",
+                    "group tournaments and group evolutions are not sharded; run them whole "
+                    f"(shards: experiments and groups) (got {config.run.shard!r})",
                 )
             )
     seen: dict[str, Loc] = {}

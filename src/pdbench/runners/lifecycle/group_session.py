@@ -6,7 +6,8 @@ played (`GroupEngine`), that the rounds are kept in rounds.jsonl only, and how a
 games a stopped run finished: a game is kept when it has its planned rounds 0..n-1, every record
 names this run, the game's planned seed and its seats in order, and its moves and payoffs agree
 with the stage game; the others are played again (policy games replay identically; an LLM game
-that is found damaged stops the resume, as in experiments).
+that is found damaged stops the resume, as in experiments). On `--backend ray` the games are Ray
+tasks (`pdbench.runners.ray.group_backend`) and this process writes every record.
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ from pdbench.runners.lifecycle.session import (
     input_changes,
     snapshot_changes,
 )
-from pdbench.storage.files import leftover_temp_files
-from pdbench.storage.record.fields import ROUND_INDEX
-from pdbench.storage.record.group_fields import seat_field, seats_of
+from pdbench.storage.files import JsonlAppender, leftover_temp_files
+from pdbench.storage.record.fields import ROUND_INDEX, SIDE_FIELDS
+from pdbench.storage.record.group_fields import SEAT_LETTERS, seat_field, seat_fields, seats_of
 from pdbench.storage.record.group_jsonl import GroupRoundsEncoder
 from pdbench.storage.record.group_messages import game_talk, round_messages
 from pdbench.storage.record.jsonl import OrderedRoundsWriter, finished_games, write_games_in_order
@@ -76,8 +77,44 @@ class GroupRunSession(RunSession):
         total = sum(p.n_rounds for p in self.plans)
         engine.play(todo, done_before=total - sum(p.n_rounds for p in todo), total=total)
 
-    def _play_on_ray(self, *args: Any, **kwargs: Any) -> None:
-        raise RunError("groups run on the local backend only (--backend ray: not yet for groups)")
+    def _play_on_ray(  # type: ignore[override]
+        self,
+        todo: list[GroupPlan],
+        broker: CallBroker,
+        writer: OrderedRoundsWriter,
+        result: SessionResult,
+        calls_log: JsonlAppender | None,
+    ) -> None:
+        """Play as Ray tasks (`pdbench.runners.ray.group_backend`); this process writes every
+        record, as `_play` does."""
+        from pdbench.runners.ray.group_backend import GroupRaySettings, play_groups_on_ray
+
+        run = self.loaded.config.run
+        total = sum(p.n_rounds for p in self.plans)
+        done = [total - sum(p.n_rounds for p in todo)]
+        progress = self.options.progress
+
+        def tick(rounds: int) -> None:
+            done[0] += rounds
+            if progress is not None:
+                progress(done[0], total)
+
+        def collect(plan: GroupPlan, outcome: GroupOutcome) -> None:
+            result.outcomes[plan.index] = outcome  # type: ignore[assignment]
+            result.games_played += 1
+
+        tick(0)
+        settings = GroupRaySettings(
+            run.run_id,
+            run.store_prompts,
+            run.store_raw_responses,
+            self.options.concurrency,
+            broker.session,
+            self._cache_dir(),
+        )
+        play_groups_on_ray(
+            self.options.ray_address, todo, settings, broker, writer, calls_log, collect, tick
+        )
 
     def _resume(self) -> tuple[dict[str, Any], dict[int, Any]]:  # type: ignore[override]
         manifest = read_manifest(self.run_dir, self.loaded.kind)
@@ -167,46 +204,45 @@ def game_from_lines(
 ) -> tuple[str | None, GroupOutcome | None]:
     """(problem, None) or (None, the game's outcome) from its rounds.jsonl lines, in round
     order: every record names the run, the planned seed and the seats; payoffs are the stage
-    game's for the moves and the running totals add up."""
+    game's for the moves and the running totals add up. The first problem in round order is
+    named (within a round: the record's facts, then each seat's payoff and total in turn)."""
     n = plan.n_players
     records = sorted((orjson.loads(line) for line in lines), key=lambda r: r[ROUND_INDEX])
     played = np.zeros((n, len(records)), dtype=bool)
     intended = np.zeros((n, len(records)), dtype=bool)
     payoffs = np.zeros((n, len(records)), dtype=np.float64)
+    recorded_totals = np.zeros((n, len(records)), dtype=np.float64)
     failures = [0] * n
-    totals = [0.0] * n
     names = [spec.name for spec in plan.agents]
     messages = []
+    fields = {what: seat_fields(what, n) for what in SIDE_FIELDS}
+    problem: tuple[int, str] | None = None  # the first round's facts that are wrong
     for t, record in enumerate(records):
-        try:
-            messages += round_messages(record, t)
-        except (TypeError, ValueError) as exc:
-            return f"round {t}: a message entry is not one ({exc})", None
-        if record.get("run_id") != run_id:
-            return f"round {t}: another run's record (run_id {record.get('run_id')!r})", None
-        if record.get("seed") != plan.seed:
-            return f"round {t}: seed {record.get('seed')!r}, planned {plan.seed}", None
-        if seats_of(record) != n:
-            return f"round {t}: {seats_of(record)} seats, the group has {n}", None
-        for seat in range(n):
-            if record[seat_field(seat, "name")] != names[seat]:
-                return f"round {t}: seat {seat} is not {names[seat]!r}", None
-            move = record.get(seat_field(seat, "action"))
-            meant = record.get(seat_field(seat, "intended_action"))
-            if move not in ("C", "D") or meant not in ("C", "D"):
-                return f"round {t}: seat {seat}'s move is not C or D", None
-            played[seat, t] = move == "C"
-            intended[seat, t] = meant == "C"
-            payoffs[seat, t] = float(record[seat_field(seat, "payoff")])
-            failures[seat] += bool(record.get(seat_field(seat, "parse_failure")))
-        expected = plan.game.payoffs(list(played[:, t]))
-        for seat in range(n):
-            if not np.isclose(payoffs[seat, t], expected[seat], rtol=0, atol=1e-9):
-                return f"round {t}: seat {seat}'s payoff is not the game's for the moves", None
-            totals[seat] += payoffs[seat, t]
-            total = record.get(seat_field(seat, "cum_payoff"))
-            if total is None or not np.isclose(float(total), totals[seat], rtol=1e-9, atol=1e-6):
-                return f"round {t}: seat {seat}'s running total does not add up", None
+        problem = _record_problem(record, t, plan, names, fields, run_id, messages)
+        if problem is not None:
+            break
+        for seat, (move, meant, pay, total_field, failed) in enumerate(
+            zip(
+                fields["action"],
+                fields["intended_action"],
+                fields["payoff"],
+                fields["cum_payoff"],
+                fields["parse_failure"],
+                strict=True,
+            )
+        ):
+            played[seat, t] = record[move] == "C"
+            intended[seat, t] = record[meant] == "C"
+            payoffs[seat, t] = float(record[pay])
+            total = record.get(total_field)
+            recorded_totals[seat, t] = np.nan if total is None else float(total)
+            failures[seat] += bool(record.get(failed))
+    checked = len(records) if problem is None else problem[0]
+    arithmetic = _payoff_problem(plan, played, payoffs, recorded_totals, checked)
+    if arithmetic is not None:
+        return arithmetic, None
+    if problem is not None:
+        return problem[1], None
     talk = game_talk(
         messages,
         intended,
@@ -225,3 +261,73 @@ def game_from_lines(
         talk,
     )
     return None, outcome
+
+
+def _record_problem(
+    record: dict[str, Any],
+    t: int,
+    plan: GroupPlan,
+    names: list[str],
+    fields: dict[str, tuple[str, ...]],
+    run_id: str,
+    messages: list[Any],
+) -> tuple[int, str] | None:
+    """(t, what is wrong) with round t's record but its payoffs and totals (its messages are
+    added to `messages`), None when nothing is. `fields`: the seats' field names by kind."""
+    try:
+        messages += round_messages(record, t)
+    except (TypeError, ValueError) as exc:
+        return t, f"round {t}: a message entry is not one ({exc})"
+    if record.get("run_id") != run_id:
+        return t, f"round {t}: another run's record (run_id {record.get('run_id')!r})"
+    if record.get("seed") != plan.seed:
+        return t, f"round {t}: seed {record.get('seed')!r}, planned {plan.seed}"
+    n = plan.n_players
+    seat_names = fields["name"]
+    if not all(f in record for f in seat_names) or (
+        n < len(SEAT_LETTERS) and seat_field(n, "name") in record
+    ):
+        return t, f"round {t}: {seats_of(record)} seats, the group has {n}"
+    for seat, (name, move, meant) in enumerate(
+        zip(seat_names, fields["action"], fields["intended_action"], strict=True)
+    ):
+        if record[name] != names[seat]:
+            return t, f"round {t}: seat {seat} is not {names[seat]!r}"
+        if record.get(move) not in ("C", "D") or record.get(meant) not in ("C", "D"):
+            return t, f"round {t}: seat {seat}'s move is not C or D"
+    return None
+
+
+def _payoff_problem(
+    plan: GroupPlan,
+    played: np.ndarray,
+    payoffs: np.ndarray,
+    recorded_totals: np.ndarray,
+    rounds: int,
+) -> str | None:
+    """The first of the first `rounds` rounds (and in it the first seat) whose payoff is not
+    the stage game's for the moves or whose running total does not add up; None when all are
+    right. Vectorized: the game's payoffs from the count of cooperators, the totals as the
+    engine sums them (in round order)."""
+    if rounds == 0:
+        return None
+    moves = played[:, :rounds]
+    k = moves.sum(axis=0)
+    pay_c = np.asarray(plan.game.pay_c, dtype=np.float64)
+    pay_d = np.asarray(plan.game.pay_d, dtype=np.float64)
+    last = len(pay_d) - 1  # both branches are indexed: clip what the other branch reads
+    expected = np.where(moves, pay_c[np.maximum(k - 1, 0)], pay_d[np.minimum(k, last)])
+    got = payoffs[:, :rounds]
+    wrong_pay = ~np.isclose(got, expected, rtol=0, atol=1e-9)
+    totals = np.cumsum(got, axis=1)
+    recorded = recorded_totals[:, :rounds]
+    wrong_total = ~np.isclose(recorded, totals, rtol=1e-9, atol=1e-6)  # NaN (missing): wrong
+    # A seat's total is checked after its payoff, in seat order, within a round; payoffs past
+    # a wrong one are summed as recorded, as the reader always did.
+    bad = np.stack([wrong_pay.T, wrong_total.T], axis=2)  # (rounds, seats, [payoff, total])
+    if not bad.any():
+        return None
+    t, seat, which = np.unravel_index(int(np.argmax(bad.reshape(-1))), bad.shape)
+    if which == 0:
+        return f"round {t}: seat {seat}'s payoff is not the game's for the moves"
+    return f"round {t}: seat {seat}'s running total does not add up"

@@ -246,11 +246,13 @@ def _play_into(work: ChunkWork, out: queue.Queue[tuple[Any, ...]]) -> None:
         out.put(("end", report, error))
 
 
-def play_chunk(work: ChunkWork) -> Iterator[list[tuple[Any, ...]]]:
-    """The Ray task: yields lists of items (see `_play_into`) as games finish; the last list
-    ends with the "end" item."""
+def play_chunk(
+    work: Any, play: Callable[[Any, queue.Queue[tuple[Any, ...]]], None] = _play_into
+) -> Iterator[list[tuple[Any, ...]]]:
+    """The Ray task: yields lists of items (see `_play_into`; `play`: what plays the chunk) as
+    games finish; the last list ends with the "end" item."""
     out: queue.Queue[tuple[Any, ...]] = queue.Queue()
-    threading.Thread(target=_play_into, args=(work, out), daemon=True).start()
+    threading.Thread(target=play, args=(work, out), daemon=True).start()
     pending: list[tuple[Any, ...]] = []
     while True:
         pending.append(out.get())
@@ -319,9 +321,13 @@ def play_on_ray(
     calls_log: JsonlAppender | None,
     on_game: Callable[[GamePlan, GameOutcome], None],
     progress: Callable[[int], None] | None = None,
+    chunk_task: Callable[[Any], Iterator[list[tuple[Any, ...]]]] = play_chunk,
+    make_work: Callable[..., Any] = ChunkWork,
 ) -> None:
     """Play `plans` as Ray tasks; write each game (through `writer`) and call record as they
-    arrive; raise the first task's error after every running task has ended."""
+    arrive; raise the first task's error after every running task has ended. `chunk_task` and
+    `make_work`: the task and its work (`make_work(chunk, keeper=..., **vars(settings))`), for
+    games other than pairs (`pdbench.runners.ray.group_backend`)."""
     if not plans:
         return
     cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
@@ -338,7 +344,7 @@ def play_on_ray(
     batched = [p for p in plans if p.batchable]
     rest = [p for p in plans if not p.batchable and not p.has_llm]
     chunks = deal(batched, cpus) + deal(llm, cpus) + deal(rest, cpus * CHUNKS_PER_CPU)
-    task = ray.remote(num_returns="streaming")(play_chunk)
+    task = ray.remote(num_returns="streaming")(chunk_task)
     by_index = {p.index: p for p in plans}
     running: list[Any] = []
     errors: list[tuple[str, str]] = []
@@ -347,7 +353,7 @@ def play_on_ray(
         while todo or running:
             while todo and len(running) < 2 * cpus and not errors:
                 chunk = todo.pop()
-                work = ChunkWork(
+                work = make_work(
                     chunk,
                     keeper=keeper if any(p.has_llm for p in chunk) else None,
                     **vars(settings),

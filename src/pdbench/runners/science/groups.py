@@ -24,7 +24,7 @@ from pdbench.runners.config.loader import LoadedConfig
 from pdbench.runners.engine.group_engine import GroupPlan
 from pdbench.runners.lifecycle.group_session import GroupRunSession
 from pdbench.runners.lifecycle.session import RunOptions
-from pdbench.runners.science.experiment import RunSummary
+from pdbench.runners.science.experiment import RunSummary, shard_owner
 from pdbench.storage.run_dir import read_manifest
 
 __all__ = ["RunSummary", "plan_groups", "run_groups"]
@@ -61,7 +61,9 @@ def seat_could_vary(spec: Any) -> str | None:
 
 
 def plan_groups(loaded: LoadedConfig) -> list[GroupPlan]:
-    """Every (condition, replicate) group game in deterministic order, seeds and lengths."""
+    """Every (condition, replicate) group game in deterministic order, seeds and lengths; of a
+    shard i/K (`run.shard`), the games whose index in the full plan is i-1 modulo K (indexes
+    stay those of the full plan, as for experiments)."""
     cfg: GroupsConfig = loaded.config
     plans: list[GroupPlan] = []
     for i, cond in enumerate(cfg.groups.conditions):
@@ -91,6 +93,10 @@ def plan_groups(loaded: LoadedConfig) -> list[GroupPlan]:
                     communication=channel if channel.enabled else None,
                 )
             )
+    shard = cfg.run.shard_of()
+    if shard is not None:
+        i, k = shard
+        plans = [p for p in plans if shard_owner(p.index, k) == i]
     return plans
 
 
