@@ -25,8 +25,7 @@ from pdbench.runners.engine.group_engine import GroupEngine, GroupPlan, GroupRes
 from pdbench.runners.lifecycle.session import (
     RunSession,
     SessionResult,
-    input_changes,
-    snapshot_changes,
+    resumable_manifest,
 )
 from pdbench.storage.files import JsonlAppender, leftover_temp_files
 from pdbench.storage.record.fields import ROUND_INDEX, SIDE_FIELDS
@@ -34,7 +33,6 @@ from pdbench.storage.record.group_fields import SEAT_LETTERS, seat_field, seat_f
 from pdbench.storage.record.group_jsonl import GroupRoundsEncoder
 from pdbench.storage.record.group_messages import game_talk, round_messages
 from pdbench.storage.record.jsonl import OrderedRoundsWriter, finished_games, write_games_in_order
-from pdbench.storage.run_dir import read_manifest
 
 Key = tuple[str, int]
 
@@ -117,21 +115,7 @@ class GroupRunSession(RunSession):
         )
 
     def _resume(self) -> tuple[dict[str, Any], dict[int, Any]]:  # type: ignore[override]
-        manifest = read_manifest(self.run_dir, self.loaded.kind)
-        changed = snapshot_changes(manifest.get("config") or {}, self.loaded.snapshot)
-        if changed:
-            raise RunError(
-                f"{self.run_dir}: the config changed since this run started ({changed}; only "
-                "run.budget may change on resume); start a new run with another output_dir "
-                "or --overwrite"
-            )
-        edited = input_changes(manifest, self.loaded.prompt_files)
-        if edited:
-            raise RunError(
-                f"{self.run_dir}: {edited} changed since this run started, so finished and new "
-                "games would differ; restore it, or start a new run with another output_dir "
-                "or --overwrite"
-            )
+        manifest = resumable_manifest(self.run_dir, self.loaded, "run.budget")
         for path in leftover_temp_files(self.run_dir):
             path.unlink(missing_ok=True)
         kept, damaged = self._kept_games(manifest)

@@ -245,21 +245,7 @@ class RunSession:
             close_all(self._cache())  # an unusable cache dir stops the run before it starts
 
     def _resume(self) -> tuple[dict[str, Any], dict[int, GameOutcome]]:
-        manifest = read_manifest(self.run_dir, self.loaded.kind)
-        changed = snapshot_changes(manifest.get("config") or {}, self.loaded.snapshot)
-        if changed:
-            raise RunError(
-                f"{self.run_dir}: the config changed since this run started ({changed}; only "
-                "run.budget and run.rounds_log may change on resume); start a new run with another output_dir "
-                "or --overwrite"
-            )
-        edited = input_changes(manifest, self.loaded.prompt_files)
-        if edited:
-            raise RunError(
-                f"{self.run_dir}: {edited} changed since this run started, so finished and new "
-                "games would differ; restore it, or start a new run with another output_dir "
-                "or --overwrite"
-            )
+        manifest = resumable_manifest(self.run_dir, self.loaded)
         logged = [p for p in self.plans if p.logged]
         # what a kill left half-written: a part, a file written atomically (the lock is ours)
         for path in [*temp_paths(self.run_dir), *leftover_temp_files(self.run_dir)]:
@@ -505,6 +491,29 @@ def base_manifest(loaded: LoadedConfig, started: str) -> dict[str, Any]:
         "usage": None,
         "error": None,
     }
+
+
+def resumable_manifest(run_dir: Path, loaded: LoadedConfig, may_change: str = "") -> dict[str, Any]:
+    """The manifest of a stopped run that this config may resume; RunError (one line) when the
+    config or an input file (a prompt) changed since it started. `may_change`: what the message
+    says may change (default: the keys a resume may change)."""
+    manifest = read_manifest(run_dir, loaded.kind)
+    changed = snapshot_changes(manifest.get("config") or {}, loaded.snapshot)
+    if changed:
+        allowed = may_change or " and ".join(f"run.{key}" for key in RESUMABLE_CHANGES)
+        raise RunError(
+            f"{run_dir}: the config changed since this run started ({changed}; only "
+            f"{allowed} may change on resume); start a new run with another output_dir "
+            "or --overwrite"
+        )
+    edited = input_changes(manifest, loaded.prompt_files)
+    if edited:
+        raise RunError(
+            f"{run_dir}: {edited} changed since this run started, so finished and new "
+            "games would differ; restore it, or start a new run with another output_dir "
+            "or --overwrite"
+        )
+    return manifest
 
 
 def input_changes(manifest: dict[str, Any], prompt_files: dict[str, str]) -> str:
