@@ -41,11 +41,9 @@ from pdbench.runners.lifecycle.merge import (
     PER_SHARD_KEYS,
     _check_split,
     _check_usage,
-    _first_missing,
     _merged_models,
-    _remove_empty,
-    _unfinished_merge,
     _without_place,
+    merge_into,
 )
 from pdbench.runners.lifecycle.session import input_changes, snapshot_changes, usage_summary
 from pdbench.runners.science.experiment import shard_owner
@@ -55,15 +53,13 @@ from pdbench.storage.group_aggregate import GROUP_ARTIFACTS, group_game_of, writ
 from pdbench.storage.record.group_shard_check import ExpectedGroupGame, group_shard_rounds
 from pdbench.storage.record.shard_check import GameId, shard_calls, short
 from pdbench.storage.run_dir import (
-    RunLock,
     check_not_in_use,
-    make_run_dir,
     read_manifest,
     remove_artifact,
     spending,
     write_manifest,
 )
-from pdbench.storage.schema import CALLS_FILE, GROUPS_MANIFEST_FILE, LOCK_FILE, ROUNDS_FILE
+from pdbench.storage.schema import CALLS_FILE, GROUPS_MANIFEST_FILE, ROUNDS_FILE
 
 KIND = "groups"
 MERGED_FILES = (GROUPS_MANIFEST_FILE, ROUNDS_FILE, CALLS_FILE, *GROUP_ARTIFACTS)
@@ -97,38 +93,7 @@ class ScheduledGroupGame:
 def merge_group_shards(out_dir: Path, shard_dirs: list[Path]) -> dict[str, Any]:
     """Write the merged groups run into `out_dir` (new, empty, or left by an unfinished
     merge); returns its manifest. RunError (one line) for anything that does not fit."""
-    out_dir = Path(out_dir)
-    if not shard_dirs:
-        raise RunError("merge: give at least one shard directory")
-    created = _first_missing(out_dir)
-    try:
-        make_run_dir(out_dir)
-        with RunLock(out_dir):
-            leftovers = _leftovers(out_dir)
-            return _merge_locked(out_dir, [Path(d) for d in shard_dirs], leftovers)
-    except BaseException:
-        if created is not None:  # a refused merge leaves no directory it made (when empty)
-            _remove_empty(out_dir, created)
-        raise
-
-
-def _leftovers(out_dir: Path) -> list[Path]:
-    """What an unfinished merge left in `out_dir`; RunError when it holds anything else."""
-    names = {p.name: p for p in out_dir.iterdir() if p.name != LOCK_FILE}
-    ours = [
-        p
-        for name, p in names.items()
-        if name.endswith(".tmp") and any(name.startswith(f".{a}.") for a in MERGED_FILES)
-    ]
-    rest = [name for name in names if names[name] not in ours]
-    if rest and GROUPS_MANIFEST_FILE in rest and _unfinished_merge(out_dir / GROUPS_MANIFEST_FILE):
-        ours += [names[name] for name in rest if name in MERGED_FILES]
-        rest = [name for name in rest if name not in MERGED_FILES]
-    if rest:
-        raise RunError(
-            f"{out_dir}: output directory is not empty (holds {sorted(rest)[0]}); choose a new one"
-        )
-    return ours
+    return merge_into(out_dir, shard_dirs, _merge_locked, MERGED_FILES, GROUPS_MANIFEST_FILE)
 
 
 def _read_shard(shard_dir: Path) -> GroupShard:

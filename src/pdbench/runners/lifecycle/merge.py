@@ -18,6 +18,7 @@ sessions summed over every shard. A merge killed at any moment leaves OUT_DIR ei
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -99,6 +100,23 @@ class Shard:
 def merge_shards(out_dir: Path, shard_dirs: list[Path]) -> dict[str, Any]:
     """Write the merged run into `out_dir` (new, empty, or left by an unfinished merge);
     returns its manifest. RunError (one line) for anything that does not fit."""
+    return merge_into(out_dir, shard_dirs, _merge_locked, ARTIFACTS["experiment"], MANIFEST_FILE)
+
+
+MergeLocked = Callable[[Path, list[Path], list[Path]], dict[str, Any]]
+
+
+def merge_into(
+    out_dir: Path,
+    shard_dirs: list[Path],
+    merge_locked: MergeLocked,
+    artifacts: Sequence[str],
+    manifest_name: str,
+) -> dict[str, Any]:
+    """The shell of every merge: `out_dir` made and locked, what an unfinished merge left in it
+    found (`artifacts`, the merged run's files; `manifest_name`, its manifest), then
+    `merge_locked(out_dir, shard_dirs, leftovers)`; a refused merge leaves no directory it
+    made."""
     out_dir = Path(out_dir)
     if not shard_dirs:
         raise RunError("merge: give at least one shard directory")
@@ -106,8 +124,8 @@ def merge_shards(out_dir: Path, shard_dirs: list[Path]) -> dict[str, Any]:
     try:
         make_run_dir(out_dir)
         with RunLock(out_dir):
-            leftovers = _leftovers(out_dir)
-            return _merge_locked(out_dir, [Path(d) for d in shard_dirs], leftovers)
+            leftovers = _leftovers(out_dir, artifacts, manifest_name)
+            return merge_locked(out_dir, [Path(d) for d in shard_dirs], leftovers)
     except BaseException:
         if created is not None:  # a refused merge leaves no directory it made (when empty)
             _remove_empty(out_dir, created)
@@ -135,18 +153,17 @@ def _remove_empty(path: Path, up_to: Path) -> None:
             return
 
 
-def _leftovers(out_dir: Path) -> list[Path]:
+def _leftovers(out_dir: Path, artifacts: Sequence[str], manifest_name: str) -> list[Path]:
     """What an unfinished merge left in `out_dir` (to remove before writing); RunError when
     the directory holds anything else."""
     names = {p.name: p for p in out_dir.iterdir() if p.name != LOCK_FILE}
-    artifacts = ARTIFACTS["experiment"]
     ours = [
         p
         for name, p in names.items()
         if name.endswith(".tmp") and any(name.startswith(f".{a}.") for a in artifacts)
     ]
     rest = [name for name in names if names[name] not in ours]
-    if rest and MANIFEST_FILE in rest and _unfinished_merge(out_dir / MANIFEST_FILE):
+    if rest and manifest_name in rest and _unfinished_merge(out_dir / manifest_name):
         ours += [names[name] for name in rest if name in artifacts]
         rest = [name for name in rest if name not in artifacts]
     if rest:
