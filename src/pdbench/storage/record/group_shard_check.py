@@ -26,7 +26,7 @@ from pdbench.storage.record.group_fields import (
     round_values,
     seat_fields,
 )
-from pdbench.storage.record.shard_check import GameId, short
+from pdbench.storage.record.shard_check import GameId, _game_id, check_whole, short
 
 MOVES = ("C", "D")
 
@@ -202,21 +202,5 @@ def group_shard_rounds(
         if problem:
             raise RunError(f"{path}: line {number}: {label}: {problem}; {hint}")
         done.append(line)
-    for gid, game in games.items():
-        if game.owner == shard and len(out.get(gid, ())) != game.n_rounds:
-            have = len(out.get(gid, ()))
-            raise RunError(
-                f"{path}: condition {gid[0]!r} replicate {gid[1]} has {have} of its "
-                f"{game.n_rounds} rounds; {hint}"
-            )
+    check_whole(out, games, shard, path, hint)
     return out
-
-
-def _game_id(record: Any) -> GameId | None:
-    """(condition, replicate) of a record, None when it has no well-typed ones."""
-    if not isinstance(record, dict):
-        return None
-    condition, replicate = record.get("condition"), record.get("replicate")
-    if not isinstance(condition, str) or type(replicate) is not int:
-        return None
-    return condition, replicate

@@ -228,6 +228,14 @@ def shard_rounds(
             )
         totals[key] = (record["agent_a_cum_payoff"], record["agent_b_cum_payoff"])
         done.append(line)
+    check_whole(out, games, shard, path, hint)
+    return out
+
+
+def check_whole(
+    out: dict[GameId, list[bytes]], games: dict[GameId, Any], shard: int, path: Path, hint: str
+) -> None:
+    """RunError (one line) when a game the shard owns does not have all its rounds."""
     for key, game in games.items():
         if game.owner == shard and len(out.get(key, ())) != game.n_rounds:
             have = len(out.get(key, ()))
@@ -235,7 +243,6 @@ def shard_rounds(
                 f"{path}: condition {key[0]!r} replicate {key[1]} has {have} of its "
                 f"{game.n_rounds} rounds; {hint}"
             )
-    return out
 
 
 def _game_id(record: Any) -> GameId | None:
