@@ -179,3 +179,38 @@ def test_resume_plays_a_tampered_policy_game_again_and_names_it(tmp_path: Path) 
     assert "damaged game(s) played again" in done.stdout
     assert "payoff is not the game's" in done.stdout
     assert rounds_without_timestamps(out) == want
+
+
+def test_resume_plays_again_a_policy_game_rewritten_so_that_it_adds_up(tmp_path: Path) -> None:
+    # ALLD cooperating in every round, payoffs and running totals made to fit the moves: the
+    # record checks pass, but the policies' replay does not write it; it is played again.
+    root = tmp_path / "run"
+    cfg = write_groups(root)
+    body = yaml.safe_load(cfg.read_text())
+    body["groups"]["conditions"] = body["groups"]["conditions"][1:2]  # TFT, ALLD, WSLS; talk
+    cfg.write_text(yaml.safe_dump(body, sort_keys=False))
+    out = root / "out"
+    execute(cfg, output_dir=out)
+    want = rounds_without_timestamps(out)
+    lines = (out / "rounds.jsonl").read_bytes().splitlines(keepends=True)
+    rewritten = []
+    totals = [0.0, 0.0, 0.0]
+    for line in lines[:N_ROUNDS]:  # replicate 0
+        record = json.loads(line)
+        for i, seat in enumerate("abc"):
+            record[f"agent_{seat}_action"] = "C"
+            record[f"agent_{seat}_intended_action"] = "C"
+            record[f"agent_{seat}_payoff"] = 2.0  # all three cooperate: 3 x 3 / 3 - 1
+            totals[i] += 2.0
+            record[f"agent_{seat}_cum_payoff"] = totals[i]
+        rewritten.append(json.dumps(record).encode() + b"\n")
+    (out / "rounds.jsonl").write_bytes(b"".join(rewritten + lines[N_ROUNDS:]))
+    manifest_path = out / "groups_manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["status"] = "interrupted"
+    manifest_path.write_text(json.dumps(manifest))
+    done = pdbench(["resume", str(out)], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "1 damaged game(s) played again" in done.stdout
+    assert "replicate 0: round 0: not what its policies play (replayed)" in done.stdout
+    assert rounds_without_timestamps(out) == want

@@ -12,6 +12,7 @@ tasks (`pdbench.runners.ray.group_backend`) and this process writes every record
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -162,8 +163,42 @@ class GroupRunSession(RunSession):
             assert outcome is not None
             kept[plan.index] = outcome
             good[plan.key] = lines
+        for plan, problem in self._replay_differences(
+            [p for p in logged if p.key in good], good, run_id
+        ):
+            damaged.append(f"condition {plan.condition!r} replicate {plan.replicate}: {problem}")
+            del kept[plan.index], good[plan.key]
         write_games_in_order(self.run_dir, good, [p.key for p in logged])
         return kept, damaged
+
+    def _replay_differences(
+        self, plans: list[GroupPlan], found: dict[Key, list[bytes]], run_id: str
+    ) -> list[tuple[GroupPlan, str]]:
+        """The kept games of policies (which replay exactly, cheaply) whose records are not the
+        records their replay writes, timestamps aside: a game rewritten so that its payoffs
+        still fit its moves is played again too."""
+        replayable = [p for p in plans if all(_is_policy(s.config) for s in p.agents)]
+        if not replayable:
+            return []
+        replayed: dict[int, bytes] = {}
+        engine = GroupEngine(
+            run_id=run_id,
+            broker=None,
+            encoder=self._encoder(),
+            sink=replayed.__setitem__,
+            on_result=lambda result: None,
+        )
+        engine.play(replayable)
+        out = []
+        for plan in replayable:
+            want = [_untimed(line) for line in replayed[plan.index].splitlines()]
+            got = [_untimed(line.rstrip(b"\n")) for line in found[plan.key]]
+            if got != want:
+                first = next(
+                    (t for t, (a, b) in enumerate(zip(got, want, strict=True)) if a != b), 0
+                )
+                out.append((plan, f"round {first}: not what its policies play (replayed)"))
+        return out
 
     def _reorder(self, manifest: dict[str, Any], needed: bool) -> None:
         """Put the logged games in plan order (the round-by-round speed finishes games out of
@@ -315,3 +350,17 @@ def _payoff_problem(
     if which == 0:
         return f"round {t}: seat {seat}'s payoff is not the game's for the moves"
     return f"round {t}: seat {seat}'s running total does not add up"
+
+
+_TIMESTAMP = re.compile(rb',"timestamp_utc":"[^"]*"')
+
+
+def _untimed(line: bytes) -> bytes:
+    """A record line without its timestamp (the one field a replay cannot reproduce)."""
+    return _TIMESTAMP.sub(b"", line)
+
+
+def _is_policy(config: Any) -> bool:
+    from pdbench.core.config import PolicyAgentConfig
+
+    return isinstance(config, PolicyAgentConfig)
