@@ -146,6 +146,15 @@ def compare(
             raise RunError(
                 "--across-runs compares the headline metrics: drop --metric, --baseline, --totals"
             )
+        from pdbench.storage.run_dir import run_kind
+
+        for run_dir in run_dirs:
+            kind = run_kind(run_dir)
+            if kind != "experiment":
+                raise RunError(
+                    f"{run_dir}: a {kind} run; --across-runs compares the agents of experiment "
+                    "runs (compare a groups run's conditions with `pdbench compare RUN_DIR`)"
+                )
         typer.echo(across_runs_table(compare_across_runs(run_dirs, agent)))
         return
     if len(run_dirs) != 1:

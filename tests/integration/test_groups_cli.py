@@ -140,3 +140,28 @@ def test_config_errors_are_one_line_each(tmp_path: Path, change: dict, line: str
         row.startswith(str(tmp_path / "bad.yaml")) or row.startswith("bad.yaml")
         for row in stderr.strip().splitlines()
     )
+
+
+def test_compare_across_runs_says_it_takes_experiments(groups_run: Path) -> None:
+    done = run_process(
+        ["compare", str(groups_run), str(groups_run), "--across-runs"], groups_run.parent
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        f"{groups_run}: a groups run; --across-runs compares the agents of experiment runs "
+        "(compare a groups run's conditions with `pdbench compare RUN_DIR`)"
+    )
+
+
+def test_a_public_goods_game_with_r_at_least_n_is_named_no_dilemma(tmp_path: Path) -> None:
+    body = yaml.safe_load(yaml.safe_dump(BASE))
+    body["group_game"]["r"] = 4
+    body["groups"] = {"conditions": [{"name": "four", "seats": ["TFT", "ALLD", "CC", "WSLS"]}]}
+    path = tmp_path / "r4.yaml"
+    path.write_text(yaml.safe_dump(body))
+    done = run_process(["validate", str(path)], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (
+        "groups.conditions[0] (four): r = 4 is at least N = 4, so defecting pays no more than "
+        "cooperating: not a social dilemma (r < N makes one)"
+    ) in done.stderr

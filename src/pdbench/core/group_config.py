@@ -121,8 +121,8 @@ class GroupConditionConfig(Strict):
             repeated = sorted({n for n in names if names.count(n) > 1})
             if repeated:
                 raise ValueError(
-                    f"pool: each agent of a pool needs its own name (give them `name`); "
-                    f"repeated: {', '.join(repeated)}"
+                    f"pool: each agent of a pool needs its own name (give each a `name`; for a "
+                    f"ref, inside its `overrides`); repeated: {', '.join(repeated)}"
                 )
         return self
 
@@ -199,6 +199,24 @@ class GroupsConfig(ModeConfig):
             for i, cond in enumerate(self.groups.conditions)
             for j, agent in enumerate(cond.members)
         ]
+
+    def game_warnings(self) -> list[str]:
+        """A line for each condition whose public goods game is no dilemma (r >= N: defecting
+        does not pay more than cooperating)."""
+        out = []
+        for i, cond in enumerate(self.groups.conditions):
+            try:
+                game = self.game_of(cond)
+            except ValueError:
+                continue  # refused as a problem
+            if game.kind == "public_goods" and not game.defection_dominates():
+                r = dict(game.params)["r"]
+                out.append(
+                    f"groups.conditions[{i}] ({cond.name}): r = {r:g} is at least N = "
+                    f"{game.n_players}, so defecting pays no more than cooperating: not a "
+                    "social dilemma (r < N makes one)"
+                )
+        return out
 
     def game_problems(self) -> list[tuple[Loc, str]]:
         """(location, message) for conditions whose game cannot be built for their seats."""

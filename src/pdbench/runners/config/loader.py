@@ -206,6 +206,8 @@ def _validate(
     if isinstance(config, EvolutionConfig):
         for loc, message in config.evolution.size_problems():
             issues.append(resolved.issue(("evolution",) + loc, message))
+    if isinstance(config, GroupsConfig):
+        loaded.warnings.extend(config.game_warnings())
     if isinstance(config, GROUP_MODELS):
         talk = channel_problems(config) if isinstance(config, GroupsConfig) else []
         for loc, message in [*config.game_problems(), *talk]:

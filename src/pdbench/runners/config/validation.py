@@ -76,7 +76,7 @@ def walk(root: type[BaseModel], loc: tuple[Any, ...], data: Any) -> tuple[Loc, A
             if model is None or part not in model.model_fields:
                 model, annotation = None, None
                 continue
-            annotation = model.model_fields[part].annotation
+            annotation = _optional_list(model.model_fields[part].annotation)
             node = node.get(part) if isinstance(node, dict) else None
             if typing.get_origin(annotation) is list:
                 model = None
@@ -85,6 +85,16 @@ def walk(root: type[BaseModel], loc: tuple[Any, ...], data: Any) -> tuple[Loc, A
         union = models if len(models) > 1 else []
         model = _pick(models, node)
     return tuple(out), model, annotation
+
+
+def _optional_list(annotation: Any) -> Any:
+    """`list[X]` for an optional list field (`list[X] | None`, e.g. a group's `seats`), else
+    the annotation itself."""
+    args = typing.get_args(annotation)
+    lists = [a for a in args if typing.get_origin(a) is list]
+    if len(lists) == 1 and type(None) in args and len(args) == 2:
+        return lists[0]
+    return annotation
 
 
 def is_agent_slot(annotation: Any) -> bool:
