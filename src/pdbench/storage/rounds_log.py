@@ -78,6 +78,7 @@ def keep_finished(
     *,
     check: bool = True,
     replayable: Callable[[Key], bool] = lambda key: True,
+    replay: Replay | None = None,
 ) -> KeptGames:
     """Keep the complete games (exactly their planned rounds) in plan order, drop the rest.
 
@@ -85,6 +86,8 @@ def keep_finished(
     (`record.table.check_rounds`: actions, payoffs against the matrix, every round once); a
     damaged game that can be replayed exactly (`replayable`) is dropped and reported in
     `damaged`, one that cannot stops the resume (RunError naming it, nothing rewritten).
+    `replay(keys)`: the played moves (C as True, per side) of replayable games played again;
+    a kept game whose moves differ is damaged too (a game rewritten so that it still adds up).
 
     `jsonl`/`both`: rounds.jsonl is rewritten atomically with the kept games in plan order (and,
     for `both`, the columnar parts from it when `check` is False: the session's last pass).
@@ -104,6 +107,7 @@ def keep_finished(
         kept = KeptGames({key: plain(t, fields) for key, t in tables.items()})
         if check:
             _drop_damaged(kept, _plan_view(manifest, expected), run_dir / ROUNDS_FILE, replayable)
+            _drop_unreplayed(kept, run_dir / ROUNDS_FILE, replayable, replay)
         for key in kept.damaged:
             del lines[key], batches[key]
         write_games_in_order(run_dir, lines, order)
@@ -135,6 +139,7 @@ def keep_finished(
             )
     if check:
         _drop_damaged(kept, _plan_view(manifest, expected), columns_dir(run_dir), replayable)
+        _drop_unreplayed(kept, columns_dir(run_dir), replayable, replay)
         return kept
     rewrite_columns(
         run_dir,
@@ -204,6 +209,41 @@ def _drop_damaged(
             "replay would not reproduce); restore the file, or delete that game's records to "
             "play it again"
         )
+
+
+# Played moves (True for C) of each side, by game, of games played again.
+Replay = Callable[[list[Key]], dict[Key, tuple[Any, Any]]]
+
+
+def _drop_unreplayed(
+    kept: KeptGames, where: Path, replayable: Callable[[Key], bool], replay: Replay | None
+) -> None:
+    """Move the kept replayable games whose moves are not those their replay plays to
+    `kept.damaged` (their payoffs can fit their moves and still not be what was played)."""
+    if replay is None:
+        return
+    import numpy as np
+
+    from pdbench.storage.record.fields import side_fields
+
+    keys = [key for key in kept.games if replayable(key)]
+    if not keys:
+        return
+    moves = replay(keys)
+    for key in keys:
+        table = kept.games[key]
+        recorded = tuple(
+            np.asarray(table.column(field).to_pylist()) == "C" for field in side_fields("action")
+        )
+        if any(
+            not np.array_equal(r, np.asarray(m, dtype=bool))
+            for r, m in zip(recorded, moves[key], strict=True)
+        ):
+            kept.damaged[key] = (
+                f"{where}: game {key[0]!r} replicate {key[1]}: its moves are not what its "
+                "agents play (replayed); the log was edited"
+            )
+            del kept.games[key]
 
 
 def jsonl_stamp(run_dir: Path) -> dict[str, int] | None:

@@ -260,6 +260,7 @@ class RunSession:
                 [p.key for p in logged],
                 input_fields(manifest),
                 replayable=lambda key: not by_key[key].has_llm,
+                replay=self._replayed_moves,
             )
             if logged
             else KeptGames()
@@ -281,6 +282,14 @@ class RunSession:
             session["games_replayed_damaged"] = list(found.damaged.values())
         manifest.setdefault("sessions", []).append(session)
         return manifest, kept
+
+    def _replayed_moves(self, keys: list[tuple[str, int]]) -> dict[tuple[str, int], Any]:
+        """The played moves of games without LLM agents, played again in memory (exactly:
+        every draw is keyed by the game seed), to check the kept ones against."""
+        by_key = {p.key: p for p in self.plans if p.logged}
+        plans = [by_key[key] for key in keys]
+        outcomes = play_in_memory(self.loaded, plans)
+        return {p.key: (outcomes[p.index].a_coop, outcomes[p.index].b_coop) for p in plans}
 
     def _cache_dir(self) -> str | None:
         """The response cache's directory (absolute), None when the cache is off."""
