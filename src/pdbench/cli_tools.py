@@ -146,14 +146,15 @@ def compare(
             raise RunError(
                 "--across-runs compares the headline metrics: drop --metric, --baseline, --totals"
             )
-        from pdbench.storage.run_dir import run_kind
+        from pdbench.storage.schema import MANIFEST_FILES
 
-        for run_dir in run_dirs:
-            kind = run_kind(run_dir)
-            if kind != "experiment":
+        for run_dir in run_dirs:  # a run of another kind is named (others: as the reader says)
+            kinds = [k for k, name in MANIFEST_FILES.items() if _is_file(run_dir / name)]
+            if kinds and "experiment" not in kinds:
                 raise RunError(
-                    f"{run_dir}: a {kind} run; --across-runs compares the agents of experiment "
-                    "runs (compare a groups run's conditions with `pdbench compare RUN_DIR`)"
+                    f"{run_dir}: a {kinds[0]} run; --across-runs compares the agents of "
+                    "experiment runs (compare a groups run's conditions with `pdbench compare "
+                    "RUN_DIR`)"
                 )
         typer.echo(across_runs_table(compare_across_runs(run_dirs, agent)))
         return
@@ -291,3 +292,11 @@ def ui(
     if find_spec("streamlit") is None:
         raise RunError("streamlit is not installed: run `uv sync`")
     raise typer.Exit(subprocess.call(command))
+
+
+def _is_file(path: Path) -> bool:
+    """Whether `path` is a file (False for a name the system cannot even look up)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False

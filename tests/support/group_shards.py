@@ -49,7 +49,7 @@ def write_group_config(
             "budget": budget or {"max_calls": None, "max_tokens": None, "max_cost_usd": None},
         },
         "horizon": {"type": "fixed", "n_rounds": N_ROUNDS},
-        "group_game": {"kind": "public_goods", "r": 3.0, "c": 1.0},
+        "group_game": {"kind": "public_goods", "r": 2.5, "c": 1.0},
         "communication": {"mode": "every_round", "order": "round_robin"},
         "groups": {
             "replicates": REPLICATES,
