@@ -79,11 +79,39 @@ def test_a_round_of_pgg_bench_logs() -> None:
 
 
 def test_cap_at_half_the_post_fund_balance_refunds_the_rest() -> None:
-    # everyone keeps 0 in the pot; seat 1 holds 10, so 10 tokens (30) are capped at 5, cost 5/3
+    # PGG-Bench's rule (whole tokens): seat 1 holds 10, so 10 tokens (raw 30) are capped at
+    # floor(10 / 2) = 5: floor(10 x 5/30) = 1 token is spent (damage 3), 9 refunded
     rr = play_round(BENCH, (20, 10, 20, 20, 20), (0,) * 5, {0: {1: 10}})
+    assert rr.damage[0][1] == 3 and rr.punish_spent[0] == 1
+    assert rr.balances[0] == 19 and rr.balances[1] == 7
+    # the simultaneous rule in exact fractions: damage 5, paid 5/3
+    exact = PGGRules(n_players=5, budget="balance", punishment=True, punish_max_targets=1)
+    rr = play_round(exact, (20, 10, 20, 20, 20), (0,) * 5, {0: {1: 10}})
     assert rr.damage[0][1] == 5
     assert rr.punish_spent[0] == pytest.approx(5 / 3)
     assert rr.balances[0] == pytest.approx(20 - 5 / 3) and rr.balances[1] == 5
+
+
+def test_the_worked_example_of_pgg_benchs_prompt_templates() -> None:
+    # prompts/template_punishment_*.txt (lechmazur/pgg_bench): start 15, 15, 20; contributions
+    # 5, 3, 5: sum 13 x 1.6 = 20, share 6, leftover 2; after the fund 16, 18, 21. P1 spends 4 on
+    # P3: raw 12, half of 21 = 10, floor(4 x 10/12) = 3, damage 9, refund 1 -> P1 13, P3 12;
+    # P2 spends 2 on P3: raw 6, half of 12 = 6, damage 6 -> P2 16, P3 6.
+    rules = PGGRules(
+        n_players=3,
+        endowment=20,
+        budget="balance",
+        integer_shares=True,
+        punishment=True,
+        punish_max_targets=1,
+        punish_rule="sequential",
+    )
+    rr = play_round(rules, (15, 15, 20), (5, 3, 5), {0: {2: 4}, 1: {2: 2}})
+    assert (rr.share, rr.carry_out) == (6, 2)
+    assert rr.post_fund == (16, 18, 21)
+    assert rr.damage[0][2] == 9 and rr.damage[1][2] == 6
+    assert rr.punish_spent[:2] == (3, 2)
+    assert rr.balances == (13, 16, 6)
 
 
 def test_absolute_cap() -> None:

@@ -28,11 +28,14 @@ logs `logs/game_*.jsonl` (735 games, 11,171 punishment acts, commit 4be972b):
   ever spent more than its balance and no balance went below 0.
 - No reward stage is described, so there is none here.
 
-Choices of this module where PGG-Bench is silent (the cap never bound in its logs, and it applies
-acts one by one in the order the answers came): every act is capped against the target's
-post-fund balance, as the README says; a seat may not commit more punishment than it holds after
-the fund (ValueError, not a silent clamp); a target's balance stops at 0, damage beyond it is lost
-while its punishers still pay. So the outcome does not depend on an order of acts.
+PGG-Bench's prompt templates (`prompts/template_punishment_*.txt`) work an example that fixes
+what its README leaves open: acts apply one by one (P1's, then P2's), each capped at
+floor(50%) of the target's balance so far, and a capped act spends whole tokens (floor of the
+scaled spend), the rest refunded. `PGGRules.pgg_bench()` uses that rule (`punish_rule:
+"sequential"`, in seat order); the default "simultaneous" rule caps every act against the
+target's post-fund balance in exact fractions, so the outcome does not depend on an order. Either
+way a seat may not commit more punishment than it holds after the fund (ValueError, not a silent
+clamp), and a target's balance stops at 0 (damage beyond it is lost; its punishers still pay).
 
 Pure: no I/O, no randomness.
 """
@@ -75,6 +78,11 @@ class PGGRules:
     punish_cap_fraction: float = 0.5
     punish_cap_absolute: float = 100.0
     visibility: Literal["each", "total"] = "each"
+    # "simultaneous": every act capped against the target's post-fund balance, exact fractions;
+    # "sequential": PGG-Bench's worked example (its prompt templates): acts one by one in seat
+    # order against the target's balance so far, the cap floored, whole tokens spent (the rest
+    # refunded)
+    punish_rule: Literal["simultaneous", "sequential"] = "simultaneous"
 
     def __post_init__(self) -> None:
         if self.n_players < 2:
@@ -113,6 +121,7 @@ class PGGRules:
             punish_effect=3.0,
             punish_max_tokens=10,
             punish_max_targets=1,
+            punish_rule="sequential",
         )
 
     def initial_balances(self) -> tuple[float, ...]:
@@ -186,6 +195,35 @@ def _as_matrix(punishments: Punishments | None, n: int) -> list[list[int]]:
     return out
 
 
+def _punish_in_turn(
+    rules: PGGRules,
+    tokens: list[list[int]],
+    post: list[float],
+    damage: list[list[float]],
+    spent: list[float],
+) -> None:
+    """PGG-Bench's punishment, as the worked example of its prompt templates computes it: the
+    acts one by one in seat order; a target loses at most floor(fraction x its balance so far)
+    (and the absolute cap); when that cuts the damage, the punisher's tokens scale down and are
+    floored to whole tokens, the rest refunded. Example (N = 3, after the fund 16, 18, 21): P1
+    spends 4 on P3: raw 12 > floor(21 / 2) = 10, so floor(4 x 10/12) = 3 tokens, damage 9,
+    refund 1; then P2 spends 2 on P3 (now 12): raw 6 <= 6, damage 6; balances 13, 16, 6."""
+    balance = list(post)
+    for i, row in enumerate(tokens):
+        for j, t in enumerate(row):
+            if not t:
+                continue
+            raw = t * rules.punish_effect
+            cap = min(
+                math.floor(rules.punish_cap_fraction * balance[j] + 1e-9), rules.punish_cap_absolute
+            )
+            paid = t if raw <= cap else math.floor(t * max(cap, 0) / raw + 1e-9)
+            damage[i][j] = paid * rules.punish_effect
+            spent[i] += paid * rules.punish_cost
+            balance[i] -= paid * rules.punish_cost
+            balance[j] -= damage[i][j]
+
+
 def _pot_split(rules: PGGRules, pot: float) -> tuple[float, float]:
     """(share per seat, carry-out) of a pot before multiplication."""
     n = rules.n_players
@@ -249,12 +287,15 @@ def play_round(
                     f"seat {i} commits {total * rules.punish_cost:g} to punishment"
                     f" but holds {post[i]:g} after the fund"
                 )
-        for i, row in enumerate(tokens):
-            for j, t in enumerate(row):
-                if t:
-                    cap = min(rules.punish_cap_fraction * post[j], rules.punish_cap_absolute)
-                    damage[i][j] = min(t * rules.punish_effect, cap)
-                    spent[i] += damage[i][j] / rules.punish_effect * rules.punish_cost
+        if rules.punish_rule == "sequential":
+            _punish_in_turn(rules, tokens, post, damage, spent)
+        else:
+            for i, row in enumerate(tokens):
+                for j, t in enumerate(row):
+                    if t:
+                        cap = min(rules.punish_cap_fraction * post[j], rules.punish_cap_absolute)
+                        damage[i][j] = min(t * rules.punish_effect, cap)
+                        spent[i] += damage[i][j] / rules.punish_effect * rules.punish_cost
     after_pay = [post[i] - spent[i] for i in range(n)]
     received = [min(sum(damage[i][j] for i in range(n)), after_pay[j]) for j in range(n)]
     final = tuple(max(0.0, after_pay[j] - received[j]) for j in range(n))
