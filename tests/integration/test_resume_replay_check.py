@@ -1,5 +1,5 @@
-"""Resume keeps a finished game of agents that replay exactly (policies, Axelrod strategies)
-only when its moves are those its agents play: a game rewritten so that its payoffs and running
+"""Resume keeps a finished game of agents that replay exactly (policies; Axelrod strategies
+replay the same way) only when its moves are those its agents play: a game rewritten so that its payoffs and running
 totals still fit its moves passed every record check and was kept; it is now played again and
 named (the same check as groups', tests/integration/test_groups_resume.py)."""
 
@@ -37,7 +37,7 @@ def test_a_rewritten_policy_game_that_adds_up_is_played_again(
                     "replicates": 2,
                     "conditions": [
                         {"name": "TFT_vs_ALLD", "agent_a": "TFT", "agent_b": "ALLD"},
-                        {"name": "prober", "agent_a": "axelrod:Prober", "agent_b": "WSLS"},
+                        {"name": "noisy", "agent_a": "GTFT", "agent_b": "WSLS", "noise": 0.1},
                     ],
                 },
             }
