@@ -38,20 +38,19 @@ from pdbench.runners.engine.group_engine import GroupPlan
 from pdbench.runners.lifecycle.group_session import game_from_lines
 from pdbench.runners.lifecycle.merge import (
     MERGING,
-    PER_SHARD_KEYS,
     _check_split,
     _check_usage,
     _merged_models,
-    _without_place,
+    check_same_inputs,
     merge_into,
 )
-from pdbench.runners.lifecycle.session import input_changes, snapshot_changes, usage_summary
+from pdbench.runners.lifecycle.session import usage_summary
 from pdbench.runners.science.experiment import shard_owner
 from pdbench.runners.science.groups import drawn_group
 from pdbench.storage.aggregate import usage_by_game
 from pdbench.storage.group_aggregate import GROUP_ARTIFACTS, group_game_of, write_group_aggregates
 from pdbench.storage.record.group_shard_check import ExpectedGroupGame, group_shard_rounds
-from pdbench.storage.record.shard_check import GameId, shard_calls, short
+from pdbench.storage.record.shard_check import GameId, shard_calls
 from pdbench.storage.run_dir import (
     check_not_in_use,
     read_manifest,
@@ -294,23 +293,8 @@ def _outcomes(
 def _check_inputs(shard: GroupShard, first: GroupShard, schedule: list[ScheduledGroupGame]) -> None:
     """The shard was played with the same config, prompt and persona files and record schema
     as the first shard (and this pdbench), and its manifest agrees with the plan."""
+    check_same_inputs(shard.dir, shard.manifest, first.dir, first.manifest, GROUPS_MANIFEST_FILE)
     m, where = shard.manifest, shard.dir
-    changed = snapshot_changes(
-        _without_place(first.manifest["config"]), _without_place(m["config"])
-    )
-    if changed:
-        raise RunError(f"{where}: a shard of another config than {first.dir} ({changed})")
-    edited = input_changes(m, first.manifest.get("prompt_files") or {})
-    if edited:
-        raise RunError(
-            f"{where}: {edited} differ from those of {first.dir} (or this pdbench), so its games "
-            "were played with other inputs; run the shards again with the same files"
-        )
-    for key in sorted((set(m) | set(first.manifest)) - PER_SHARD_KEYS):
-        if m.get(key) != first.manifest.get(key):
-            raise RunError(
-                f"{where / GROUPS_MANIFEST_FILE}: {short(key)} differs from {first.dir}'s"
-            )
     cfg = shard.config
     plain = {
         "run_id": cfg.run.run_id,

@@ -331,24 +331,30 @@ def _without_place(config: dict[str, Any]) -> dict[str, Any]:
     return {**config, "run": run}
 
 
+def check_same_inputs(
+    where: Path, m: dict[str, Any], first_dir: Path, first: dict[str, Any], manifest_name: str
+) -> None:
+    """RunError (one line) unless a shard's manifest `m` has the first shard's config, input
+    files (prompts, personas) and every key that is not a shard's own."""
+    changed = snapshot_changes(_without_place(first["config"]), _without_place(m["config"]))
+    if changed:
+        raise RunError(f"{where}: a shard of another config than {first_dir} ({changed})")
+    edited = input_changes(m, first.get("prompt_files") or {})
+    if edited:
+        raise RunError(
+            f"{where}: {edited} differ from those of {first_dir} (or this pdbench), so its games "
+            "were played with other inputs; run the shards again with the same files"
+        )
+    for key in sorted((set(m) | set(first)) - PER_SHARD_KEYS):
+        if m.get(key) != first.get(key):
+            raise RunError(f"{where / manifest_name}: {short(key)} differs from {first_dir}'s")
+
+
 def _check_inputs(shard: Shard, first: Shard, schedule: list[ScheduledGame]) -> None:
     """The shard was played with the same config, prompt and persona files and record schema
     as the first shard (and this pdbench), and its manifest agrees with the plan."""
+    check_same_inputs(shard.dir, shard.manifest, first.dir, first.manifest, MANIFEST_FILE)
     m, where = shard.manifest, shard.dir
-    changed = snapshot_changes(
-        _without_place(first.manifest["config"]), _without_place(m["config"])
-    )
-    if changed:
-        raise RunError(f"{where}: a shard of another config than {first.dir} ({changed})")
-    edited = input_changes(m, first.manifest.get("prompt_files") or {})
-    if edited:
-        raise RunError(
-            f"{where}: {edited} differ from those of {first.dir} (or this pdbench), so its games "
-            "were played with other inputs; run the shards again with the same files"
-        )
-    for key in sorted((set(m) | set(first.manifest)) - PER_SHARD_KEYS):
-        if m.get(key) != first.manifest.get(key):
-            raise RunError(f"{where / MANIFEST_FILE}: {short(key)} differs from {first.dir}'s")
     cfg = shard.config
     plain = {
         "run_id": cfg.run.run_id,
