@@ -768,3 +768,6 @@ CONFIG_MODELS["groups"] = GroupsConfig
 # Tournaments and evolution of group strategies (N-player games) are kinds of their own too; the
 # module registers them in CONFIG_MODELS itself (so importing it first works as well).
 import pdbench.core.group_science_config  # noqa: E402, F401
+
+# Public goods games with contributions and a commons (issue 31) register themselves too.
+import pdbench.core.resource_config  # noqa: E402, F401

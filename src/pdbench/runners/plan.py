@@ -26,8 +26,13 @@ def expected_llm_calls(plans: list[GamePlan]) -> tuple[int, int]:
 
 
 def calls_per_game(plan: GamePlan) -> int:
-    """Provider calls an LLM agent makes in the game without retries (`calls_in_game`)."""
+    """Provider calls an LLM agent makes in the game without retries (`calls_in_game`; a
+    resource game's seat: its decisions, messages and reflections a round)."""
     from pdbench.runners.plan_tokens import calls_in_game
+
+    per_round = getattr(plan, "calls_per_round", None)
+    if per_round is not None:
+        return per_round * plan.n_rounds
 
     return calls_in_game(plan.n_rounds, plan.communication)
 
@@ -107,7 +112,7 @@ def describe_plan(loaded: LoadedConfig) -> str:
     lines.append(f"games: {len(plans)}   rounds: {rounds}")
     low, high = expected_llm_calls(plans)
     lines.append(f"expected LLM calls: {low} (up to {high} with parse retries)")
-    if low and loaded.kind in GROUP_KINDS:
+    if low and loaded.kind in (*GROUP_KINDS, "pgg", "commons"):
         lines.append("estimated tokens: not estimated for groups (their prompts grow with N)")
     elif low:
         per_model = estimate_per_model(loaded, plans)
@@ -167,6 +172,26 @@ def _describe_kind(loaded: LoadedConfig, plans: list[GamePlan]) -> list[str]:
         return _describe_groups(cfg, plans)
     if loaded.kind in ("group_tournament", "group_evolution"):
         return _describe_group_science(loaded, plans)
+    if loaded.kind in ("pgg", "commons"):
+        section = cfg.section
+        unit = "rounds" if loaded.kind == "pgg" else "seasons (at most)"
+        lines = [
+            f"{loaded.kind}: replicates {section.replicates}, conditions "
+            f"{len(section.conditions)}, {cfg.horizon.n_rounds} {unit}"
+        ]
+        for cond in section.conditions:
+            talk = ", talk" if cfg.talk_of(cond) else ""
+            lines.append(
+                f"  {cond.name}: "
+                + ", ".join(
+                    loaded.agents[
+                        (cfg.section_name, "conditions", section.conditions.index(cond), "seats", j)
+                    ].name
+                    for j in range(cond.n_players)
+                )
+                + talk
+            )
+        return lines
     n_rep = cfg.experiment.replicates
     lines = [f"replicates: {n_rep}   conditions: {len(cfg.experiment.conditions)}"]
     for cond in cfg.experiment.conditions:

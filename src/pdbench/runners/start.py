@@ -40,6 +40,8 @@ _KINDS = {
     "groups": ("groups", "plan_groups", "run_groups"),
     "group_tournament": ("group_tournament", "plan_group_games", "run_group_tournament"),
     "group_evolution": ("group_evolve", "plan_compositions", "run_group_evolve"),
+    "pgg": ("resources", "plan_resources", "run_resources"),
+    "commons": ("resources", "plan_resources", "run_resources"),
 }
 
 
@@ -141,7 +143,7 @@ def report(loaded: LoadedConfig, result: Any, resumed: bool = False) -> list[str
             f"-> {result.run_dir}"
         )
         tail = [groups_table(result.rows)]
-    elif loaded.kind in ("group_tournament", "group_evolution"):
+    elif loaded.kind in ("group_tournament", "group_evolution", "pgg", "commons"):
         head, *tail = _summary(loaded.kind, result, resumed)
     elif loaded.kind == "tournament":
         totals = manifest["totals"]

@@ -64,6 +64,10 @@ GROUP_TOURNAMENT_MANIFEST_FILE = "group_tournament_manifest.json"
 GROUP_GAMES_FILE = "groups.parquet"  # group tournaments: one row per game
 GROUP_EVOLUTION_MANIFEST_FILE = "group_evolution_manifest.json"
 PAYOFF_TABLE_FILE = "payoff_table.parquet"  # group evolution: payoffs by group composition
+PGG_MANIFEST_FILE = "pgg_manifest.json"  # public goods games with contributions (issue 31)
+COMMONS_MANIFEST_FILE = "commons_manifest.json"  # a commons (GovSim's fishery)
+RESOURCE_ROUNDS_FILE = "resource_rounds.parquet"  # pgg, commons: per condition and round
+RESOURCE_SEATS_FILE = "resource_seats.parquet"  # pgg, commons: per condition and seat
 LOCK_FILE = ".pdbench.lock"  # held by the process using a run directory
 
 MANIFEST_FILES: dict[str, str] = {
@@ -73,6 +77,8 @@ MANIFEST_FILES: dict[str, str] = {
     "groups": GROUPS_MANIFEST_FILE,
     "group_tournament": GROUP_TOURNAMENT_MANIFEST_FILE,
     "group_evolution": GROUP_EVOLUTION_MANIFEST_FILE,
+    "pgg": PGG_MANIFEST_FILE,
+    "commons": COMMONS_MANIFEST_FILE,
 }
 ARTIFACTS: dict[str, tuple[str, ...]] = {
     "experiment": (ROUNDS_FILE, MANIFEST_FILE, AGGREGATES_FILE, CALLS_FILE, ROUNDS_COLUMNS_DIR),
@@ -107,6 +113,22 @@ ARTIFACTS: dict[str, tuple[str, ...]] = {
         GENERATIONS_FILE,
         FIXATION_FILE,
         ROUNDS_FILE,
+        CALLS_FILE,
+    ),
+    "pgg": (
+        PGG_MANIFEST_FILE,
+        ROUNDS_FILE,
+        AGGREGATES_FILE,
+        RESOURCE_ROUNDS_FILE,
+        RESOURCE_SEATS_FILE,
+        CALLS_FILE,
+    ),
+    "commons": (
+        COMMONS_MANIFEST_FILE,
+        ROUNDS_FILE,
+        AGGREGATES_FILE,
+        RESOURCE_ROUNDS_FILE,
+        RESOURCE_SEATS_FILE,
         CALLS_FILE,
     ),
 }

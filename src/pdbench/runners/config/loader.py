@@ -36,12 +36,14 @@ from pdbench.core.group_config import GroupsConfig
 from pdbench.core.group_science_config import GroupEvolutionConfig, GroupTournamentConfig
 from pdbench.core.metrics import AGGREGATE_COLUMNS
 from pdbench.core.payoff import PayoffMatrix
+from pdbench.core.resource_config import is_resource
 from pdbench.core.published import BY_CONDITION, PublishedNumbers, matches
 from pdbench.core.sweep import expand_sweep, target_parts
 from pdbench.errors import ConfigError, ConfigIssue
 from pdbench.redact import redact_url, remember, url_secrets
 from pdbench.runners.config.agent_checks import check_agent
 from pdbench.runners.config.group_checks import channel_problems, check_seat
+from pdbench.runners.config.resource_checks import check_resource_seat
 from pdbench.runners.config.resolve import (
     MAX_NODES,
     Origin,
@@ -62,11 +64,13 @@ COMMANDS = {
     "groups": "run",
     "group_tournament": "tournament",
     "group_evolution": "evolve",
+    "pgg": "run",
+    "commons": "run",
 }
 # Kinds a command expecting another kind also runs: `pdbench run` runs experiments and groups,
 # `pdbench tournament` group tournaments too, `pdbench evolve` group evolutions too.
 ALSO_RUNS = {
-    "experiment": ("groups",),
+    "experiment": ("groups", "pgg", "commons"),
     "tournament": ("group_tournament",),
     "evolution": ("group_evolution",),
 }
@@ -228,20 +232,29 @@ def _validate(
                     f"(shards: experiments and groups) (got {config.run.shard!r})",
                 )
             )
+    resource = is_resource(config)
+    if resource:
+        _check_resource(config, resolved, issues)
     seen: dict[str, Loc] = {}
     for loc, agent in config.agent_locations():
         if isinstance(config, GROUP_MODELS):
             spec = check_seat(agent, loc, resolved, matrix, loaded, issues, human_seats)
+        elif resource:
+            spec = check_resource_seat(agent, loc, resolved, matrix, loaded, issues)
         else:
             spec = check_agent(agent, loc, resolved, matrix, loaded, issues)
         if spec is not None:
             loaded.agents[loc] = spec
-        if found not in ("experiment", "groups"):
+        if found not in ("experiment", "groups", "pgg", "commons"):
             _check_unique_name(agent, loc, seen, resolved, issues)
         _relativize_prompts(snapshot, loc, resolved)
-    if config.run.rounds_log == "columns" and any(
-        isinstance(agent, LLMAgentConfig | HumanAgentConfig)
-        for _, agent in config.agent_locations()
+    if (
+        not resource
+        and config.run.rounds_log == "columns"
+        and any(
+            isinstance(agent, LLMAgentConfig | HumanAgentConfig)
+            for _, agent in config.agent_locations()
+        )
     ):
         issues.append(
             resolved.issue(
@@ -250,7 +263,7 @@ def _validate(
                 "choose both or jsonl (got 'columns')",
             )
         )
-    if config.run.rounds_log == "columns" and _talks(config):
+    if not resource and config.run.rounds_log == "columns" and _talks(config):
         issues.append(
             resolved.issue(
                 ("run", "rounds_log"),
@@ -263,6 +276,28 @@ def _validate(
     if issues:
         raise ConfigError(issues)
     return loaded
+
+
+def _check_resource(config: Any, resolved: Resolved, issues: list[ConfigIssue]) -> None:
+    """What a public goods or commons config may not set: rules that cannot be built, a
+    rounds log other than rounds.jsonl, shards."""
+    for loc, message in config.game_problems():
+        issues.append(resolved.issue(loc, message))
+    if "rounds_log" in config.run.model_fields_set and config.run.rounds_log != "jsonl":
+        issues.append(
+            resolved.issue(
+                ("run", "rounds_log"),
+                f"{config.kind} games keep their rounds in rounds.jsonl only (valid: jsonl) "
+                f"(got {config.run.rounds_log!r})",
+            )
+        )
+    if config.run.shard is not None:
+        issues.append(
+            resolved.issue(
+                ("run", "shard"),
+                f"{config.kind} runs are not sharded; run them whole (got {config.run.shard!r})",
+            )
+        )
 
 
 def _retarget(overrides: dict[str, Any], kind: str | None, found: str) -> dict[str, Any]:

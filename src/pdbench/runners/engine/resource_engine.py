@@ -1,0 +1,395 @@
+"""Plays the resource games (issue 31) round by round: a public goods game with contributions,
+talk and punishment, and a commons with discussions between seasons.
+
+A public goods round: every seat says a public message (when the group talks; all at once, so a
+seat sees the others' messages of earlier rounds only), then contributes; the pot is shared;
+then (punishment on) each seat, shown the contributions, spends punishment tokens. A commons
+season: every present seat asks for a harvest, the lake grants the requests and regrows, then
+(talk on) the seats discuss in seat order (each sees what was said before it), and each LLM
+seat writes a reflection (a logged call, fed into its later prompts). A commons game ends at
+the season it collapses in, after that season's discussion, as GovSim's does.
+
+What a seat answers is checked here whatever the seat: a contribution or harvest out of range is
+clamped, punishment of oneself, of more seats than allowed, or beyond the tokens allowed or
+held is cut (in seat order), and each such repair is recorded (`clamped`). Every round is one
+record (`pdbench.storage.record.resource_record`); a game's records reach the log when it ends.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pdbench.agents.factory import AgentSpec
+from pdbench.agents.resource_policy import (
+    Choice,
+    CommonsContext,
+    Message,
+    PGGContext,
+    PolicySeat,
+    Said,
+)
+from pdbench.core.commons import CommonsRules, SeasonResult, step
+from pdbench.core.config import LLMAgentConfig, PolicyAgentConfig
+from pdbench.core.pgg import PGGRules, RoundResult, play_round
+from pdbench.core.rng import derive_seed
+from pdbench.runners.engine.broker import CallBroker
+from pdbench.runners.engine.engine import ProgressFn, utc_now
+from pdbench.storage.record.resource_record import commons_record, encode_game, pgg_record
+
+
+@dataclass(frozen=True)
+class ResourcePlan:
+    """One planned game: its condition, replicate, seed, seats and rules."""
+
+    index: int
+    condition: str
+    replicate: int
+    seed: int
+    n_rounds: int
+    agents: tuple[AgentSpec, ...]
+    game: str  # "pgg" or "commons"
+    rules: PGGRules | CommonsRules
+    talk: bool = False
+    max_chars: int = 400
+    universalization: bool = False
+    outsider_arrival: int | None = None
+    system_prompt: str = "v3"
+    logged: bool = True
+
+    @property
+    def key(self) -> tuple[str, int]:
+        """(condition, replicate)."""
+        return (self.condition, self.replicate)
+
+    @property
+    def n_players(self) -> int:
+        """The number of seats."""
+        return len(self.agents)
+
+    @property
+    def has_llm(self) -> bool:
+        """A seat calls a provider."""
+        return any(spec.is_llm for spec in self.agents)
+
+    @property
+    def calls_per_round(self) -> int:
+        """An LLM seat's provider calls a round without retries: its decision(s), a message
+        when the group talks, and (commons) a reflection."""
+        if self.game == "pgg":
+            punish = bool(getattr(self.rules, "punishment", False))
+            return 1 + int(punish) + int(self.talk)
+        return 2 + int(self.talk)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The seats' display names."""
+        return tuple(spec.name for spec in self.agents)
+
+
+@dataclass
+class ResourceResult:
+    """A finished game: its plan and its records (one a round, in order) as dicts and bytes."""
+
+    plan: ResourcePlan
+    records: list[dict[str, Any]]
+    lines: bytes = b""
+
+
+SeatFactory = Callable[[ResourcePlan, int], Any]
+
+
+def fit_punishment(
+    rules: PGGRules, seat: int, tokens: dict[int, int], held: float
+) -> dict[int, int]:
+    """The tokens `seat` may spend: no self-punishment, at most `punish_max_targets` targets and
+    `punish_max_tokens` tokens, and no more than it holds after the fund (cut in seat order)."""
+    if not rules.punishment:
+        return {}
+    left = min(rules.punish_max_tokens, math.floor(held / rules.punish_cost + 1e-9))
+    out: dict[int, int] = {}
+    for j in sorted(tokens):
+        t = int(tokens[j])
+        if j == seat or not 0 <= j < rules.n_players or t <= 0:
+            continue
+        if rules.punish_max_targets is not None and len(out) >= rules.punish_max_targets:
+            break
+        t = min(t, left)
+        if t <= 0:
+            break
+        out[j] = t
+        left -= t
+    return out
+
+
+def _clamp(choice: Choice, low: int, high: int) -> Choice:
+    if low <= choice.value <= high:
+        return choice
+    value = min(high, max(low, choice.value))
+    return Choice(value, {}, choice.parse_failures, choice.fallback, True, choice.calls)
+
+
+def _decision(seat: int, stage: str, choice: Choice, **extra: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"seat": seat, "stage": stage}
+    if stage == "punishment":
+        out["tokens"] = [[j, t] for j, t in sorted(choice.tokens.items())]
+    else:
+        out["value"] = choice.value
+    out.update(
+        parse_failures=choice.parse_failures,
+        fallback=choice.fallback,
+        clamped=choice.clamped,
+        **extra,
+    )
+    if choice.calls:
+        out["calls"] = list(choice.calls)
+    return out
+
+
+def _said(seat: int, said: Said | None, round_index: int) -> tuple[Message | None, dict | None]:
+    if said is None:
+        return None, None
+    entry: dict[str, Any] = {"from": seat, "text": said.text}
+    if said.calls:
+        entry["calls"] = list(said.calls)
+    return (Message(round_index, seat, said.text) if said.text else None), entry
+
+
+@dataclass
+class ResourceEngine:
+    """Plays resource plans for one run; `sink(index, lines)` gets each game's records,
+    `on_result` every finished game, `progress(done, total)` counts rounds."""
+
+    run_id: str
+    seats: SeatFactory
+    sink: Callable[[int, bytes], None] | None
+    on_result: Callable[[ResourceResult], None]
+    concurrency: int = 16
+    progress: ProgressFn | None = None
+    broker: CallBroker | None = None
+    _done: int = field(default=0, init=False)
+    _total: int = field(default=0, init=False)
+
+    def play(self, plans: Sequence[ResourcePlan], done_before: int = 0, total: int = 0) -> None:
+        """Play every plan (concurrently, up to `concurrency` games); raises what stops the run."""
+        import asyncio
+
+        self._done = done_before
+        self._total = total or done_before + sum(p.n_rounds for p in plans)
+        self._tick(0)
+        if plans:
+            asyncio.run(self._play_all(list(plans)))
+
+    def _tick(self, rounds: int) -> None:
+        self._done += rounds
+        if self.progress is not None:
+            self.progress(self._done, self._total)
+
+    async def _play_all(self, plans: list[ResourcePlan]) -> None:
+        import asyncio
+
+        gate = asyncio.Semaphore(max(1, self.concurrency))
+
+        async def one(plan: ResourcePlan) -> None:
+            async with gate:
+                result = await self.play_game(plan)
+                if plan.logged and self.sink is not None:
+                    self.sink(plan.index, result.lines)
+                self.on_result(result)
+
+        tasks = [asyncio.create_task(one(plan)) for plan in plans]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def play_game(self, plan: ResourcePlan) -> ResourceResult:
+        """Play one game and encode its records."""
+        seats = [self.seats(plan, i) for i in range(plan.n_players)]
+        if plan.game == "pgg":
+            records = await self._play_pgg(plan, seats)
+        else:
+            records = await self._play_commons(plan, seats)
+        played = len(records)
+        self._tick(played)
+        if played < plan.n_rounds:  # a commons that collapsed: its unplayed seasons count too
+            self._tick(plan.n_rounds - played)
+        return ResourceResult(plan, records, encode_game(records))
+
+    def _base(self, plan: ResourcePlan, r: int) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "condition": plan.condition,
+            "replicate": plan.replicate,
+            "game_seed": plan.seed,
+            "game": plan.game,
+            "round_index": r,
+            "n_rounds": plan.n_rounds,
+            "seats": list(plan.names),
+        }
+
+    async def _play_pgg(self, plan: ResourcePlan, seats: list[Any]) -> list[dict[str, Any]]:
+        import asyncio
+
+        rules = plan.rules
+        assert isinstance(rules, PGGRules)
+        n = plan.n_players
+        balances = rules.initial_balances()
+        carry = 0.0
+        history: list[RoundResult] = []
+        messages: list[Message] = []
+        records: list[dict[str, Any]] = []
+        for r in range(plan.n_rounds):
+            limits = [rules.contribution_limit(b) for b in balances]
+
+            def ctx(i: int, **extra: Any) -> PGGContext:
+                return PGGContext(
+                    rules,
+                    i,
+                    plan.names,
+                    r,
+                    plan.n_rounds,
+                    tuple(history),
+                    tuple(messages),
+                    balances[i],
+                    limits[i],
+                    **extra,
+                )
+
+            said_entries: list[dict[str, Any]] = []
+            if plan.talk:
+                said = await asyncio.gather(*(s.message(ctx(i)) for i, s in enumerate(seats)))
+                for i, one in enumerate(said):
+                    message, entry = _said(i, one, r)
+                    if entry is not None:
+                        said_entries.append(entry)
+                    if message is not None:
+                        messages.append(message)
+            asked = await asyncio.gather(*(s.contribute(ctx(i)) for i, s in enumerate(seats)))
+            chosen = [_clamp(c, 0, limits[i]) for i, c in enumerate(asked)]
+            decisions = [_decision(i, "contribution", c) for i, c in enumerate(chosen)]
+            cs = [c.value for c in chosen]
+            first = play_round(rules, balances, cs, carry_in=carry)
+            result = first
+            if rules.punishment:
+                asked_p = await asyncio.gather(
+                    *(
+                        s.punish(
+                            ctx(i, contributions=first.contributions, post_fund=first.post_fund[i])
+                        )
+                        for i, s in enumerate(seats)
+                    )
+                )
+                tokens: dict[int, dict[int, int]] = {}
+                for i, c in enumerate(asked_p):
+                    fitted = fit_punishment(rules, i, c.tokens, first.post_fund[i])
+                    cut = fitted != {j: t for j, t in c.tokens.items() if t}
+                    c = Choice(
+                        c.value, fitted, c.parse_failures, c.fallback, c.clamped or cut, c.calls
+                    )
+                    decisions.append(_decision(i, "punishment", c))
+                    tokens[i] = fitted
+                if any(tokens.values()):
+                    result = play_round(rules, balances, cs, tokens, carry_in=carry)
+            history.append(result)
+            record = self._base(plan, r) | pgg_record(result)
+            record["messages"] = said_entries
+            record["decisions"] = decisions
+            record["last"] = r == plan.n_rounds - 1
+            record["timestamp"] = utc_now()
+            records.append(record)
+            balances, carry = result.balances, result.carry_out
+            assert n == len(balances)
+        return records
+
+    async def _play_commons(self, plan: ResourcePlan, seats: list[Any]) -> list[dict[str, Any]]:
+        import asyncio
+
+        rules = plan.rules
+        assert isinstance(rules, CommonsRules)
+        n = plan.n_players
+        rng = np.random.default_rng(derive_seed(plan.seed, "allocation"))
+        arrival = plan.outsider_arrival
+        sharing = n - 1 if arrival is not None else n
+        stock = rules.start_stock
+        history: list[SeasonResult] = []
+        messages: list[Message] = []
+        records: list[dict[str, Any]] = []
+        for t in range(plan.n_rounds):
+            present = [not (arrival is not None and i == n - 1 and t < arrival) for i in range(n)]
+
+            def ctx(i: int) -> CommonsContext:
+                return CommonsContext(
+                    rules,
+                    i,
+                    plan.names,
+                    t,
+                    plan.n_rounds,
+                    tuple(history),
+                    tuple(messages),
+                    stock,
+                    plan.universalization,
+                    arrival is not None and i == n - 1,
+                    present[i],
+                    plan.system_prompt,
+                    sharing,
+                )
+
+            async def ask(i: int) -> Choice:
+                if not present[i]:
+                    return Choice(0)
+                return await seats[i].harvest(ctx(i))
+
+            asked = await asyncio.gather(*(ask(i) for i in range(n)))
+            chosen = [_clamp(c, 0, rules.max_catch) for c in asked]
+            decisions = [_decision(i, "harvest", c) for i, c in enumerate(chosen) if present[i]]
+            season = step(rules, stock, [c.value for c in chosen], rng)
+            history.append(season)
+            said_entries: list[dict[str, Any]] = []
+            reflections: list[dict[str, Any]] = []
+            if plan.talk:
+                for i in range(n):  # a discussion in seat order: each hears who spoke before
+                    if not present[i]:
+                        continue
+                    message, entry = _said(i, await seats[i].message(ctx(i)), t)
+                    if entry is not None:
+                        said_entries.append(entry)
+                    if message is not None:
+                        messages.append(message)
+            thoughts = await asyncio.gather(
+                *(seats[i].reflect(ctx(i)) for i in range(n) if present[i])
+            )
+            for i, said in zip([i for i in range(n) if present[i]], thoughts, strict=True):
+                _, entry = _said(i, said, t)
+                if entry is not None:
+                    reflections.append(entry)
+            record = self._base(plan, t) | commons_record(season, present)
+            record["messages"] = said_entries
+            record["reflections"] = reflections
+            record["decisions"] = decisions
+            record["last"] = season.collapsed or t == plan.n_rounds - 1
+            record["timestamp"] = utc_now()
+            records.append(record)
+            if season.collapsed:
+                break
+            stock = season.next_stock
+        return records
+
+
+def policy_seat(plan: ResourcePlan, seat: int) -> PolicySeat:
+    """The scripted seat of a plan's seat (a policy agent)."""
+    spec = plan.agents[seat]
+    cfg = spec.config
+    assert isinstance(cfg, PolicyAgentConfig)
+    return PolicySeat(spec.name, cfg.policy)
+
+
+def is_llm_seat(spec: AgentSpec) -> bool:
+    """Whether a seat's agent calls a provider."""
+    return isinstance(spec.config, LLMAgentConfig)
