@@ -39,6 +39,7 @@ from pdbench.core.pgg import PGGRules, RoundResult, play_round
 from pdbench.core.rng import derive_seed
 from pdbench.runners.engine.broker import CallBroker
 from pdbench.runners.engine.engine import ProgressFn, utc_now
+from pdbench.storage.record.fields import TIMESTAMP
 from pdbench.storage.record.resource_record import commons_record, encode_game, pgg_record
 
 
@@ -302,7 +303,7 @@ class ResourceEngine:
             record["messages"] = said_entries
             record["decisions"] = decisions
             record["last"] = r == plan.n_rounds - 1
-            record["timestamp"] = utc_now()
+            record[TIMESTAMP] = utc_now()
             records.append(record)
             balances, carry = result.balances, result.carry_out
             assert n == len(balances)
@@ -374,7 +375,7 @@ class ResourceEngine:
             record["reflections"] = reflections
             record["decisions"] = decisions
             record["last"] = season.collapsed or t == plan.n_rounds - 1
-            record["timestamp"] = utc_now()
+            record[TIMESTAMP] = utc_now()
             records.append(record)
             if season.collapsed:
                 break

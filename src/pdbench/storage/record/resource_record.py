@@ -7,7 +7,7 @@ Every line has the game's key (`run_id`, `condition`, `replicate`, `game_seed`),
 after the season's harvest), `decisions` (one per seat and stage: the value used, parse
 failures, whether it is the fallback or was clamped, and the calls with prompts and replies
 when the run stores them), `last` (true on a game's final line: the planned last round, or the
-season a commons collapsed in) and `timestamp`.
+season a commons collapsed in) and `timestamp_utc`.
 
 A public goods line adds every field of `pdbench.core.pgg.RoundResult` (punishment as sparse
 `[punisher, target, tokens]` lists); a commons line every field of `SeasonResult`, `present`
@@ -25,10 +25,10 @@ import orjson
 
 from pdbench.core.commons import SeasonResult
 from pdbench.core.pgg import RoundResult
+from pdbench.storage.record.fields import TIMESTAMP
 from pdbench.storage.schema import ROUNDS_FILE
 
 KEY_FIELDS = ("run_id", "condition", "replicate", "game_seed", "game", "round_index", "n_rounds")
-TIMESTAMP = "timestamp"
 
 Key = tuple[str, int]
 
