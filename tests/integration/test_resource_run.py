@@ -14,10 +14,10 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from tests.support.configs import execute
 
 from pdbench.errors import ConfigError
 from pdbench.runners.config.loader import load_config
-from tests.support.configs import execute
 
 
 def write(tmp: Path, body: dict[str, Any], name: str = "cfg.yaml") -> Path:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -249,8 +249,8 @@ class ResourceEngine:
         for r in range(plan.n_rounds):
             limits = [rules.contribution_limit(b) for b in balances]
 
-            def ctx(i: int, **extra: Any) -> PGGContext:
-                return PGGContext(
+            ctxs = [
+                PGGContext(
                     rules,
                     i,
                     plan.names,
@@ -260,19 +260,20 @@ class ResourceEngine:
                     tuple(messages),
                     balances[i],
                     limits[i],
-                    **extra,
                 )
-
+                for i in range(n)
+            ]
             said_entries: list[dict[str, Any]] = []
             if plan.talk:
-                said = await asyncio.gather(*(s.message(ctx(i)) for i, s in enumerate(seats)))
+                said = await asyncio.gather(*(s.message(ctxs[i]) for i, s in enumerate(seats)))
                 for i, one in enumerate(said):
                     message, entry = _said(i, one, r)
                     if entry is not None:
                         said_entries.append(entry)
                     if message is not None:
                         messages.append(message)
-            asked = await asyncio.gather(*(s.contribute(ctx(i)) for i, s in enumerate(seats)))
+            shown = [replace(c, messages=tuple(messages)) for c in ctxs]  # this round's talk too
+            asked = await asyncio.gather(*(s.contribute(shown[i]) for i, s in enumerate(seats)))
             chosen = [_clamp(c, 0, limits[i]) for i, c in enumerate(asked)]
             decisions = [_decision(i, "contribution", c) for i, c in enumerate(chosen)]
             cs = [c.value for c in chosen]
@@ -282,7 +283,11 @@ class ResourceEngine:
                 asked_p = await asyncio.gather(
                     *(
                         s.punish(
-                            ctx(i, contributions=first.contributions, post_fund=first.post_fund[i])
+                            replace(
+                                shown[i],
+                                contributions=first.contributions,
+                                post_fund=first.post_fund[i],
+                            )
                         )
                         for i, s in enumerate(seats)
                     )
@@ -325,8 +330,8 @@ class ResourceEngine:
         for t in range(plan.n_rounds):
             present = [not (arrival is not None and i == n - 1 and t < arrival) for i in range(n)]
 
-            def ctx(i: int) -> CommonsContext:
-                return CommonsContext(
+            ctxs = [
+                CommonsContext(
                     rules,
                     i,
                     plan.names,
@@ -341,13 +346,10 @@ class ResourceEngine:
                     plan.system_prompt,
                     sharing,
                 )
+                for i in range(n)
+            ]
 
-            async def ask(i: int) -> Choice:
-                if not present[i]:
-                    return Choice(0)
-                return await seats[i].harvest(ctx(i))
-
-            asked = await asyncio.gather(*(ask(i) for i in range(n)))
+            asked = await asyncio.gather(*(_harvest(seats[i], ctxs[i]) for i in range(n)))
             chosen = [_clamp(c, 0, rules.max_catch) for c in asked]
             decisions = [_decision(i, "harvest", c) for i, c in enumerate(chosen) if present[i]]
             season = step(rules, stock, [c.value for c in chosen], rng)
@@ -358,13 +360,20 @@ class ResourceEngine:
                 for i in range(n):  # a discussion in seat order: each hears who spoke before
                     if not present[i]:
                         continue
-                    message, entry = _said(i, await seats[i].message(ctx(i)), t)
+                    now = replace(ctxs[i], history=tuple(history), messages=tuple(messages))
+                    message, entry = _said(i, await seats[i].message(now), t)
                     if entry is not None:
                         said_entries.append(entry)
                     if message is not None:
                         messages.append(message)
             thoughts = await asyncio.gather(
-                *(seats[i].reflect(ctx(i)) for i in range(n) if present[i])
+                *(
+                    seats[i].reflect(
+                        replace(ctxs[i], history=tuple(history), messages=tuple(messages))
+                    )
+                    for i in range(n)
+                    if present[i]
+                )
             )
             for i, said in zip([i for i in range(n) if present[i]], thoughts, strict=True):
                 _, entry = _said(i, said, t)
@@ -381,6 +390,13 @@ class ResourceEngine:
                 break
             stock = season.next_stock
         return records
+
+
+async def _harvest(seat: Any, ctx: CommonsContext) -> Choice:
+    """A present seat's request; an outsider who has not arrived asks nothing (is not asked)."""
+    if not ctx.present:
+        return Choice(0)
+    return await seat.harvest(ctx)
 
 
 def policy_seat(plan: ResourcePlan, seat: int) -> PolicySeat:
