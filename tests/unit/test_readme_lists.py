@@ -50,3 +50,11 @@ def test_group_policy_list_names_every_registered_group_policy() -> None:
     from pdbench.agents.group_policy import group_policy_names
 
     assert sorted(_names_after("a seat's `policy` (")) == sorted(group_policy_names())
+
+
+def test_public_goods_and_harvest_policy_lists_name_every_registered_policy() -> None:
+    from pdbench.agents.pgg_policy import pgg_policy_names
+    from pdbench.agents.resource_policy import harvest_policy_names
+
+    assert sorted(_names_after("a contributor's `policy` (")) == pgg_policy_names()
+    assert sorted(_names_after("a fisher's `policy` (")) == harvest_policy_names()
