@@ -40,7 +40,12 @@ from pdbench.core.rng import derive_seed
 from pdbench.runners.engine.broker import CallBroker
 from pdbench.runners.engine.engine import ProgressFn, utc_now
 from pdbench.storage.record.fields import TIMESTAMP
-from pdbench.storage.record.resource_record import commons_record, encode_game, pgg_record
+from pdbench.storage.record.resource_record import (
+    commons_record,
+    encode_game,
+    pgg_record,
+    round_key,
+)
 
 
 @dataclass(frozen=True)
@@ -224,16 +229,16 @@ class ResourceEngine:
         return ResourceResult(plan, records, encode_game(records))
 
     def _base(self, plan: ResourcePlan, r: int) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "condition": plan.condition,
-            "replicate": plan.replicate,
-            "game_seed": plan.seed,
-            "game": plan.game,
-            "round_index": r,
-            "n_rounds": plan.n_rounds,
-            "seats": list(plan.names),
-        }
+        return round_key(
+            self.run_id,
+            plan.condition,
+            plan.replicate,
+            plan.seed,
+            plan.game,
+            r,
+            plan.n_rounds,
+            plan.names,
+        )
 
     async def _play_pgg(self, plan: ResourcePlan, seats: list[Any]) -> list[dict[str, Any]]:
         import asyncio

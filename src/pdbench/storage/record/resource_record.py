@@ -44,6 +44,21 @@ def _dense(entries: Iterable[Sequence[Any]], n: int, cast: type) -> tuple[tuple[
     return tuple(tuple(row) for row in out)
 
 
+def round_key(
+    run_id: str,
+    condition: str,
+    replicate: int,
+    game_seed: int,
+    game: str,
+    round_index: int,
+    n_rounds: int,
+    seats: Sequence[str],
+) -> dict[str, Any]:
+    """The fields that name a line's game and round (`KEY_FIELDS`, then `seats`)."""
+    values = (run_id, condition, replicate, game_seed, game, round_index, n_rounds)
+    return {**dict(zip(KEY_FIELDS, values, strict=True)), "seats": list(seats)}
+
+
 def pgg_record(result: RoundResult) -> dict[str, Any]:
     """A public goods round's own fields."""
     return {
