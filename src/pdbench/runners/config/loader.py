@@ -36,15 +36,13 @@ from pdbench.core.group_config import GroupsConfig
 from pdbench.core.group_science_config import GroupEvolutionConfig, GroupTournamentConfig
 from pdbench.core.metrics import AGGREGATE_COLUMNS
 from pdbench.core.payoff import PayoffMatrix
-from pdbench.core.resource_config import is_resource
 from pdbench.core.published import BY_CONDITION, PublishedNumbers, matches
+from pdbench.core.resource_config import is_resource
 from pdbench.core.sweep import expand_sweep, target_parts
 from pdbench.errors import ConfigError, ConfigIssue
 from pdbench.redact import redact_url, remember, url_secrets
 from pdbench.runners.config.agent_checks import check_agent
 from pdbench.runners.config.group_checks import channel_problems, check_seat
-from pdbench.runners.config.resource_checks import check_resource_seat
-from pdbench.runners.config.resource_published import read_resource_published
 from pdbench.runners.config.resolve import (
     MAX_NODES,
     Origin,
@@ -56,6 +54,8 @@ from pdbench.runners.config.resolve import (
     resolve_mapping,
     short_repr,
 )
+from pdbench.runners.config.resource_checks import check_resource_seat
+from pdbench.runners.config.resource_published import read_resource_published
 from pdbench.runners.config.validation import validation_issues
 
 COMMANDS = {
