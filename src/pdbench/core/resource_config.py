@@ -23,6 +23,7 @@ commons:
       seats: [SUSTAINABLE, SUSTAINABLE, SUSTAINABLE, SUSTAINABLE, GREEDY]
       outsider_arrival: 3           # the last seat arrives in season 4 (index 3), GovSim's
       universalization: true
+  published: ../studies/govsim_fishery.published.yaml  # optional, beside the config
 ```
 
 A seat is a contribution (or harvest) policy by name (`pdbench.agents.resource_policy`) or an
@@ -132,6 +133,9 @@ class _ResourceSection(Strict):
     replicates: int = Field(default=1, ge=1, le=MAX_REPEATS)
     talk: bool = False
     max_chars: int = Field(default=400, ge=1, le=4000)
+    # a file of published numbers beside the recipe (`pdbench.core.resource_published`), read
+    # and checked at load; the manifest keeps it and the run's summary prints it
+    published: str | None = Field(default=None, min_length=1)
     conditions: list[ResourceConditionConfig] = Field(min_length=1)
 
     @field_validator("conditions")

@@ -55,6 +55,7 @@ from pdbench.runners.config.resolve import (
     short_repr,
 )
 from pdbench.runners.config.resource_checks import check_resource_seat
+from pdbench.runners.config.resource_published import read_resource_published
 from pdbench.runners.config.validation import validation_issues
 
 COMMANDS = {
@@ -234,7 +235,7 @@ def _validate(
             )
     resource = is_resource(config)
     if resource:
-        _check_resource(config, resolved, issues)
+        loaded.published = _check_resource(config, resolved, issues)
     seen: dict[str, Loc] = {}
     for loc, agent in config.agent_locations():
         if isinstance(config, GROUP_MODELS):
@@ -278,9 +279,12 @@ def _validate(
     return loaded
 
 
-def _check_resource(config: Any, resolved: Resolved, issues: list[ConfigIssue]) -> None:
+def _check_resource(
+    config: Any, resolved: Resolved, issues: list[ConfigIssue]
+) -> dict[str, Any] | None:
     """What a public goods or commons config may not set: rules that cannot be built, a
-    rounds log other than rounds.jsonl, shards."""
+    rounds log other than rounds.jsonl, shards; returns its published numbers, read and checked
+    (`read_resource_published`)."""
     for loc, message in config.game_problems():
         issues.append(resolved.issue(loc, message))
     if "rounds_log" in config.run.model_fields_set and config.run.rounds_log != "jsonl":
@@ -298,6 +302,7 @@ def _check_resource(config: Any, resolved: Resolved, issues: list[ConfigIssue]) 
                 f"{config.kind} runs are not sharded; run them whole (got {config.run.shard!r})",
             )
         )
+    return read_resource_published(config, resolved, issues)
 
 
 def _retarget(overrides: dict[str, Any], kind: str | None, found: str) -> dict[str, Any]:

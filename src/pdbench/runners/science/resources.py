@@ -125,6 +125,7 @@ def run_resources(loaded: LoadedConfig, options: RunOptions | None = None) -> Re
         "intervals": intervals.describe(),
         "conditions": manifest_conditions(loaded, plans),
         "totals": {"games": len(plans), "rounds": sum(p.n_rounds for p in plans)},
+        **({"published": loaded.published} if loaded.published is not None else {}),
     }
     rows: list[dict[str, Any]] = []
 
@@ -202,4 +203,37 @@ def summary_lines(result: ResourceSummary, resumed: bool = False) -> list[str]:
             f"replies: {failures} unreadable (re-asked), {fallbacks} answers are the stated "
             "fallback (aggregates.parquet: parse_failures, fallbacks)"
         )
+    return lines + published_lines(result.manifest.get("published"), result.rows)
+
+
+def published_lines(published: dict[str, Any] | None, rows: Sequence[dict[str, Any]]) -> list[str]:
+    """The published numbers (manifest `published`) beside this run's: one line an entry,
+    "metric, model (source): value", then this run's value with its 95% interval in each
+    condition the entry stands beside (every condition when it names none); then the
+    deviations from the authors' protocol."""
+    if not published:
+        return []
+    lines = [
+        f"published ({published['source_file']}): the authors' models; this run: its own seats, "
+        "95% intervals over games"
+    ]
+    for entry in published["entries"]:
+        ci = entry.get("ci")
+        theirs = f"{entry['value']:.4g}" + (f" [{ci[0]:.4g}, {ci[1]:.4g}]" if ci else "")
+        head = f"  {entry['metric']}, {entry['model']} ({entry['source']}): {theirs}"
+        if entry.get("published_only"):
+            lines.append(f"{head} | this run: not measured (published only)")
+            continue
+        metric = entry["metric"]
+        mine = [
+            f"{r['condition']} "
+            + _span(r.get(metric), r.get(f"{metric}_ci_low"), r.get(f"{metric}_ci_high"), 1, 3)
+            for r in rows
+            if entry.get("condition") in (None, r["condition"])
+        ]
+        lines.append(f"{head} | this run: {'; '.join(mine) or 'no such condition'}")
+    deviations = published.get("deviations") or []
+    if deviations:
+        lines.append("deviations from the authors' protocol:")
+        lines.extend(f"  - {d}" for d in deviations)
     return lines
