@@ -85,7 +85,7 @@ def pick_group_game(ctx: AppContext) -> GroupPick | None:
     runs = saved_runs.list_saved(FIRST_FOR, [ctx.runs_root], [ctx.run_dir] if given else [])
     if not runs:
         st.info(
-            f"No groups runs (nor public goods or commons runs) yet under `{ctx.runs_root}/`. "
+            f"No groups runs yet under `{ctx.runs_root}/` (nor public goods or commons runs). "
             "Run one with `uv run pdbench run configs/groups.yaml`, or open one with "
             "`pdbench ui RUN_DIR`.",
             icon="🗂️",
