@@ -115,6 +115,13 @@ def test_commons_collapse_and_a_pgg_replay(
     assert "⚠️ fallback" in bad.inner_text()
     full_page_screenshot(page, shots / "commons_replay.png", WIDTH)
 
+    select_option(page, "Condition", "greedy")  # a GREEDY seat: the lake goes at once
+    first = _collapse_season(commons, "greedy", 0)
+    page.locator(f'.pdb-rcollapse[data-season="{first}"]').wait_for()
+    page.wait_for_timeout(800)
+    assert f"collapsed in season {first}" in _svg_texts(page)
+    full_page_screenshot(page, shots / "commons_replay_greedy.png", WIDTH)
+
     select_option(page, "Groups run", "pgg_ui")
     page.locator(".pdb-rtable").wait_for()
     _pgg_contributions(page, runs[1])

@@ -53,7 +53,8 @@ def render(
     except data.RunLoadError as exc:
         show_error(exc)
         return
-    unit = "seasons" if game.kind == "commons" else "rounds"
+    unit = "season" if game.kind == "commons" else "round"
+    unit += "" if game.n_rounds == 1 else "s"
     st.caption(
         f"**{condition.name}** · replicate {replicate} · {resource_data.describe(condition)} · "
         f"{game.n_rounds} {unit} played"

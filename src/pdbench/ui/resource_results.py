@@ -198,7 +198,7 @@ def _overview(aggregates: pd.DataFrame, conditions: Sequence[ResourceCondition])
                 for column, (label, k) in metrics.items()
                 if column in rows.columns
             },
-            "LLM answers unread (fallback)": [_reading(r) for _, r in rows.iterrows()],
+            "reading of replies": [_reading(r) for _, r in rows.iterrows()],
             "seats": [", ".join(by_name[c].seats) for c in rows["condition"]],
         }
     )
