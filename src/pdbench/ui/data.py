@@ -60,6 +60,8 @@ KIND_NAMES = {
     "groups": "groups run",
     "group_tournament": "group tournament",
     "group_evolution": "group evolution",
+    "pgg": "public goods run",
+    "commons": "commons run",
 }
 # rounds.jsonl fields the viewer reads (prompts, raw replies and these are skipped).
 UNUSED_ROUND_FIELDS = ("seed", HORIZON_TYPE, FIXED_N, "stop_prob", TIMESTAMP)

@@ -66,7 +66,7 @@ def run_summary(kind: str, m: Mapping[str, Any]) -> str:
     """One line on what a run holds, from its manifest (conditions and rounds, players and
     matches, or the process and its outcome)."""
     totals = m.get("totals") or {}
-    if kind in ("experiment", "groups"):
+    if kind in ("experiment", "groups", "pgg", "commons"):
         return (
             f"{plural(len(m.get('conditions') or []), 'condition')} · "
             f"{int(totals.get('rounds', 0) or 0):,} rounds"
