@@ -226,8 +226,14 @@ def merge(
     unsharded run."""
     from pdbench.errors import RunInterrupted
     from pdbench.runners.lifecycle.merge import merge_shards
-    from pdbench.storage.schema import GROUPS_MANIFEST_FILE
+    from pdbench.storage.schema import GROUPS_MANIFEST_FILE, MANIFEST_FILES
 
+    for shard in shard_dirs:  # a resource run is named in one line (it is never sharded)
+        for kind in ("pgg", "commons"):
+            if (Path(shard) / MANIFEST_FILES[kind]).is_file():
+                raise RunError(
+                    f"{shard}: a {kind} run; merge joins the shards of experiment or groups runs"
+                )
     groups = bool(shard_dirs) and (Path(shard_dirs[0]) / GROUPS_MANIFEST_FILE).is_file()
     try:
         if groups:
