@@ -208,6 +208,10 @@ def test_compare_pgg_exact_conditions_differ_by_the_hand_difference(
     assert row["exact"] is True
     assert row["difference"] == pytest.approx(hand, abs=1e-12)
     assert row["ci_low"] == row["ci_high"] == row["difference"]
+    code, _, err = run_in_process(["report", str(run)], capsys)
+    assert code == 0, err
+    part = (run / "report.html").read_text().split("<section id='comparisons'>")[1]
+    assert f"{row['difference']:.3g} <span class='ci'>(exact)</span>" in part
 
 
 def test_compare_commons_difference_of_survival_months(

@@ -113,6 +113,9 @@ def resource_sections(run_dir: Path, manifest: dict[str, Any]) -> list[str]:
         sections.append(commons_seasons_section(manifest, aggregates, by_round))
     sections.append(seats_section(kind, aggregates, seats))
     sections.append(readings_section(aggregates))
+    compared = comparisons_section(run_dir, columns)
+    if compared:
+        sections.append(compared)
     published = published_section(kind, manifest, aggregates)
     if published:
         sections.append(published)
@@ -344,6 +347,58 @@ def readings_section(conditions: list[dict[str, Any]]) -> str:
         "allowed range (or punishment cut to the rules), each recorded.</p><table><tr>"
         "<th>condition</th><th>decisions</th><th>parse failures</th><th>fallbacks</th>"
         f"<th>clamped</th></tr>{body}</table></section>"
+    )
+
+
+COMPARISONS_FILE = "comparisons.parquet"
+COMPARISON_NUMBERS = (
+    "n_baseline",
+    "n_condition",
+    "baseline_mean",
+    "condition_mean",
+    "difference",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "p_holm",
+)
+
+
+def comparisons_section(run_dir: Path, columns: Sequence[str]) -> str | None:
+    """`pdbench compare`'s contrasts (comparisons.parquet) of this run's metrics, as written;
+    None when the run has none."""
+    rows = read_checked_rows(
+        run_dir / COMPARISONS_FILE,
+        COMPARISON_NUMBERS,
+        "run `pdbench compare RUN_DIR`",
+        texts=("metric", "baseline", "condition"),
+    )
+    rows = [r for r in rows or [] if r["metric"] in columns]
+    if not rows:
+        return None
+
+    def p(value: Any) -> str:
+        return "-" if value is None else f"{float(value):.4f}"
+
+    body = "".join(
+        f"<tr><td>{text(r['metric'])}</td><td>{text(r['condition'])} \u2212 "
+        f"{text(r['baseline'])}</td><td>"
+        + (
+            fmt(r.get("difference"), exact="exact")
+            if r.get("exact")
+            else fmt(r.get("difference"), r.get("ci_low"), r.get("ci_high"))
+        )
+        + f"</td><td>{p(r.get('p_value'))}</td><td>{p(r.get('p_holm'))}</td></tr>"
+        for r in rows
+    )
+    return (
+        "<section id='comparisons'><h2>Comparisons</h2><p class='note'>From comparisons.parquet "
+        "(<code>pdbench compare RUN_DIR</code>): each condition minus the baseline, the "
+        "difference of means over games with a 95% interval (the game as the unit: the hull "
+        "of a bootstrap over games and MOVER), a permutation p-value and Holm's adjustment over "
+        "each metric's contrasts. Pooled ratios are compared as the mean of per-game rates.</p><div class='scroll'><table><tr><th>metric</th><th>contrast</th>"
+        f"<th>difference [95%]</th><th>p</th><th>p (Holm)</th></tr>{body}</table></div>"
+        "</section>"
     )
 
 
