@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pdbench.cli import Opt, echo
+from pdbench.errors import RunError
 
 LIBRARY = Opt(
     ("--library",),
@@ -30,7 +31,11 @@ def aggregate_dir(run_dir: Path) -> None:
     from pdbench.runners.plan import fallback_warnings, summary_table
     from pdbench.storage.run_dir import run_kind
 
-    if run_kind(run_dir) == "groups":
+    kind = run_kind(run_dir)
+    if kind in RESOURCE_KINDS:
+        aggregate_resource_dir(run_dir, kind)
+        return
+    if kind == "groups":
         from pdbench.runners.plan import groups_table
         from pdbench.storage.group_aggregate import aggregate_group_run
 
@@ -47,10 +52,42 @@ def aggregate_dir(run_dir: Path) -> None:
         echo(line)
 
 
+RESOURCE_KINDS = ("pgg", "commons")
+
+
+def aggregate_resource_dir(run_dir: Path, kind: str) -> None:
+    """Rewrite a public goods or commons run's three tables (aggregates.parquet,
+    resource_rounds.parquet, resource_seats.parquet) from rounds.jsonl and print the
+    conditions' headline metrics."""
+    from pdbench.runners.science.resources import ResourceSummary, summary_lines
+    from pdbench.storage.resource_aggregate import AGGREGATES_FILE, write_resource_aggregates
+    from pdbench.storage.run_dir import read_manifest
+
+    manifest = read_manifest(run_dir, kind)
+    tables = write_resource_aggregates(run_dir, manifest)
+    rows = tables[AGGREGATES_FILE]
+    totals = manifest.get("totals") or {}
+    games = sum(int(r["n_games"]) for r in rows)
+    summary = ResourceSummary(
+        run_dir, str(manifest.get("run_id")), kind, games, int(totals.get("rounds") or 0), rows,
+        manifest, 0, games,
+    )  # fmt: skip
+    echo(f"{run_dir}: {', '.join(tables)} rewritten ({len(rows)} condition rows)")
+    for line in summary_lines(summary)[1:]:
+        echo(line)
+
+
 def profile_dir(run_dir: Path, library: str = "builtin", top: int = 3) -> None:
     """Which strategy does each agent play like? Writes strategy_fit.parquet."""
     from pdbench.runners.science.profile import profile_run, strategy_table
+    from pdbench.storage.run_dir import run_kind
 
+    kind = run_kind(run_dir)
+    if kind in RESOURCE_KINDS:
+        raise RunError(
+            f"{run_dir}: a {kind} run; `pdbench profile` fits strategies of the two-player "
+            "dilemma (see `pdbench report` for the seats of a resource game)"
+        )
     result = profile_run(run_dir, library)
     echo(f"{run_dir}: {result.path.name} written ({len(result.rows)} rows)")
     echo(strategy_table(result.rows, top))

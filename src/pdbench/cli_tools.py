@@ -108,7 +108,7 @@ def compare(
         typer.Option(
             "--metric",
             help="A per-game metric of aggregates.parquet (default agent_a_cooperation_rate; "
-            "for a groups run group_cooperation_rate).",
+            "for a groups run group_cooperation_rate; for a pgg or commons run every metric).",
         ),
     ] = None,
     baseline: Annotated[
@@ -174,7 +174,21 @@ def compare(
     run_dir = run_dirs[0]
     from pdbench.storage.run_dir import run_kind
 
-    if run_kind(run_dir) == "groups":
+    kind = run_kind(run_dir)
+    if kind in ("pgg", "commons"):
+        from pdbench.runners.science.resource_compare import (
+            compare_resource_run,
+            resource_comparison_lines,
+        )
+
+        if totals:
+            raise RunError("--totals is for experiment runs; drop it for a pgg or commons run")
+        rows = compare_resource_run(run_dir, metric, baseline)
+        for line in resource_comparison_lines(rows):
+            typer.echo(line)
+        typer.echo(f"{run_dir}: comparisons.parquet written ({len(rows)} rows)")
+        return
+    if kind == "groups":
         from pdbench.runners.science.group_compare import compare_group_run
 
         rows = compare_group_run(run_dir, metric, baseline)
@@ -212,8 +226,14 @@ def merge(
     unsharded run."""
     from pdbench.errors import RunInterrupted
     from pdbench.runners.lifecycle.merge import merge_shards
-    from pdbench.storage.schema import GROUPS_MANIFEST_FILE
+    from pdbench.storage.schema import GROUPS_MANIFEST_FILE, MANIFEST_FILES
 
+    for shard in shard_dirs:  # a resource run is named in one line (it is never sharded)
+        for kind in ("pgg", "commons"):
+            if (Path(shard) / MANIFEST_FILES[kind]).is_file():
+                raise RunError(
+                    f"{shard}: a {kind} run; merge joins the shards of experiment or groups runs"
+                )
     groups = bool(shard_dirs) and (Path(shard_dirs[0]) / GROUPS_MANIFEST_FILE).is_file()
     try:
         if groups:

@@ -352,6 +352,22 @@ def groups_report(run_dir: Path) -> str:
     )
 
 
+def resources_report(run_dir: Path) -> str:
+    """The report of a public goods (pgg) or commons run, from its resource tables."""
+    from pdbench.report.resources import resource_sections
+
+    kind = run_kind(run_dir)
+    manifest = read_manifest(run_dir, kind)
+    if not (run_dir / AGGREGATES_FILE).is_file():
+        raise ReportError(f"{run_dir}: no {AGGREGATES_FILE}: run `pdbench aggregate {run_dir}`")
+    what = "public goods" if kind == "pgg" else "commons"
+    return _page(
+        f"pdbench report: {manifest.get('run_id', run_dir.name)}",
+        f"{what} · {run_dir} · status {manifest.get('status')}",
+        resource_sections(run_dir, manifest),
+    )
+
+
 def report_html(run_dir: Path) -> str:
     """The report of a run directory as one HTML page (nothing written)."""
     run_dir = Path(run_dir)
@@ -366,6 +382,8 @@ def report_html(run_dir: Path) -> str:
         "tournament": tournament_report,
         "evolution": evolution_report,
         "groups": groups_report,
+        "pgg": resources_report,
+        "commons": resources_report,
     }[kind](run_dir)
 
 

@@ -234,9 +234,11 @@ def xy_chart(
     x_label: str,
     y_range: tuple[float, float] = (0.0, 1.0),
     percent: bool = True,
+    hlines: Sequence[tuple[float, str]] = (),
 ) -> str:
     """Values against a numeric x: a line with dots per series (whiskers where intervals are
-    given), the legend under the title."""
+    given), the legend under the title; `hlines`: (y, label) reference lines drawn across the
+    plot, dashed, labelled at their right end (class 'threshold')."""
     width, left, right, top, bottom = 680, 56, 16, 40 + 18 * ((len(series) + 2) // 3), 44
     height = top + 200 + bottom
     plot_w, plot_h = width - left - right, height - top - bottom
@@ -275,6 +277,14 @@ def xy_chart(
         f"<text x='{left + plot_w / 2:.0f}' y='{height - 6}' font-size='12' text-anchor='middle' "
         f"fill='{MUTED}'>{text(x_label)}</text>"
     )
+    for y, label in hlines:
+        out.append(
+            f"<line class='threshold' x1='{left}' y1='{_num(py(y))}' x2='{width - right}' "
+            f"y2='{_num(py(y))}' stroke='{INK}' stroke-width='1.5' stroke-dasharray='6 4'>"
+            f"<title>{text(label)}</title></line><text x='{width - right - 4}' "
+            f"y='{_num(py(y) - 4)}' font-size='11' text-anchor='end' fill='{INK}'>"
+            f"{text(label)}</text>"
+        )
     for s in series:
         known = [(x, v) for x, v in zip(xs, s.values, strict=True) if v is not None]
         dash = " stroke-dasharray='5 3'" if s.dashed else ""

@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 
 from pdbench.core.commons import CommonsRules, sustainable_catch
-from pdbench.core.commons_conditions import commons_condition_summary
+from pdbench.core.commons_conditions import commons_condition_summary, commons_game_values
 from pdbench.core.commons_metrics import commons_metrics
 from pdbench.core.pgg import PGGRules
-from pdbench.core.pgg_conditions import pgg_condition_summary
+from pdbench.core.pgg_conditions import GameValue, pgg_condition_summary, pgg_game_values
 from pdbench.core.pgg_metrics import pgg_game_metrics
 from pdbench.core.stats import IntervalSettings, t_interval
 from pdbench.errors import RunError
@@ -70,7 +70,7 @@ def _pgg_tables(
     exact: bool,
 ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
     rounds_of = [[round_result(r) for r in records] for records in games]
-    metrics = [pgg_game_metrics(rules, rounds) for rounds in rounds_of]
+    metrics = [_game_metrics(rules, records) for records in games]
     row = pgg_condition_summary(rules, metrics, settings, rng, exact)
     by_round = []
     for t in range(max(len(r) for r in rounds_of)):
@@ -130,7 +130,7 @@ def _commons_tables(
     exact: bool,
 ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
     seasons_of = [[season_result(r) for r in records] for records in games]
-    metrics = [commons_metrics(rules, seasons) for seasons in seasons_of]
+    metrics = [_game_metrics(rules, records) for records in games]
     row = commons_condition_summary(rules, metrics, settings, rng, exact)
     by_round = []
     for t in range(rules.n_seasons):
@@ -181,14 +181,12 @@ def _commons_tables(
     return row, by_round, seats
 
 
-def resource_tables(
-    run_dir: Path, manifest: Mapping[str, Any], settings: IntervalSettings | None = None
-) -> dict[str, list[dict[str, Any]]]:
-    """The rows of the three tables from the run's rounds.jsonl (conditions in the manifest's
-    order); RunError when a game is missing or belongs to no condition."""
-    settings = settings or interval_settings(dict(manifest))
-    generator_for = interval_generators(settings)
-    game = str(manifest["kind"])
+def condition_games(
+    run_dir: Path, manifest: Mapping[str, Any]
+) -> dict[str, list[list[dict[str, Any]]]]:
+    """Each condition's games (each a list of its rounds.jsonl records), in the manifest's
+    condition order and by replicate; RunError when a game is missing or belongs to no
+    condition."""
     conditions = {c["name"]: c for c in manifest["conditions"]}
     games = read_games(Path(run_dir))
     by_condition: dict[str, list[list[dict[str, Any]]]] = {name: [] for name in conditions}
@@ -199,7 +197,6 @@ def resource_tables(
                 f"(valid: {', '.join(conditions)})"
             )
         by_condition[condition].append(records)
-    tables: dict[str, list[dict[str, Any]]] = {name: [] for name in RESOURCE_ARTIFACTS}
     for name, entry in conditions.items():
         found = by_condition[name]
         if len(found) != entry["replicates"]:
@@ -207,6 +204,48 @@ def resource_tables(
                 f"{run_dir}: condition {name!r} has {len(found)} of its {entry['replicates']} "
                 "games in rounds.jsonl; `pdbench resume` plays the rest"
             )
+    return by_condition
+
+
+def _game_metrics(rules: PGGRules | CommonsRules, records: list[dict[str, Any]]) -> Any:
+    """One game's metrics (`PGGGameMetrics` or `CommonsMetrics`) from its records."""
+    if isinstance(rules, PGGRules):
+        return pgg_game_metrics(rules, [round_result(r) for r in records])
+    return commons_metrics(rules, [season_result(r) for r in records])
+
+
+def resource_game_values(
+    run_dir: Path, manifest: Mapping[str, Any]
+) -> dict[str, list[dict[str, GameValue]]]:
+    """Per condition (manifest order), each game's values of the condition metrics
+    (`pgg_conditions.pgg_game_values` or `commons_conditions.commons_game_values`: pooled
+    ratios as (acts, chances)), by replicate: the values aggregates.parquet summarizes."""
+    game = str(manifest["kind"])
+    entries = {c["name"]: c for c in manifest["conditions"]}
+    out: dict[str, list[dict[str, GameValue]]] = {}
+    for name, found in condition_games(run_dir, manifest).items():
+        rules = rules_from_manifest(game, entries[name])
+        metrics = [_game_metrics(rules, records) for records in found]
+        if isinstance(rules, PGGRules):
+            out[name] = [pgg_game_values(rules, m) for m in metrics]
+        else:
+            out[name] = [commons_game_values(rules, m) for m in metrics]
+    return out
+
+
+def resource_tables(
+    run_dir: Path, manifest: Mapping[str, Any], settings: IntervalSettings | None = None
+) -> dict[str, list[dict[str, Any]]]:
+    """The rows of the three tables from the run's rounds.jsonl (conditions in the manifest's
+    order); RunError when a game is missing or belongs to no condition."""
+    settings = settings or interval_settings(dict(manifest))
+    generator_for = interval_generators(settings)
+    game = str(manifest["kind"])
+    conditions = {c["name"]: c for c in manifest["conditions"]}
+    by_condition = condition_games(run_dir, manifest)
+    tables: dict[str, list[dict[str, Any]]] = {name: [] for name in RESOURCE_ARTIFACTS}
+    for name, entry in conditions.items():
+        found = by_condition[name]
         rules = rules_from_manifest(game, entry)
         exact = bool(entry.get("exact"))
         make = _pgg_tables if game == "pgg" else _commons_tables
