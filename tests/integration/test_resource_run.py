@@ -116,6 +116,11 @@ def test_the_outsider_empties_the_lake_when_it_arrives(commons_run: Path) -> Non
     assert season[3]["requested"] == [12, 12, 12, 12, 100] and season[3]["left"] == 0
     assert all(d["seat"] != 4 for s in season[:3] for d in s["decisions"])  # not asked
     assert by_condition(commons_run)["outsider"]["survival_months"] == 4.0
+    # overuse against GovSim's threshold of 4 agents (12 t): the incumbents never ask above it,
+    # the outsider in 1 of its 4 seasons (absent seasons count as asking 0)
+    seats = pq.read_table(commons_run / "resource_seats.parquet").to_pylist()
+    over = [r["overuse_rate"] for r in seats if r["condition"] == "outsider"]
+    assert over == [0.0, 0.0, 0.0, 0.0, 0.25]
 
 
 def test_same_config_and_seed_give_the_same_rounds(tmp_path: Path, commons_run: Path) -> None:

@@ -128,9 +128,10 @@ def _commons_tables(
     settings: IntervalSettings,
     rng: np.random.Generator,
     exact: bool,
+    sharing: int | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
     seasons_of = [[season_result(r) for r in records] for records in games]
-    metrics = [_game_metrics(rules, records) for records in games]
+    metrics = [_game_metrics(rules, records, sharing) for records in games]
     row = commons_condition_summary(rules, metrics, settings, rng, exact)
     by_round = []
     for t in range(rules.n_seasons):
@@ -157,7 +158,7 @@ def _commons_tables(
         )
     seats = []
     names = games[0][0]["seats"]
-    n = rules.n_agents
+    n = sharing or rules.n_agents
     for i, seat_name in enumerate(names):
         total = _mean_ci([m.total_caught[i] for m in metrics], (0.0, float("inf")))
         over = []
@@ -207,11 +208,21 @@ def condition_games(
     return by_condition
 
 
-def _game_metrics(rules: PGGRules | CommonsRules, records: list[dict[str, Any]]) -> Any:
+def sharing_of(entry: Mapping[str, Any]) -> int | None:
+    """The agents GovSim's sustainable share divides among in a manifest condition: all but the
+    outsider when there is one (its threshold counts the configured agents), else None (all)."""
+    if entry.get("outsider_arrival") is None:
+        return None
+    return len(entry["seats"]) - 1
+
+
+def _game_metrics(
+    rules: PGGRules | CommonsRules, records: list[dict[str, Any]], sharing: int | None = None
+) -> Any:
     """One game's metrics (`PGGGameMetrics` or `CommonsMetrics`) from its records."""
     if isinstance(rules, PGGRules):
         return pgg_game_metrics(rules, [round_result(r) for r in records])
-    return commons_metrics(rules, [season_result(r) for r in records])
+    return commons_metrics(rules, [season_result(r) for r in records], sharing=sharing)
 
 
 def resource_game_values(
@@ -225,7 +236,7 @@ def resource_game_values(
     out: dict[str, list[dict[str, GameValue]]] = {}
     for name, found in condition_games(run_dir, manifest).items():
         rules = rules_from_manifest(game, entries[name])
-        metrics = [_game_metrics(rules, records) for records in found]
+        metrics = [_game_metrics(rules, records, sharing_of(entries[name])) for records in found]
         if isinstance(rules, PGGRules):
             out[name] = [pgg_game_values(rules, m) for m in metrics]
         else:
@@ -248,8 +259,19 @@ def resource_tables(
         found = by_condition[name]
         rules = rules_from_manifest(game, entry)
         exact = bool(entry.get("exact"))
-        make = _pgg_tables if game == "pgg" else _commons_tables
-        row, by_round, seats = make(name, rules, found, settings, generator_for(name), exact)  # type: ignore[arg-type]
+        if game == "pgg":
+            made = _pgg_tables(name, rules, found, settings, generator_for(name), exact)  # type: ignore[arg-type]
+        else:
+            made = _commons_tables(
+                name,
+                rules,
+                found,
+                settings,
+                generator_for(name),
+                exact,
+                sharing_of(entry),  # type: ignore[arg-type]
+            )
+        row, by_round, seats = made
         row = {"condition": name, "n_seats": len(entry["seats"]), **row, **_reading_counts(found)}
         tables[AGGREGATES_FILE].append(row)
         tables[RESOURCE_ROUNDS_FILE].extend(by_round)
