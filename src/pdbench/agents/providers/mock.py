@@ -12,6 +12,9 @@ In a group game (`pdbench.agents.group_prompts`: a system prompt saying "a group
 You are Player k", or history lines "Round 3: you played C; Player 2 C, Player 3 D; your payoff
 1.2") it reads each co-player's move per round and plays its persona for groups
 (`mock_group_move`); with one co-player every persona plays exactly as in a pair.
+
+In the resource games (a public goods game, a commons) it answers the games' own prompts
+(`pdbench.agents.providers.mock_resource`, chosen by the call's purpose).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from pdbench.agents.providers.base import (
     ProviderBase,
     provider,
 )
+from pdbench.agents.providers.mock_resource import is_resource_call, resource_reply
 from pdbench.core.config import LLMAgentConfig
 from pdbench.core.parse import Labels, TokenLogprobs, parse_action
 from pdbench.core.talk import read_intent
@@ -409,6 +413,16 @@ class MockProvider(ProviderBase):
             await asyncio.sleep(self.latency_ms / 1000.0)
         self.calls += 1
         labels = request.labels
+        if is_resource_call(request.purpose, request.prompt):  # pgg and commons seats
+            text = resource_reply(
+                _persona(request.system),
+                request.purpose,
+                request.system,
+                request.prompt,
+                request.seed,
+                self.invalid_rate,
+            )
+            return self._completion(request, text)
         if request.purpose == "message":
             return self._message(request)
         text = self.reply(
