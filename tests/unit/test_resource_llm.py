@@ -397,3 +397,15 @@ def test_a_mock_commons_run_with_talk_and_reflections(tmp_path: Any, capsys: Any
     later = [d for d in records[1]["decisions"] if d["seat"] == 1][0]["calls"][0]["prompt"]
     assert "John said: \"Let's each catch at most" in later  # heard in January
     assert first["reflections"][1]["text"] in later  # its own reflection
+
+
+def test_universalization_threshold_leaves_the_outsider_out() -> None:
+    # GovSim's outsider run counts its 4 configured agents: at a full lake (100 // 2) // 4 = 12
+    from pdbench.agents.commons_prompts import harvest_prompt
+    from pdbench.core.commons import CommonsRules
+
+    rules = CommonsRules(n_agents=5)
+    five = harvest_prompt(rules, "John", 100, universalization=True)
+    four = harvest_prompt(rules, "John", 100, universalization=True, sharing=4)
+    assert "fishes more than 10 tons" in five
+    assert "fishes more than 12 tons" in four

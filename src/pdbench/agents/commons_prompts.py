@@ -116,12 +116,18 @@ def universalization_memory(threshold: int) -> str:
 
 
 def month_memories(
-    rules: CommonsRules, stock: int, day: date, universalization: bool = False
+    rules: CommonsRules,
+    stock: int,
+    day: date,
+    universalization: bool = False,
+    sharing: int | None = None,
 ) -> list[tuple[date, str]]:
-    """The month's environment memories: the lake's state, and universalization when on."""
+    """The month's environment memories: the lake's state, and universalization when on (its
+    threshold over `sharing` agents, default all: GovSim counts its configured agents, so not
+    an outsider)."""
     memories = [(day, lake_memory(stock))]
     if universalization:
-        threshold = sustainable_catch(stock, rules.n_agents)
+        threshold = sustainable_catch(stock, sharing or rules.n_agents)
         memories.append((day, universalization_memory(threshold)))
     return memories
 
@@ -136,6 +142,7 @@ def harvest_prompt(
     earlier_memories: Sequence[tuple[date, str]] = (),
     version: str = "v3",
     goals: str = "",
+    sharing: int | None = None,
 ) -> str:
     """GovSim's harvest-decision prompt for fisherman `name` with `stock` tons in the lake on `day`.
 
@@ -146,7 +153,7 @@ def harvest_prompt(
     if not 0 <= stock <= rules.capacity:
         raise ValueError(f"stock must be between 0 and {rules.capacity} (got {stock})")
     memories = sorted(
-        [*earlier_memories, *month_memories(rules, stock, day, universalization)],
+        [*earlier_memories, *month_memories(rules, stock, day, universalization, sharing)],
         key=lambda m: m[0],
     )
     lines = "".join(f"- {d.strftime('%Y-%m-%d')}: {text}\n" for d, text in memories)

@@ -337,6 +337,7 @@ class ResourceLLMSeat:
             earlier_memories=self._earlier(ctx, ctx.season),
             version=ctx.system_prompt,
             goals=goals_of(ctx),
+            sharing=ctx.sharing or None,
         )
 
     def commons_message_prompt(self, ctx: CommonsContext) -> str:
