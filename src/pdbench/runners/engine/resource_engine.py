@@ -18,7 +18,7 @@ record (`pdbench.storage.record.resource_record`); a game's records reach the lo
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -241,10 +241,10 @@ class ResourceEngine:
         )
 
     async def _play_pgg(self, plan: ResourcePlan, seats: list[Any]) -> list[dict[str, Any]]:
-        import asyncio
 
         rules = plan.rules
         assert isinstance(rules, PGGRules)
+        together = _together(plan.has_llm)
         n = plan.n_players
         balances = rules.initial_balances()
         carry = 0.0
@@ -270,7 +270,7 @@ class ResourceEngine:
             ]
             said_entries: list[dict[str, Any]] = []
             if plan.talk:
-                said = await asyncio.gather(*(s.message(ctxs[i]) for i, s in enumerate(seats)))
+                said = await together(*(s.message(ctxs[i]) for i, s in enumerate(seats)))
                 for i, one in enumerate(said):
                     message, entry = _said(i, one, r)
                     if entry is not None:
@@ -278,14 +278,14 @@ class ResourceEngine:
                     if message is not None:
                         messages.append(message)
             shown = [replace(c, messages=tuple(messages)) for c in ctxs]  # this round's talk too
-            asked = await asyncio.gather(*(s.contribute(shown[i]) for i, s in enumerate(seats)))
+            asked = await together(*(s.contribute(shown[i]) for i, s in enumerate(seats)))
             chosen = [_clamp(c, 0, limits[i]) for i, c in enumerate(asked)]
             decisions = [_decision(i, "contribution", c) for i, c in enumerate(chosen)]
             cs = [c.value for c in chosen]
             first = play_round(rules, balances, cs, carry_in=carry)
             result = first
             if rules.punishment:
-                asked_p = await asyncio.gather(
+                asked_p = await together(
                     *(
                         s.punish(
                             replace(
@@ -320,10 +320,10 @@ class ResourceEngine:
         return records
 
     async def _play_commons(self, plan: ResourcePlan, seats: list[Any]) -> list[dict[str, Any]]:
-        import asyncio
 
         rules = plan.rules
         assert isinstance(rules, CommonsRules)
+        together = _together(plan.has_llm)
         n = plan.n_players
         rng = np.random.default_rng(derive_seed(plan.seed, "allocation"))
         arrival = plan.outsider_arrival
@@ -354,7 +354,7 @@ class ResourceEngine:
                 for i in range(n)
             ]
 
-            asked = await asyncio.gather(*(_harvest(seats[i], ctxs[i]) for i in range(n)))
+            asked = await together(*(_harvest(seats[i], ctxs[i]) for i in range(n)))
             chosen = [_clamp(c, 0, rules.max_catch) for c in asked]
             decisions = [_decision(i, "harvest", c) for i, c in enumerate(chosen) if present[i]]
             season = step(rules, stock, [c.value for c in chosen], rng)
@@ -371,7 +371,7 @@ class ResourceEngine:
                         said_entries.append(entry)
                     if message is not None:
                         messages.append(message)
-            thoughts = await asyncio.gather(
+            thoughts = await together(
                 *(
                     seats[i].reflect(
                         replace(ctxs[i], history=tuple(history), messages=tuple(messages))
@@ -395,6 +395,20 @@ class ResourceEngine:
                 break
             stock = season.next_stock
         return records
+
+
+def _together(concurrent: bool) -> Callable[..., Awaitable[list[Any]]]:
+    """How a stage asks its seats: concurrently (LLM seats wait on providers), or one after the
+    other (policies never wait: no task per seat, the same answers in the same order)."""
+    import asyncio
+
+    async def in_turn(*asks: Awaitable[Any]) -> list[Any]:
+        return [await ask for ask in asks]
+
+    async def at_once(*asks: Awaitable[Any]) -> list[Any]:
+        return list(await asyncio.gather(*asks))
+
+    return at_once if concurrent else in_turn
 
 
 async def _harvest(seat: Any, ctx: CommonsContext) -> Choice:
