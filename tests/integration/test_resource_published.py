@@ -192,17 +192,23 @@ def _policies_for_llm_seats(node: Any, policy: str) -> Any:
     return node
 
 
-@pytest.mark.parametrize(("kind", "policy"), [("pgg", "FREE_RIDER"), ("commons", "MODERATE")])
-def test_the_full_recipes_load_with_policies_in_the_llm_seats(
-    kind: str, policy: str, tmp_path: Path
-) -> None:
-    """The full recipes' design (until configs/agents/llm_pgg.yaml and llm_commons.yaml are
-    merged, their LLM seats stand as policies here): PGG-Bench's 5 seats, 20 tokens, r 1.6, 10
-    rounds, talk; GovSim's 5 agents, 12 months, 100 tons, collapse below 5, talk."""
+@pytest.mark.parametrize("kind", ["pgg", "commons"])
+def test_the_full_recipes_run_offline_with_their_mock_llm_seats(kind: str, tmp_path: Path) -> None:
+    """The full recipes as a user runs them (one replicate): PGG-Bench's 5 seats, 20 tokens,
+    r 1.6, 10 rounds, talk; GovSim's 5 agents, 12 months, 100 tons, collapse below 5, talk; the
+    mock LLM seats answer, and the run prints the published numbers."""
+    from tests.support.cli import run_process
+
     studies = copy_configs(tmp_path) / "studies"
     recipe = studies / FULL[kind]
-    data = yaml.safe_load(recipe.read_text())
-    _write(recipe, _policies_for_llm_seats(data, policy))
+    out = tmp_path / "out"
+    done = run_process(
+        ["run", str(recipe), "--replicates", "1", "-o", str(out), "--no-cache"], tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert "published (" in done.stdout
+    calls = (out / "llm_calls.jsonl").read_text().splitlines()
+    assert calls  # the LLM seats were asked
     loaded = load_config(recipe)
     cfg = loaded.config
     assert loaded.published is not None
