@@ -181,6 +181,130 @@ def test_a_bad_published_file_is_one_line_a_problem(tmp_path: Path) -> None:
     assert line.startswith(f"{recipe}: pgg.published: "), line
 
 
+@pytest.mark.parametrize("kind", ["pgg", "commons"])
+def test_every_published_metric_is_an_aggregates_column_or_declared(
+    kind: str, short_runs: dict[str, tuple[Path, str]]
+) -> None:
+    numbers = published(kind)
+    run, _ = short_runs[kind]
+    columns = set(pq.read_table(run / "aggregates.parquet").column_names)
+    measured = [e for e in numbers.entries if e.metric not in numbers.published_only]
+    assert measured, "no published number stands beside one of the run's"
+    for entry in measured:
+        assert {entry.metric, f"{entry.metric}_ci_low", f"{entry.metric}_ci_high"} <= columns, (
+            entry.metric
+        )
+    for name in numbers.published_only:
+        assert name not in columns, f"{name} is measured: compare it, do not declare it"
+    for entry in numbers.entries:
+        assert entry.source.strip() and entry.definition.strip()
+    assert numbers.deviations, "the deviations from the authors' protocol are listed"
+
+
+@pytest.mark.parametrize("kind", ["pgg", "commons"])
+def test_the_short_recipe_prints_the_published_numbers_beside_its_own(
+    kind: str, short_runs: dict[str, tuple[Path, str]]
+) -> None:
+    run, stdout = short_runs[kind]
+    numbers = published(kind)
+    lines = stdout.splitlines()
+    assert f"published ({PUBLISHED[kind]}): the authors' models; " in stdout
+    rows = {r["condition"]: r for r in pq.read_table(run / "aggregates.parquet").to_pylist()}
+    entry = next(e for e in numbers.entries if e.metric not in numbers.published_only)
+    head = f"  {entry.metric}, {entry.model} ({entry.source}): {entry.value:.4g}"
+    line = next(x for x in lines if x.startswith(head + " | this run: "))
+    for name, row in rows.items():
+        value = row[entry.metric]
+        shown = "n/a" if value is None else f"{value:.3f}"
+        assert f"{name} {shown}" in line, (name, line)
+    assert "deviations from the authors' protocol:" in lines
+    assert f"  - {numbers.deviations[0]}" in lines
+    manifest = orjson.loads((run / f"{kind}_manifest.json").read_bytes())
+    kept = manifest["published"]
+    assert kept["source_file"] == PUBLISHED[kind]
+    assert kept["deviations"] == numbers.deviations
+    assert len(kept["entries"]) == len(numbers.entries)
+    assert {"metric", "model", "condition", "value", "source", "definition"} <= set(
+        kept["entries"][0]
+    )
+
+
+def test_pgg_bench_retaliation_and_punishment_equal_the_readme(tmp_path: Path) -> None:
+    """The README's sentences (fixture copied from lechmazur/pgg_bench @4be972b) and the file's
+    entries citing them carry the same numbers."""
+    text = (AUTHORS / "pgg_bench_README_excerpt.md").read_text()
+    found = re.search(
+        r"`Claude 3\.5 Sonnet 2024-10-22` and `GPT-4\.5 Preview` hit a (\d+)% retaliation rate, "
+        r"whereas `Llama 3\.3 70B` barely retaliates at ([\d.]+)%",
+        text,
+    )
+    assert found is not None
+    flash = re.search(r"Gemini 2\.0 Flash at (\d+)%", text)
+    assert flash is not None
+    expected = {
+        ("retaliation_rate", "Claude 3.5 Sonnet 2024-10-22"): float(found[1]) / 100,
+        ("retaliation_rate", "GPT-4.5 Preview"): float(found[1]) / 100,
+        ("retaliation_rate", "Llama 3.3 70B"): float(found[2]) / 100,
+        ("punish_spent_fraction", "Gemini 2.0 Flash"): float(flash[1]) / 100,
+    }
+    assert expected[("retaliation_rate", "Llama 3.3 70B")] == pytest.approx(0.027)
+    from_readme = {
+        (e.metric, e.model): e.value
+        for e in published("pgg").entries
+        if e.source.startswith("README.md @4be972b") and (e.metric, e.model) in expected
+    }
+    assert from_readme == pytest.approx(expected)
+
+
+def test_govsim_instances_equal_the_readme() -> None:
+    text = (AUTHORS / "govsim_README_excerpt.md").read_text()
+    found = re.search(r"cooperation \((\d+) out of (\d+) instances\)", text)
+    assert found is not None
+    entry = next(
+        e for e in published("commons").entries if e.metric == "sustainable_instance_share"
+    )
+    assert entry.value == pytest.approx(int(found[1]) / int(found[2]), abs=5e-5)
+
+
+def _write(path: Path, data: Any) -> None:
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def test_a_bad_published_file_is_one_line_a_problem(tmp_path: Path) -> None:
+    studies = copy_configs(tmp_path) / "studies"
+    recipe = studies / SHORT["pgg"]
+    data = yaml.safe_load((studies / PUBLISHED["pgg"]).read_text())
+    data["entries"][0]["metric"] = "retaliation_rat"
+    data["entries"][1]["condition"] = "nope"
+    _write(studies / PUBLISHED["pgg"], data)
+    with pytest.raises(ConfigError) as info:
+        load_config(recipe)
+    lines = info.value.lines()
+    assert len(lines) == 2, lines
+    file = studies / PUBLISHED["pgg"]
+    assert lines[0].startswith(f"{file}: entries[0].metric: not an aggregates column")
+    assert lines[0].endswith("(got 'retaliation_rat')")
+    assert lines[1].startswith(f"{file}: entries[1].condition: no condition")
+    assert lines[1].endswith("(valid: policies) (got 'nope')")
+    assert all("\n" not in line for line in lines)
+
+    del data["entries"][0]["value"]
+    data["entries"][1]["condition"] = None
+    data["entries"][0]["metric"] = "retaliation_rate"
+    _write(studies / PUBLISHED["pgg"], data)
+    with pytest.raises(ConfigError) as info:
+        load_config(recipe)
+    assert [line.split(": ", 2)[:2] for line in info.value.lines()] == [
+        [str(file), "entries[0].value"]
+    ]
+
+    (studies / PUBLISHED["pgg"]).unlink()
+    with pytest.raises(ConfigError) as info:
+        load_config(recipe)
+    (line,) = info.value.lines()
+    assert line.startswith(f"{recipe}: pgg.published: "), line
+
+
 def _policies_for_llm_seats(node: Any, policy: str) -> Any:
     """The recipe with every LLM seat (a ref to agents/llm_*.yaml) replaced by a policy."""
     if isinstance(node, dict):
