@@ -19,6 +19,7 @@ import orjson
 import pandas as pd
 import streamlit as st
 
+from pdbench.storage.record.fields import ROUND_INDEX
 from pdbench.storage.resource_aggregate import RESOURCE_ARTIFACTS
 from pdbench.storage.schema import ROUNDS_FILE, SchemaVersionError
 from pdbench.ui import data
@@ -181,7 +182,7 @@ def _game_records(
                     if isinstance(stored, dict):
                         stored.pop("calls", None)  # prompts and replies: not shown, heavy
                 found.append(record)
-    return sorted(found, key=lambda r: int(r.get("round_index", 0)))
+    return sorted(found, key=lambda r: int(r.get(ROUND_INDEX, 0)))
 
 
 def load_game(run_dir: str | Path, kind: str, condition: str, replicate: int) -> ResourceGame:
