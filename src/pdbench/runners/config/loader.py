@@ -159,8 +159,9 @@ def load_mapping(
     The result is for checking and planning: its `path` names no file (a run records its config
     file to resume from, so a run is started from a written config).
 
-    `human_seats`: a groups config may seat a person (the app's Play tab builds a person's
-    group game this way; a config file is refused one, see `group_checks.check_seat`).
+    `human_seats`: a groups, pgg or commons config may seat a person (the app's Play tab builds
+    a person's group or resource game this way; a config file is refused one, see
+    `group_checks.check_seat` and `resource_checks.check_resource_seat`).
     """
     resolved = resolve_mapping(data, name, Path(base_dir))
     return _validate(resolved, mapping_source(Path(base_dir)), kind, overrides, human_seats)
@@ -241,7 +242,7 @@ def _validate(
         if isinstance(config, GROUP_MODELS):
             spec = check_seat(agent, loc, resolved, matrix, loaded, issues, human_seats)
         elif resource:
-            spec = check_resource_seat(agent, loc, resolved, matrix, loaded, issues)
+            spec = check_resource_seat(agent, loc, resolved, matrix, loaded, issues, human_seats)
         else:
             spec = check_agent(agent, loc, resolved, matrix, loaded, issues)
         if spec is not None:
