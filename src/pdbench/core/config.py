@@ -463,9 +463,9 @@ class HumanAgentConfig(Strict):
     # (commons) of each round, and (pgg with punishment) each round's punishment tokens as
     # [target seat (0-based), tokens] pairs. A person of a resource game has no `moves`.
     amounts: list[Annotated[int, Field(ge=0)]] = Field(default_factory=list, max_length=MAX_ROUNDS)
-    punishments: list[list[Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=2, max_length=2)]]] = Field(
-        default_factory=list, max_length=MAX_ROUNDS
-    )
+    punishments: list[
+        list[Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=2, max_length=2)]]
+    ] = Field(default_factory=list, max_length=MAX_ROUNDS)
 
     @field_validator("moves")
     @classmethod

@@ -315,8 +315,7 @@ def _punish_stage(game: dict[str, Any], rules: PGGRules, last: dict[str, Any]) -
         hide_index=True,
     )  # fmt: skip
     targets = (
-        f" on at most {rules.punish_max_targets} seat"
-        f"{'s' * (rules.punish_max_targets != 1)}"
+        f" on at most {rules.punish_max_targets} seat{'s' * (rules.punish_max_targets != 1)}"
         if rules.punish_max_targets
         else ""
     )

@@ -19,6 +19,7 @@ from pdbench.core.config import (
     PolicyAgentConfig,
 )
 from pdbench.core.payoff import PayoffMatrix
+from pdbench.core.resource_config import PGGConfig
 from pdbench.errors import ConfigIssue
 from pdbench.runners.config.agent_checks import check_agent
 from pdbench.runners.config.resolve import Resolved
@@ -118,7 +119,7 @@ def _check_human_seat(
             )
         )
     try:
-        punishment = config.kind == "pgg" and bool(getattr(config.rules_of(cond), "punishment"))
+        punishment = isinstance(config, PGGConfig) and config.rules_of(cond).punishment
     except ValueError:  # the rules are refused on their own
         punishment = False
     if agent.punishments and not punishment:
