@@ -30,7 +30,7 @@ import streamlit as st
 from pdbench.core.commons import sustainable_catch
 from pdbench.core.pgg import PGGRules
 from pdbench.errors import PdbenchError
-from pdbench.ui import data, group_data, resource_charts, resource_data
+from pdbench.ui import data, group_data, group_look, resource_charts, resource_data
 from pdbench.ui import play_resource_launcher as launcher
 from pdbench.ui.components import AppContext, restore_widgets, save_widgets
 from pdbench.ui.style import card_html, human_profile
@@ -238,7 +238,8 @@ def _board(ctx: AppContext, game: dict[str, Any], config_dir: Path) -> None:
         heading = f"{word} {played} of {live.n_rounds} · punishment"
     else:
         heading = f"{word} {played + 1} of {live.n_rounds}"
-    st.markdown(f"### {heading}")
+    st.html(group_look.GROUP_CSS)
+    st.html(f'<div class="pdb-round">{heading}</div>')
     names = ", ".join(group_data.seat_label(i, n) for i, n in enumerate(live.names))
     st.caption(f"{launcher.KINDS[live.kind]} · you are seat A · seats: {names}")
     if game["error"]:
