@@ -30,6 +30,7 @@ import streamlit as st
 from pdbench.core.commons import sustainable_catch
 from pdbench.core.pgg import PGGRules
 from pdbench.errors import PdbenchError
+from pdbench.storage.record.fields import TIMESTAMP
 from pdbench.ui import data, group_data, group_look, resource_charts, resource_data
 from pdbench.ui import play_resource_launcher as launcher
 from pdbench.ui.components import AppContext, restore_widgets, save_widgets
@@ -427,7 +428,7 @@ def _untimed(records: Any) -> list[dict[str, Any]]:
     """Records without their timestamps and calls (what a replay may differ in)."""
     out = []
     for record in records:
-        kept = {k: v for k, v in record.items() if k not in ("timestamp_utc", "run_id")}
+        kept = {k: v for k, v in record.items() if k not in (TIMESTAMP, "run_id")}
         kept["decisions"] = [
             {k: v for k, v in d.items() if k != "calls"} for d in record.get("decisions") or []
         ]

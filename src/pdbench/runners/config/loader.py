@@ -482,7 +482,8 @@ _SILENT = {
 def _drop_silent_talk(node: Any) -> None:
     """Leave the message channel's settings out of the snapshot where they are unset (no
     channel, a silent policy, no message prompt), so a config that does not talk keeps the
-    snapshot and the hash it had before talk existed (and its runs still resume)."""
+    snapshot and the hash it had before talk existed (and its runs still resume); likewise a
+    person's empty `moves`, `amounts` or `punishments`."""
     if isinstance(node, list):
         for item in node:
             _drop_silent_talk(item)
@@ -495,6 +496,10 @@ def _drop_silent_talk(node: Any) -> None:
     for key, unset in _SILENT.items():
         if key in node and node[key] == unset and (key != "message" or "round" in node):
             del node[key]
+    if node.get("type") == "human":  # a person's answers of the other kind of game (issue 31)
+        for key in ("moves", "amounts", "punishments"):
+            if node.get(key) == []:
+                del node[key]
     for value in node.values():
         _drop_silent_talk(value)
 
