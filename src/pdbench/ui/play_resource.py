@@ -189,6 +189,7 @@ def _answer() -> None:
     request: launcher.ResourcePlayRequest = game["request"]
     if _replay(game, [*game["amounts"], amount], list(game["punishments"])):
         game["pending"] = request.game == "pgg" and request.punishment
+        st.session_state.pop(AMOUNT, None)  # next round's box starts at its default again
 
 
 def _punish() -> None:
@@ -203,6 +204,8 @@ def _punish() -> None:
     punishments += [[] for _ in range(len(game["amounts"]) - 1 - len(punishments))]
     if _replay(game, list(game["amounts"]), [*punishments, tokens]):
         game["pending"] = False
+        for j in range(1, n):
+            st.session_state.pop(f"{TOKENS}{j}", None)
 
 
 def _quit() -> None:
