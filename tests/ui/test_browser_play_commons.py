@@ -13,8 +13,14 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.ui.browser import CHROMIUM, chromium_page, open_tab, select_option, streamlit_server
-from tests.ui.browser import wait_idle
+from tests.ui.browser import (
+    CHROMIUM,
+    chromium_page,
+    open_tab,
+    select_option,
+    streamlit_server,
+    wait_idle,
+)
 from tests.ui.screenshots import full_page_screenshot
 from tests.ui.test_browser_play_group import _slide
 
@@ -89,5 +95,60 @@ def test_a_commons_collapsing_in_chromium(sample_run: Path, tmp_path: Path) -> N
         assert run_dir.name in picked, picked
         full_page_screenshot(page, shots / "play_commons_saved_run.png")
 
+        assert page.locator('[data-testid="stException"]').count() == 0
+        assert errors == [], errors
+
+
+def test_a_public_goods_game_with_punishment_in_chromium(sample_run: Path, tmp_path: Path) -> None:
+    """The hand-worked public goods game of tests/ui/test_play_resource.py: Ana gives 5, punishes
+    the free rider with 2 tokens, then gives 0; the punisher takes 6 from her in round 2."""
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    with (
+        streamlit_server(sample_run, cwd, tmp_path / "streamlit.log") as url,
+        chromium_page() as (page, errors),
+    ):
+        page.goto(url)
+        wait_idle(page)
+        open_tab(page, "🎮 Play")
+        page.get_by_text("💰 A public goods game").click()
+        wait_idle(page)
+        page.get_by_label("Your name (in the records)").fill("Ana")
+        page.keyboard.press("Enter")
+        wait_idle(page)
+        for label, option in {"Seat B": "FREE_RIDER ·", "Seat C": "CONDITIONAL_COOPERATOR ·",
+                              "Seat D": "⚖️ PUNISHER ·"}.items():  # fmt: skip
+            select_option(page, label, option)
+        _slide(page, "Rounds", "pr_pgg_rounds", 2)
+        page.get_by_role("button", name="▶️ Start the game").click()
+        wait_idle(page)
+        for k, give in enumerate([5, 0]):
+            page.locator(".pdb-round").get_by_text(f"Round {k + 1} of 2").wait_for()
+            box = page.get_by_label("Your contribution")
+            box.fill(str(give))
+            box.press("Enter")
+            wait_idle(page)
+            page.get_by_role("button", name="💰 Contribute").click()
+            wait_idle(page)
+            page.locator(".pdb-round").get_by_text("punishment").wait_for()
+            if k == 0:
+                tokens = page.get_by_label("B · FREE_RIDER")
+                tokens.fill("2")
+                tokens.press("Enter")
+                wait_idle(page)
+                full_page_screenshot(page, shots / "play_pgg_punish.png")
+            page.get_by_role("button", name="⚖️ Done").click()
+            wait_idle(page)
+            if k == 0:
+                page.get_by_text("Your balance: 27 tokens").wait_for()
+                full_page_screenshot(page, shots / "play_pgg_round2.png")
+        page.locator(".pdb-round").get_by_text("Game over").wait_for()
+        page.get_by_text("You contributed 11% of what you could").wait_for(timeout=30_000)
+        full_page_screenshot(page, shots / "play_pgg_finished.png")
+        (run_dir,) = (cwd / "data" / "runs").glob("ui_*")
+        rows = [json.loads(x) for x in (run_dir / "rounds.jsonl").read_text().splitlines()]
+        assert [r["balances"] for r in rows] == [[27, 22, 24, 12], [29, 30, 23, 6]]
         assert page.locator('[data-testid="stException"]').count() == 0
         assert errors == [], errors

@@ -31,7 +31,14 @@ from pdbench.core.commons import sustainable_catch
 from pdbench.core.pgg import PGGRules
 from pdbench.errors import PdbenchError
 from pdbench.storage.record.fields import TIMESTAMP
-from pdbench.ui import data, group_data, group_look, resource_charts, resource_data
+from pdbench.ui import (
+    data,
+    group_data,
+    group_look,
+    resource_charts,
+    resource_data,
+    resource_replay,
+)
 from pdbench.ui import play_resource_launcher as launcher
 from pdbench.ui.components import AppContext, restore_widgets, save_widgets
 from pdbench.ui.style import card_html, human_profile
@@ -283,6 +290,8 @@ def _pgg_board(game: dict[str, Any]) -> None:
     if complete:
         shown = _game_rounds(game, complete)
         table = resource_data.pgg_seat_rounds(shown)
+        st.html(resource_replay.MSG_CSS)
+        st.html(resource_replay.seat_legend_html(shown.labels))
         st.markdown("**Everyone's contributions so far** (tokens)")
         wide = table.pivot(index="seat", columns="round", values="contribution")
         wide.columns = [f"round {c}" for c in wide.columns]
@@ -293,6 +302,7 @@ def _pgg_board(game: dict[str, Any]) -> None:
             width="stretch",
         )  # fmt: skip
         balances = table[table["round"] == complete][["seat", "balance", "punish_received"]]
+        balances = balances.rename(columns={"punish_received": "punishment received"})
         st.markdown(f"**Balances after round {complete}**")
         st.dataframe(balances, hide_index=True)
         if rules.punishment:
