@@ -169,3 +169,12 @@ def test_the_saved_run_records_the_rounds_played_live(
     assert _untimed(saved) == _untimed(live.records)
     assert (finished.run_dir / f"{kind}_manifest.json").is_file()
     assert (finished.run_dir / "resource_seats.parquet").is_file()
+
+
+def test_a_person_of_a_pairwise_or_group_game_has_moves_not_amounts() -> None:
+    from tests.integration.test_live_group import group_game
+
+    config = group_game()
+    config["groups"]["conditions"][0]["seats"][0]["amounts"] = [1, 2, 3]
+    with pytest.raises(ConfigError, match="amounts and punishments are a resource game's"):
+        load_mapping(config, "t", CONFIGS, kind="groups", human_seats=True)
