@@ -125,7 +125,11 @@ def test_moves_may_be_a_list_in_any_case(tmp_path: Path) -> None:
             "experiment.conditions[0].agent_a.moves: a human agent needs one move per round: "
             "4 moves for a game of 5 rounds",
         ),
-        ({"moves": ""}, "experiment.conditions[0].agent_a.moves: List should have at least 1"),
+        (  # `moves` may be empty in a resource game's seat (`amounts` instead), not here
+            {"moves": ""},
+            "experiment.conditions[0].agent_a.moves: a human agent needs one move per round: "
+            "0 moves for a game of 5 rounds",
+        ),
         ({"moves": [1, "C"]}, "experiment.conditions[0].agent_a.moves[0]: Input should be"),
         ({"mood": "happy"}, "experiment.conditions[0].agent_a.mood: unknown key"),
     ],

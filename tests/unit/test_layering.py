@@ -37,6 +37,7 @@ UI_RUNNERS_MODULES = {
     "pdbench.ui.planning",
     "pdbench.ui.play_launcher",
     "pdbench.ui.play_group_launcher",
+    "pdbench.ui.play_resource_launcher",
 }
 # Standard and third-party modules core may not touch: I/O, clock, environment, global RNG,
 # concurrency, and the heavy libraries of the outer layers.

@@ -455,10 +455,17 @@ class HumanAgentConfig(Strict):
     type: Literal["human"]
     name: str | None = None
     moves: Annotated[list[str], BeforeValidator(_moves_shorthand)] = Field(
-        min_length=1, max_length=MAX_ROUNDS
+        default_factory=list, max_length=MAX_ROUNDS
     )
     # What the person typed before each move, in a game with a message channel ("": nothing).
     messages: list[str] = Field(default_factory=list, max_length=MAX_ROUNDS)
+    # A resource game's answers (issue 31, the Play tab): the contribution (pgg) or the harvest
+    # (commons) of each round, and (pgg with punishment) each round's punishment tokens as
+    # [target seat (0-based), tokens] pairs. A person of a resource game has no `moves`.
+    amounts: list[Annotated[int, Field(ge=0)]] = Field(default_factory=list, max_length=MAX_ROUNDS)
+    punishments: list[
+        list[Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=2, max_length=2)]]
+    ] = Field(default_factory=list, max_length=MAX_ROUNDS)
 
     @field_validator("moves")
     @classmethod

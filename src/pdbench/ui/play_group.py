@@ -32,6 +32,7 @@ from pdbench.ui import data, group_data, group_look, play_look
 from pdbench.ui import play_group_launcher as launcher
 from pdbench.ui.components import AppContext, restore_widgets, save_widgets
 from pdbench.ui.play_launcher import new_game_id
+from pdbench.ui.play_resource_launcher import KINDS as PLAY_RESOURCE_KINDS
 from pdbench.ui.style import LEGEND, card_html, human_profile
 from pdbench.ui.url_state import SEL_CONDITION, SEL_REPLICATE, SEL_RUN
 
@@ -39,7 +40,11 @@ GAME = "pg_play"  # the group game in progress: a plain session key (survives ta
 STORE = "pg_form"  # the setup form's saved values
 MODE = "pl_mode"  # pair or group: the Play tab's first choice
 MODE_STORE = "pl_mode_form"
-MODES = {"pair": "⚔️ One opponent", "group": "🫂 A group (3 to 6 players)"}
+MODES = {
+    "pair": "⚔️ One opponent",
+    "group": "🫂 A group (3 to 6 players)",
+    **PLAY_RESOURCE_KINDS,  # a public goods game, a commons (`play_resource`)
+}
 SEATS = tuple(f"pg_seat_{i}" for i in range(1, launcher.MAX_PLAYERS))  # seats B, C, ...
 FORM_KEYS = ("pg_name", "pg_players", "pg_kind", "pg_r", "pg_b", "pg_rounds", "pg_seed", *SEATS)
 DEFAULT_SEATS = ("policy:CC", "policy:TFT", "policy:WSLS", "persona:cooperative", "policy:ALLD")
@@ -48,7 +53,8 @@ CSS = play_look.CSS.replace("pl_move_", "pg_move_")  # the pairwise game's move 
 
 
 def pick_mode() -> str:
-    """The Play tab's first choice: one opponent ('pair') or a group ('group')."""
+    """The Play tab's first choice: one opponent ('pair'), a group ('group'), or a resource
+    game ('pgg', 'commons')."""
     restore_widgets(MODE_STORE)
     if st.session_state.get(MODE) not in MODES:
         st.session_state[MODE] = "pair"

@@ -107,6 +107,10 @@ def _check_human_seat(
                 f"(got {config.groups.replicates})",
             )
         )
+    if agent.amounts or agent.punishments:
+        problems.append(
+            (loc, "amounts and punishments are a resource game's; a person here has moves")
+        )
     if horizon.type != "fixed":
         problems.append((loc, "a human seat needs a fixed horizon (its moves are one game's)"))
     elif horizon.n_rounds != len(agent.moves):

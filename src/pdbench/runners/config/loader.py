@@ -159,8 +159,9 @@ def load_mapping(
     The result is for checking and planning: its `path` names no file (a run records its config
     file to resume from, so a run is started from a written config).
 
-    `human_seats`: a groups config may seat a person (the app's Play tab builds a person's
-    group game this way; a config file is refused one, see `group_checks.check_seat`).
+    `human_seats`: a groups, pgg or commons config may seat a person (the app's Play tab builds
+    a person's group or resource game this way; a config file is refused one, see
+    `group_checks.check_seat` and `resource_checks.check_resource_seat`).
     """
     resolved = resolve_mapping(data, name, Path(base_dir))
     return _validate(resolved, mapping_source(Path(base_dir)), kind, overrides, human_seats)
@@ -241,7 +242,7 @@ def _validate(
         if isinstance(config, GROUP_MODELS):
             spec = check_seat(agent, loc, resolved, matrix, loaded, issues, human_seats)
         elif resource:
-            spec = check_resource_seat(agent, loc, resolved, matrix, loaded, issues)
+            spec = check_resource_seat(agent, loc, resolved, matrix, loaded, issues, human_seats)
         else:
             spec = check_agent(agent, loc, resolved, matrix, loaded, issues)
         if spec is not None:
@@ -481,7 +482,8 @@ _SILENT = {
 def _drop_silent_talk(node: Any) -> None:
     """Leave the message channel's settings out of the snapshot where they are unset (no
     channel, a silent policy, no message prompt), so a config that does not talk keeps the
-    snapshot and the hash it had before talk existed (and its runs still resume)."""
+    snapshot and the hash it had before talk existed (and its runs still resume); likewise a
+    person's empty `moves`, `amounts` or `punishments`."""
     if isinstance(node, list):
         for item in node:
             _drop_silent_talk(item)
@@ -494,6 +496,10 @@ def _drop_silent_talk(node: Any) -> None:
     for key, unset in _SILENT.items():
         if key in node and node[key] == unset and (key != "message" or "round" in node):
             del node[key]
+    if node.get("type") == "human":  # a person's answers of the other kind of game (issue 31)
+        for key in ("moves", "amounts", "punishments"):
+            if node.get(key) == []:
+                del node[key]
     for value in node.values():
         _drop_silent_talk(value)
 

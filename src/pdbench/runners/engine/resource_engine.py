@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from pdbench.agents.factory import AgentSpec
+from pdbench.agents.resource_human import HumanSeat
 from pdbench.agents.resource_policy import (
     Choice,
     CommonsContext,
@@ -34,7 +35,7 @@ from pdbench.agents.resource_policy import (
     Said,
 )
 from pdbench.core.commons import CommonsRules, SeasonResult, step
-from pdbench.core.config import LLMAgentConfig, PolicyAgentConfig
+from pdbench.core.config import HumanAgentConfig, LLMAgentConfig, PolicyAgentConfig
 from pdbench.core.pgg import PGGRules, RoundResult, play_round
 from pdbench.core.rng import derive_seed
 from pdbench.runners.engine.broker import CallBroker
@@ -66,6 +67,9 @@ class ResourcePlan:
     outsider_arrival: int | None = None
     system_prompt: str = "v3"
     logged: bool = True
+    # play only the first this many rounds, every seat still told `n_rounds` (the Play tab's
+    # live game so far, `runners.live_resource`); None: the whole game
+    stop_after: int | None = None
 
     @property
     def key(self) -> tuple[str, int]:
@@ -76,6 +80,11 @@ class ResourcePlan:
     def n_players(self) -> int:
         """The number of seats."""
         return len(self.agents)
+
+    @property
+    def rounds_to_play(self) -> int:
+        """The rounds (seasons) this plan plays: `stop_after` of them when set, else all."""
+        return self.n_rounds if self.stop_after is None else min(self.stop_after, self.n_rounds)
 
     @property
     def has_llm(self) -> bool:
@@ -251,7 +260,7 @@ class ResourceEngine:
         history: list[RoundResult] = []
         messages: list[Message] = []
         records: list[dict[str, Any]] = []
-        for r in range(plan.n_rounds):
+        for r in range(plan.rounds_to_play):
             limits = [rules.contribution_limit(b) for b in balances]
 
             ctxs = [
@@ -332,7 +341,7 @@ class ResourceEngine:
         history: list[SeasonResult] = []
         messages: list[Message] = []
         records: list[dict[str, Any]] = []
-        for t in range(plan.n_rounds):
+        for t in range(plan.rounds_to_play):
             present = [not (arrival is not None and i == n - 1 and t < arrival) for i in range(n)]
 
             ctxs = [
@@ -418,10 +427,13 @@ async def _harvest(seat: Any, ctx: CommonsContext) -> Choice:
     return await seat.harvest(ctx)
 
 
-def policy_seat(plan: ResourcePlan, seat: int) -> PolicySeat:
-    """The scripted seat of a plan's seat (a policy agent)."""
+def policy_seat(plan: ResourcePlan, seat: int) -> PolicySeat | HumanSeat:
+    """The scripted seat of a plan's seat: a policy agent, or a person's recorded answers (the
+    Play tab's human seat)."""
     spec = plan.agents[seat]
     cfg = spec.config
+    if isinstance(cfg, HumanAgentConfig):
+        return HumanSeat(spec.name, cfg.amounts, cfg.punishments)
     assert isinstance(cfg, PolicyAgentConfig)
     return PolicySeat(spec.name, cfg.policy)
 

@@ -46,31 +46,7 @@ class ResourceRunSession(RunSession):
 
     def _engine(self, broker: CallBroker | None, sink: Any, collect: Any, pool: Any) -> Any:
         run = self.loaded.config.run
-
-        def seat(plan: ResourcePlan, i: int) -> Any:
-            spec = plan.agents[i]
-            if not isinstance(spec.config, LLMAgentConfig):
-                return policy_seat(plan, i)
-            from pdbench.agents.resource_llm import make_llm_seat
-
-            assert broker is not None and pool is not None
-            client = broker.bind(
-                pool.get(spec.config),
-                spec.config,
-                condition=plan.condition,
-                replicate=plan.replicate,
-                agent_key=spec.name if plan.names.count(spec.name) == 1 else f"{spec.name}#{i}",
-                game_seed=plan.seed,
-            )
-            return make_llm_seat(
-                spec,
-                plan,
-                i,
-                client,
-                store_prompts=run.store_prompts,
-                store_raw=run.store_raw_responses,
-            )
-
+        seat = seat_factory(run.store_prompts, run.store_raw_responses, broker, pool)
         return ResourceEngine(
             run_id=run.run_id,
             seats=seat,
@@ -230,3 +206,30 @@ def _identity_problem(line: bytes, plan: ResourcePlan, run_id: str) -> str | Non
     if record.get("game") != plan.game:
         return f"game {record.get('game')!r} is not {plan.game!r}"
     return None
+
+
+def seat_factory(store_prompts: bool, store_raw: bool, broker: CallBroker | None, pool: Any) -> Any:
+    """The seats of a resource run's games: a policy's or a person's scripted seat
+    (`policy_seat`), or an LLM seat calling through `broker` (a provider from `pool`). The
+    run and the Play tab's live replay (`runners.live_resource`) both seat games with it."""
+
+    def seat(plan: ResourcePlan, i: int) -> Any:
+        spec = plan.agents[i]
+        if not isinstance(spec.config, LLMAgentConfig):
+            return policy_seat(plan, i)
+        from pdbench.agents.resource_llm import make_llm_seat
+
+        assert broker is not None and pool is not None
+        client = broker.bind(
+            pool.get(spec.config),
+            spec.config,
+            condition=plan.condition,
+            replicate=plan.replicate,
+            agent_key=spec.name if plan.names.count(spec.name) == 1 else f"{spec.name}#{i}",
+            game_seed=plan.seed,
+        )
+        return make_llm_seat(
+            spec, plan, i, client, store_prompts=store_prompts, store_raw=store_raw
+        )
+
+    return seat

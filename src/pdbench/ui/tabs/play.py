@@ -22,7 +22,8 @@ The moves are called Cooperate and Defect throughout (`play_look`). Each round's
 strategy card), both players' memory-one profiles and one sentence of the lesson (`lesson`).
 
 The person may also take a seat in a group of 3 to 6 instead (`play_group`: its own form, board
-and saved groups run, kept under the URL's `group` parameter).
+and saved groups run, kept under the URL's `group` parameter), or in a public goods game with
+punishment or a commons (`play_resource`: saved as a pgg or commons run).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from pdbench.ui import (
     play_group,
     play_launcher,
     play_look,
+    play_resource,
     play_talk,
     tables,
 )
@@ -79,6 +81,8 @@ def render(ctx: AppContext) -> None:
     game = st.session_state.get(GAME)
     if game is None and play_group.show_game(ctx, config_dir):
         return  # a group game in progress (`play_group`)
+    if game is None and play_resource.show_game(ctx, config_dir):
+        return  # a public goods game or a commons in progress (`play_resource`)
     if game is None:
         game = _restore(ctx, config_dir)
     if game is None:
@@ -162,8 +166,12 @@ def _new_game(
 def _setup(ctx: AppContext, config_dir: Path) -> None:
     """Pick the opponent and the game; Start writes the live config and opens the board. (Or,
     when the person chooses a group, the group game's form: `play_group.setup`.)"""
-    if play_group.pick_mode() == "group":
+    mode = play_group.pick_mode()
+    if mode == "group":
         play_group.setup(ctx, config_dir)
+        return
+    if mode in ("pgg", "commons"):
+        play_resource.setup(ctx, config_dir, mode)
         return
     restore_widgets(STORE)
     options = {o.key: o for o in launcher.agent_options(config_dir)}
