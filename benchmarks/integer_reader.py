@@ -40,7 +40,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     for r in replies:
         read = reading_of(r)
         if read != r.label:
-            print(f"  {r.label!s:>10} -> {read!s:<10} {r.stage:<12} {r.category:<12} {r.text!r:.90}")
+            print(
+                f"  {r.label!s:>10} -> {read!s:<10} {r.stage:<12} {r.category:<12} {r.text!r:.90}"
+            )
 
 
 if __name__ == "__main__":

@@ -104,7 +104,9 @@ def load_integer_replies(path: Path | None = None) -> list[LabelledReply]:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
-        raise IntegerCorpusError(f"{path}: cannot read the corpus ({exc.strerror or exc})") from None
+        raise IntegerCorpusError(
+            f"{path}: cannot read the corpus ({exc.strerror or exc})"
+        ) from None
     out = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -142,8 +144,11 @@ def integer_reader_line(kind: str | None = None) -> str:
     (all replies when None), naming the corpus."""
     score = integer_reader_score(kind)
     what = {"pgg": "contribution and punishment", "commons": "harvest"}.get(kind or "", "integer")
-    wrong = f"; {score.misread} misread, {score.missed} readable ones re-asked"
+    if not score.n:
+        return f"{what} replies: no labelled replies (data/{CORPUS_FILE})"
+    count, _, accuracy = accuracy_phrase(score).partition(" (")
     return (
-        f"{what} replies read {accuracy_phrase(score)} on the labelled set{wrong} "
-        f"(data/{CORPUS_FILE}, benchmarks/integer_reader.py)"
+        f"{what} replies read {count} on the labelled set ({accuracy}; {score.misread} "
+        f"misread, {score.missed} readable ones re-asked (data/{CORPUS_FILE}, "
+        "benchmarks/integer_reader.py)"
     )
