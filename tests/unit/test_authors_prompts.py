@@ -186,7 +186,7 @@ def test_govsim_reading_counts_failures_with_its_default(reply, value, problem_s
         ("e.g. `<contribution>10</contribution>` -> <contribution>4</contribution>", 4, False),
         ("<CONTRIBUTION>7</CONTRIBUTION>", 7, False),
         ("<contribution>-3</contribution>", -3, False),  # read; the range is the clamp's job
-        ("<contribution>$10</contribution>", None, True),
+        ("<contribution>$10</contribution>", 10, False),  # the dollar sign dropped, as in <punish>
         ("<contribution>ten</contribution>", None, True),
         ("I contribute 10.", None, True),
     ],

@@ -16,8 +16,13 @@ silently: `clamp_reading` brings a value into range and says so in the problem.
   and `<punish>NO</punish>` or `<punish>P2=50</punish>`. The reading code is not published and the
   logs hold no raw replies (every logged contribution is between 0 and the balance), so its rule
   is unknown. Ours: the last such tag counts (a model may quote the prompt's example before
-  answering), its content must be an integer (or NO / seat=amount); anything else is a problem
-  with value None.
+  answering), leaving out tags that quote the prompt: an empty tag, or one introduced as an
+  example ("e.g.", "for example", "in the form", "such as", "just write" right before
+  it, quotes and backticks aside), which a small model echoes before or after its answer; a
+  reply whose only tags quote the prompt is a problem. The content must be an integer (or NO /
+  seat=amount); dollar signs, "dollars" and markdown emphasis around the integer are dropped;
+  anything else is a problem with value None. Measured on the labelled replies in
+  `data/integer_replies.jsonl` (`storage.integer_replies`).
 Pure: no I/O.
 """
 
@@ -31,6 +36,12 @@ _DIGITS = re.compile(r"\d+")
 _CONTRIBUTION = re.compile(r"<contribution>(.*?)</contribution>", re.IGNORECASE | re.DOTALL)
 _PUNISH = re.compile(r"<punish>(.*?)</punish>", re.IGNORECASE | re.DOTALL)
 _PUNISH_ACT = re.compile(r"(P\d+)\s*=\s*\$?\s*(\d+)", re.IGNORECASE)
+# Words that introduce a quoted example right before a tag (quotes, backticks, spaces aside).
+_EXAMPLE_CUE = re.compile(
+    r"(?:e\.g\.,?|for example,?|example:?|in the form|such as|just write)[\s`'\"\u201c(]*$",
+    re.IGNORECASE,
+)
+_DRESSED_INTEGER = re.compile(r"[*_`\s]*\$?\s*([+-]?\d+)\s*(?:dollars?|\$)?[*_`\s]*", re.IGNORECASE)
 
 
 class IntegerReading(NamedTuple):
@@ -73,22 +84,46 @@ def read_govsim_integer(reply: str) -> IntegerReading:
     return IntegerReading(int(found.group()), None)
 
 
+def _answer_tags(pattern: re.Pattern[str], reply: str) -> tuple[list[str], bool]:
+    """The contents of the reply's tags that are not quotes of the prompt (an empty tag, or one
+    introduced as an example), and whether the reply had any tag at all."""
+    found = list(pattern.finditer(reply))
+    kept = [
+        m.group(1)
+        for m in found
+        if m.group(1).strip()
+        and _EXAMPLE_CUE.search(reply[max(0, m.start() - 40) : m.start()]) is None
+    ]
+    return kept, bool(found)
+
+
 def read_pgg_contribution(reply: str) -> IntegerReading:
-    """A contribution from the last `<contribution>N</contribution>` tag of the reply."""
-    tags = _CONTRIBUTION.findall(reply)
-    if not tags:
+    """A contribution from the last `<contribution>N</contribution>` tag of the reply that is
+    not a quote of the prompt's example (module docstring)."""
+    tags, any_tag = _answer_tags(_CONTRIBUTION, reply)
+    if not any_tag:
         return IntegerReading(None, f"no <contribution> tag in {_shown(reply)}")
+    if not tags:
+        return IntegerReading(
+            None, f"only the prompt's example or an empty tag in {_shown(reply)}, no answer"
+        )
     content = tags[-1].strip()
-    if re.fullmatch(r"[+-]?\d+", content) is None:
+    dressed = _DRESSED_INTEGER.fullmatch(content)
+    if dressed is None:
         return IntegerReading(None, f"<contribution> holds {_shown(content)}, not an integer")
-    return IntegerReading(int(content), None)
+    return IntegerReading(int(dressed.group(1)), None)
 
 
 def read_pgg_punishment(reply: str, seats: tuple[str, ...]) -> PunishmentReading:
-    """A punishment from the last `<punish>` tag: NO, or seat=amount with a seat in `seats`."""
-    tags = _PUNISH.findall(reply)
-    if not tags:
+    """A punishment from the last `<punish>` tag that is not a quote of the prompt's example:
+    NO, or seat=amount with a seat in `seats`."""
+    tags, any_tag = _answer_tags(_PUNISH, reply)
+    if not any_tag:
         return PunishmentReading(None, None, f"no <punish> tag in {_shown(reply)}")
+    if not tags:
+        return PunishmentReading(
+            None, None, f"only the prompt's example or an empty tag in {_shown(reply)}, no answer"
+        )
     content = tags[-1].strip()
     if content.upper() == "NO":
         return PunishmentReading(None, 0, None)

@@ -24,6 +24,7 @@ from pdbench.report.experiment import cell
 from pdbench.report.format import fmt
 from pdbench.report.markup import text
 from pdbench.report.svg import Point, Series, band_chart, interval_dots, xy_chart
+from pdbench.storage.integer_replies import integer_reader_line
 from pdbench.storage.parquet import read_checked_rows
 from pdbench.storage.schema import AGGREGATES_FILE, RESOURCE_ROUNDS_FILE, RESOURCE_SEATS_FILE
 
@@ -112,7 +113,7 @@ def resource_sections(run_dir: Path, manifest: dict[str, Any]) -> list[str]:
     else:
         sections.append(commons_seasons_section(manifest, aggregates, by_round))
     sections.append(seats_section(kind, aggregates, seats))
-    sections.append(readings_section(aggregates))
+    sections.append(readings_section(aggregates, kind))
     compared = comparisons_section(run_dir, columns)
     if compared:
         sections.append(compared)
@@ -326,9 +327,10 @@ def seats_section(kind: str, conditions: list[dict[str, Any]], seats: list[dict[
     return "".join(parts)
 
 
-def readings_section(conditions: list[dict[str, Any]]) -> str:
-    """How the replies were read: parse failures, fallbacks and clamped answers per condition
-    (aggregates.parquet's counts)."""
+def readings_section(conditions: list[dict[str, Any]], kind: str | None = None) -> str:
+    """How the replies were read: the readers' measured accuracy on the labelled replies of the
+    game kind (`storage.integer_replies`), then parse failures, fallbacks and clamped answers per
+    condition (aggregates.parquet's counts)."""
     body = "".join(
         f"<tr><td>{text(r['condition'])}</td>"
         + "".join(f"<td>{_count(r.get(c))}</td>" for c in READING_COLUMNS)
@@ -344,7 +346,8 @@ def readings_section(conditions: list[dict[str, Any]]) -> str:
         "scripted seats included (a scripted seat is never misread). Parse failures: replies "
         "that could not be read (the seat is asked again); fallbacks: decisions where no reply "
         "was readable and the stated fallback was used; clamped: answers brought into the "
-        "allowed range (or punishment cut to the rules), each recorded.</p><table><tr>"
+        "allowed range (or punishment cut to the rules), each recorded.</p>"
+        f"<p class='note'>Measured: {text(integer_reader_line(kind))}.</p><table><tr>"
         "<th>condition</th><th>decisions</th><th>parse failures</th><th>fallbacks</th>"
         f"<th>clamped</th></tr>{body}</table></section>"
     )

@@ -18,6 +18,7 @@ import pandas as pd
 import streamlit as st
 
 from pdbench.core.exact import EXACT_NOTE, identical_note, is_exact_row
+from pdbench.storage.integer_replies import integer_reader_line
 from pdbench.storage.schema import AGGREGATES_FILE, RESOURCE_ROUNDS_FILE, RESOURCE_SEATS_FILE
 from pdbench.ui import data, group_charts, resource_charts, resource_data
 from pdbench.ui.components import show_error, text_column_width
@@ -212,7 +213,11 @@ def _overview(aggregates: pd.DataFrame, conditions: Sequence[ResourceCondition])
             if c != "games"
         },
     )
-    st.caption(f"{UNIT_NOTE}; from aggregates.parquet.")
+    st.caption(
+        f"{UNIT_NOTE}; from aggregates.parquet. Reading of replies: re-asked parse failures, "
+        f"stated fallbacks, clamped answers; the readers' measured accuracy: "
+        f"{integer_reader_line(kind)}."
+    )
     boxes = st.columns(len(ACROSS[kind]), gap="large")
     for column, box in zip(ACROSS[kind], boxes, strict=True):
         if column not in rows.columns:

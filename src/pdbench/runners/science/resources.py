@@ -102,6 +102,7 @@ def manifest_conditions(loaded: LoadedConfig, plans: Sequence[ResourcePlan]) -> 
                 "outsider_arrival": first.outsider_arrival,
                 "replicates": len(games),
                 "exact": _exact(games),
+                "llm": any(p.has_llm for p in games),
                 "games": [{"replicate": p.replicate, "seed": p.seed} for p in games],
             }
         )
@@ -198,10 +199,14 @@ def summary_lines(result: ResourceSummary, resumed: bool = False) -> list[str]:
             )
     failures = sum(int(r.get("parse_failures", 0)) for r in result.rows)
     fallbacks = sum(int(r.get("fallbacks", 0)) for r in result.rows)
-    if failures or fallbacks:
+    llm = any(c.get("llm") for c in result.manifest.get("conditions") or ())
+    if failures or fallbacks or llm:
+        from pdbench.storage.integer_replies import integer_reader_line
+
         lines.append(
             f"replies: {failures} unreadable (re-asked), {fallbacks} answers are the stated "
-            "fallback (aggregates.parquet: parse_failures, fallbacks)"
+            "fallback (aggregates.parquet: parse_failures, fallbacks); "
+            + integer_reader_line(result.kind)
         )
     return lines + published_lines(result.manifest.get("published"), result.rows)
 
