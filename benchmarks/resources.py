@@ -62,9 +62,7 @@ def configs(tmp: Path, games: int, rounds: int) -> dict[str, tuple[Path, int]]:
             {
                 "commons": {
                     "replicates": games,
-                    "conditions": [
-                        {"name": "c", "seats": [llm("commons", "cooperative")] * 5}
-                    ],
+                    "conditions": [{"name": "c", "seats": [llm("commons", "cooperative")] * 5}],
                 }
             },
             0,  # counted from the run's calls (a lake that collapses ends early)
