@@ -17,7 +17,9 @@ silently: `clamp_reading` brings a value into range and says so in the problem.
   logs hold no raw replies (every logged contribution is between 0 and the balance), so its rule
   is unknown. Ours: the last such tag counts (a model may quote the prompt's example before
   answering), its content must be an integer (or NO / seat=amount); anything else is a problem
-  with value None.
+  with value None. The reward stage (ours, not PGG-Bench's) is read the same way:
+  `<reward>NO</reward>` or `<reward>P2=1</reward>`, several seats separated by commas
+  (`read_pgg_reward`), the amounts being tokens.
 Pure: no I/O.
 """
 
@@ -31,6 +33,7 @@ _DIGITS = re.compile(r"\d+")
 _CONTRIBUTION = re.compile(r"<contribution>(.*?)</contribution>", re.IGNORECASE | re.DOTALL)
 _PUNISH = re.compile(r"<punish>(.*?)</punish>", re.IGNORECASE | re.DOTALL)
 _PUNISH_ACT = re.compile(r"(P\d+)\s*=\s*\$?\s*(\d+)", re.IGNORECASE)
+_REWARD = re.compile(r"<reward>(.*?)</reward>", re.IGNORECASE | re.DOTALL)
 
 
 class IntegerReading(NamedTuple):
@@ -103,6 +106,40 @@ def read_pgg_punishment(reply: str, seats: tuple[str, ...]) -> PunishmentReading
             None, None, f"<punish> names seat {seat}; valid seats: {', '.join(seats)}"
         )
     return PunishmentReading(seat, int(act.group(2)), None)
+
+
+class RewardReading(NamedTuple):
+    """Rewards read from a reply: tokens by seat name ({} for NO, None when unreadable), problem."""
+
+    tokens: dict[str, int] | None
+    problem: str | None
+
+
+def read_pgg_reward(reply: str, seats: tuple[str, ...]) -> RewardReading:
+    """Rewards from the last `<reward>` tag: NO, or seat=tokens items separated by commas (or
+    semicolons), each seat in `seats` and named once."""
+    tags = _REWARD.findall(reply)
+    if not tags:
+        return RewardReading(None, f"no <reward> tag in {_shown(reply)}")
+    content = tags[-1].strip()
+    if content.upper() == "NO":
+        return RewardReading({}, None)
+    out: dict[str, int] = {}
+    for item in re.split(r"[,;]", content):
+        act = _PUNISH_ACT.fullmatch(item.strip())
+        if act is None:
+            return RewardReading(
+                None, f"<reward> holds {_shown(content)}; expected NO or seat=tokens like P2=1"
+            )
+        seat = act.group(1).upper()
+        if seat not in seats:
+            return RewardReading(
+                None, f"<reward> names seat {seat}; valid seats: {', '.join(seats)}"
+            )
+        if seat in out:
+            return RewardReading(None, f"<reward> names seat {seat} twice")
+        out[seat] = int(act.group(2))
+    return RewardReading(out, None)
 
 
 def clamp_reading(
