@@ -16,7 +16,12 @@ from pdbench.agents.pgg_policy import make_pgg_policy, play_policies
 from pdbench.agents.pgg_prompts import contribution_prompt
 from pdbench.agents.providers.mock_resource import mock_reward, resource_reply
 from pdbench.agents.resource_policy import PGGContext
-from pdbench.agents.resource_texts import pgg_history_text, with_reward_rules
+from pdbench.agents.resource_texts import (
+    REWARD_VISIBILITY,
+    pgg_history_text,
+    reward_rule,
+    with_reward_rules,
+)
 from pdbench.core.parse_integer import read_pgg_reward
 from pdbench.core.pgg import PGGRules, play_round
 from pdbench.core.pgg_conditions import (
@@ -214,7 +219,11 @@ def test_the_reward_rule_is_added_only_with_the_stage() -> None:
     assert with_reward_rules(base, plain) == base
     added = with_reward_rules(base, replace(plain, reward=True))
     assert "Reward Phase:" in added and "every reward (who rewarded whom" in added
-    assert added.replace(added[added.index("Reward Phase:") :].split("\n")[0] + "\n", "", 1) != base
+    rewarded = replace(plain, reward=True)
+    back = added.replace("\n" + reward_rule(rewarded), "", 1).replace(
+        "\n" + REWARD_VISIBILITY, "", 1
+    )
+    assert back == base  # the two lines are all that is added
 
 
 def test_the_mock_cooperator_rewards_high_contributors() -> None:
