@@ -171,3 +171,13 @@ def _metrics(kind: str) -> dict[str, float]:
         else ("survival", "survival_months", "efficiency")
     )
     return {f"{n}{end}": 0.5 for n in names for end in ("", "_ci_low", "_ci_high")} | {"n_games": 1}
+
+
+def test_a_reward_tag_quoting_the_example_is_not_the_answer() -> None:
+    from pdbench.core.parse_integer import read_pgg_reward
+
+    seats = ("P1", "P2", "P3")
+    echoed = "Reply e.g. <reward>P2=1</reward>. My answer: <reward>NO</reward>"
+    assert read_pgg_reward(echoed, seats) == ({}, None)
+    only = read_pgg_reward("Answer in the form <reward>P2=1</reward>", seats)
+    assert only.tokens is None and "example" in (only.problem or "")

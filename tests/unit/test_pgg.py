@@ -196,6 +196,7 @@ def test_registry_names() -> None:
         "FREE_RIDER",
         "FULL_COOPERATOR",
         "PUNISHER",
+        "REWARDER",
     ]
     with pytest.raises(ValueError, match="choose one of"):
         make_pgg_policy("nobody")

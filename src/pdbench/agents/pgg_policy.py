@@ -2,8 +2,9 @@
 name (case-insensitive), and `play_policies` to play a game of them.
 
 A policy decides from a `PGGView` (what its seat is shown): `contribute(view)` gives the round's
-contribution and `punish(view, seen)` the punishment tokens by target once the round's
-contributions are revealed. With `visibility="total"` a seat sees only the group's totals, so the
+contribution, `punish(view, seen)` the punishment tokens by target once the round's
+contributions are revealed, and `reward(view, seen)` (the reward stage, decided at the same time
+from the same information) the reward tokens by target. With `visibility="total"` a seat sees only the group's totals, so the
 punishers cannot tell who free-rode and punish nobody. Every policy here is deterministic.
 """
 
@@ -48,6 +49,11 @@ class PGGPolicy:
         (None when only the total is shown). The default punishes nobody."""
         return {}
 
+    def reward(self, view: PGGView, seen: tuple[int, ...] | None) -> dict[int, int]:
+        """Reward tokens by target seat, shown what `punish` is shown. The default rewards
+        nobody."""
+        return {}
+
 
 PGG_POLICY_REGISTRY: dict[str, type[PGGPolicy]] = {}
 
@@ -88,6 +94,25 @@ def _spread(
     left = min(rules.punish_max_tokens, int(budget // rules.punish_cost))
     for j in targets:
         if rules.punish_max_targets is not None and len(out) >= rules.punish_max_targets:
+            break
+        t = min(per_target, left)
+        if t <= 0:
+            break
+        out[j] = t
+        left -= t
+    return out
+
+
+def _spread_rewards(
+    rules: PGGRules, targets: Sequence[int], per_target: int, budget: float
+) -> dict[int, int]:
+    """`per_target` reward tokens on each target in seat order, within the caps and `budget`."""
+    if not rules.reward or per_target <= 0:
+        return {}
+    out: dict[int, int] = {}
+    left = min(rules.reward_max_tokens, int(budget // rules.reward_cost))
+    for j in targets:
+        if rules.reward_max_targets is not None and len(out) >= rules.reward_max_targets:
             break
         t = min(per_target, left)
         if t <= 0:
@@ -169,6 +194,25 @@ class AntisocialPunisher(PGGPolicy):
         return _spread(view.rules, targets, int(self.params.get("tokens", 2)), view.balance)
 
 
+@register_pgg_policy
+class Rewarder(PGGPolicy):
+    key = "REWARDER"
+    description = (
+        "Contributes its limit; with the reward stage on, gives `tokens` (default 1) reward"
+        " tokens to each other seat that contributed at least the group's mean of the round."
+    )
+
+    def contribute(self, view: PGGView) -> int:
+        return view.limit
+
+    def reward(self, view: PGGView, seen: tuple[int, ...] | None) -> dict[int, int]:
+        if seen is None:
+            return {}
+        n = len(seen)
+        targets = [j for j, c in enumerate(seen) if j != view.seat and c * n >= sum(seen)]
+        return _spread_rewards(view.rules, targets, int(self.params.get("tokens", 1)), view.balance)
+
+
 def play_policies(rules: PGGRules, policies: Sequence[PGGPolicy], rounds: int) -> list[RoundResult]:
     """Play `rounds` rounds of the policies (one a seat) and return the rounds in order."""
     n = rules.n_players
@@ -187,12 +231,20 @@ def play_policies(rules: PGGRules, policies: Sequence[PGGPolicy], rounds: int) -
         cs = [p.contribute(v) for p, v in zip(policies, views, strict=True)]
         first = play_round(rules, balances, cs, carry_in=carry)
         seen = first.contributions if rules.visibility == "each" else None
-        pun = {}
-        if rules.punishment:
-            for i, p in enumerate(policies):
-                after = PGGView(rules, i, first.post_fund[i], views[i].limit, past_c, past_t)
+        pun: dict[int, dict[int, int]] = {}
+        gifts: dict[int, dict[int, int]] = {}
+        for i, p in enumerate(policies):
+            after = PGGView(rules, i, first.post_fund[i], views[i].limit, past_c, past_t)
+            if rules.punishment:
                 pun[i] = p.punish(after, seen)
-        rr = play_round(rules, balances, cs, pun, carry_in=carry) if any(pun.values()) else first
+            if rules.reward:
+                spent = sum(pun.get(i, {}).values()) * rules.punish_cost
+                left = PGGView(rules, i, first.post_fund[i] - spent, views[i].limit, past_c, past_t)
+                gifts[i] = p.reward(left, seen)
+        if any(pun.values()) or any(gifts.values()):
+            rr = play_round(rules, balances, cs, pun, carry_in=carry, rewards=gifts)
+        else:
+            rr = first
         out.append(rr)
         balances, carry = rr.balances, rr.carry_out
     return out

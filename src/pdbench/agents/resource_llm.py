@@ -5,7 +5,10 @@ A public goods seat (PGG-Bench's design) is asked with PGG-Bench's templates
 a contribution (`<contribution>N</contribution>`, read by `core.parse_integer.
 read_pgg_contribution`) and, with punishment on, a punishment (`<punish>NO</punish>` or
 `<punish>P3=2</punish>`, `read_pgg_punishment`: the dollars spent, turned into tokens at the
-rules' `punish_cost`). The history text is ours (`pdbench.agents.resource_texts`).
+rules' `punish_cost`) and, with the reward stage on (ours: PGG-Bench has none), a reward
+(`resource_texts.pgg_reward_prompt`, `<reward>NO</reward>` or `<reward>P2=1, P3=1</reward>`,
+`read_pgg_reward`: tokens; the fallback is no reward). The history text is ours
+(`pdbench.agents.resource_texts`).
 
 A commons seat (GovSim's fishery, `pdbench.agents.commons_prompts`, names John, Kate, Jack, Emma,
 Luke) is asked GovSim's harvest prompt ("Answer: N tons", `read_govsim_integer`), with GovSim's
@@ -50,6 +53,8 @@ from pdbench.agents.resource_texts import (
     heard_memories,
     month_date,
     pgg_history_text,
+    pgg_reward_prompt,
+    with_reward_rules,
 )
 from pdbench.core.config import LLMAgentConfig
 from pdbench.core.parse_integer import (
@@ -58,6 +63,7 @@ from pdbench.core.parse_integer import (
     read_govsim_integer,
     read_pgg_contribution,
     read_pgg_punishment,
+    read_pgg_reward,
 )
 from pdbench.core.rng import derive_seed
 from pdbench.core.talk import clip_text
@@ -68,6 +74,8 @@ EXPECTED = {
     " e.g. `<contribution>10</contribution>`.",
     "punishment": "Write `<punish>NO</punish>`, or one line like `<punish>P2=5</punish>` naming"
     " another player and the dollars you spend (at most {limit}).",
+    "reward": "Write `<reward>NO</reward>`, or `<reward>P2=1</reward>` naming other players and"
+    " the reward tokens you give each (at most {limit} in all), separated by commas.",
     "harvest": 'Put the final answer after "Answer:", example Answer: N tons.',
 }
 DEFAULT_REPROMPT = "Your reply could not be read ({error}). {expected}"
@@ -244,17 +252,26 @@ class ResourceLLMSeat:
 
     def contribution_prompt(self, ctx: PGGContext) -> str:
         """PGG-Bench's contribution prompt for this context."""
-        return contribution_prompt(*self._pgg_args(ctx, ctx.limit), messages=self.talk)
+        prompt = contribution_prompt(*self._pgg_args(ctx, ctx.limit), messages=self.talk)
+        return with_reward_rules(prompt, ctx.rules)
 
     def punishment_prompt(self, ctx: PGGContext) -> str:
         """PGG-Bench's punishment prompt (the balance after the fund, floored)."""
         assert ctx.post_fund is not None
         amount = int(ctx.post_fund + 1e-9)
-        return punishment_prompt(*self._pgg_args(ctx, amount, True), messages=self.talk)
+        prompt = punishment_prompt(*self._pgg_args(ctx, amount, True), messages=self.talk)
+        return with_reward_rules(prompt, ctx.rules)
+
+    def reward_prompt(self, ctx: PGGContext) -> str:
+        """Our reward prompt (the balance after the fund, floored)."""
+        assert ctx.post_fund is not None
+        amount = int(ctx.post_fund + 1e-9)
+        return pgg_reward_prompt(*self._pgg_args(ctx, amount, True), messages=self.talk)
 
     def public_message_prompt(self, ctx: PGGContext) -> str:
         """PGG-Bench's public message prompt (the balance floored)."""
-        return public_message_prompt(*self._pgg_args(ctx, int(ctx.balance + 1e-9)))
+        prompt = public_message_prompt(*self._pgg_args(ctx, int(ctx.balance + 1e-9)))
+        return with_reward_rules(prompt, ctx.rules)
 
     async def contribute(self, ctx: PGGContext) -> Choice:
         """The contribution read from the reply (0..limit)."""
@@ -299,6 +316,23 @@ class ResourceLLMSeat:
             clamped=reading.problem is not None,
             calls=tuple(calls),
         )
+
+    async def reward(self, ctx: PGGContext) -> Choice:
+        """The reward read from the reply: tokens by seat (none when unreadable: the fallback).
+        Tokens beyond the most one may give are cut by the engine (`fit_reward`, counted)."""
+        ctx = self.shown(ctx)
+        most = ctx.rules.reward_max_tokens
+
+        def read(reply: str) -> tuple[dict[str, int] | None, str | None]:
+            got = read_pgg_reward(reply, self.names)
+            return got.tokens, got.problem
+
+        prompt = self.reward_prompt(ctx)
+        value, failures, calls = await self.ask("reward", ctx.round_index, prompt, read, most)
+        if value is None:
+            return Choice(parse_failures=failures, fallback=True, calls=tuple(calls))
+        chosen = {self.names.index(seat): t for seat, t in value.items() if t}
+        return Choice(tokens=chosen, parse_failures=failures, calls=tuple(calls))
 
     async def message(self, ctx: PGGContext | CommonsContext) -> Said | None:
         """A public message (PGG-Bench's prompt; `<stop>` is silence) or a discussion message

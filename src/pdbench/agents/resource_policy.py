@@ -2,8 +2,9 @@
 
 A seat of a public goods game (`pdbench.core.pgg`) is asked, each round, for a public message
 (when the group talks), a contribution, and (when punishment is on) punishment tokens once the
-contributions are revealed. A seat of a commons (`pdbench.core.commons`) is asked for a harvest
-each season and, when the group talks, a message after the harvest. Every answer is a `Choice`:
+contributions are revealed, and (when the reward stage is on) reward tokens, shown the same. A
+seat of a commons (`pdbench.core.commons`) is asked for a harvest each season and, when the
+group talks, a message after the harvest. Every answer is a `Choice`:
 the value used, and how it was read (parse failures, the fallback, the calls made).
 
 Scripted seats: the public goods policies of `pdbench.agents.pgg_policy` (by name) and the
@@ -236,6 +237,13 @@ class PolicySeat:
         assert self._pgg is not None and ctx.post_fund is not None
         seen = ctx.contributions if ctx.rules.visibility == "each" else None
         tokens = self._pgg.punish(self._pgg_view(ctx, ctx.post_fund), seen)
+        return Choice(tokens={j: t for j, t in tokens.items() if t})
+
+    async def reward(self, ctx: PGGContext) -> Choice:
+        """The policy's reward tokens, shown what the punishment stage is shown."""
+        assert self._pgg is not None and ctx.post_fund is not None
+        seen = ctx.contributions if ctx.rules.visibility == "each" else None
+        tokens = self._pgg.reward(self._pgg_view(ctx, ctx.post_fund), seen)
         return Choice(tokens={j: t for j, t in tokens.items() if t})
 
     async def harvest(self, ctx: CommonsContext) -> Choice:

@@ -9,6 +9,13 @@ punishment (VISIBILITY_LINES: punishments are shown), and the balances after the
 seat's under "each", the seat's own under "total"). In the punishment stage the round being
 played is shown too: its messages, its contributions and the seat's balance after the fund.
 
+The reward stage (`PGGRules.reward`) is ours, PGG-Bench has none: with it on, every prompt's
+rules gain a reward phase line (REWARD_RULE, after the punishment phase's), the history shows
+every reward after the punishments, and the reward prompt (`pgg_reward_prompt`) is PGG-Bench's
+punishment template with the worked punishment example left out and its closing instructions
+rewritten for rewards (`<reward>NO</reward>`, or `<reward>P2=1</reward>`; several seats
+separated by commas). Nothing changes in any prompt with the stage off.
+
 GovSim's harvest prompt lists a persona's memories (`pdbench.agents.commons_prompts`): the
 caller gives the earlier ones; here they are what the seat heard in the discussions (each message,
 dated by the month it was said in) and its own reflections (dated by their month). The discussion
@@ -28,8 +35,15 @@ from pdbench.agents.commons_prompts import (
     govsim_system_text,
     month_memories,
 )
-from pdbench.agents.pgg_prompts import number_text
+from pdbench.agents.pgg_prompts import (
+    PUNISHMENT_NO_MESSAGES,
+    PUNISHMENT_WITH_MESSAGES,
+    _fields,
+    fill_template,
+    number_text,
+)
 from pdbench.agents.resource_policy import CommonsContext, Message, PGGContext
+from pdbench.core.pgg import PGGRules
 
 MESSAGE_WINDOW = 5  # PGG-Bench: "only messages from the last 5 rounds are displayed"
 
@@ -79,6 +93,19 @@ def pgg_history_text(ctx: PGGContext, *, this_round: bool = False) -> str:
                 if any(res.punish_tokens[i])
             ]
             lines.append("  Punishments: " + ("; ".join(acts) if acts else "none"))
+        if rules.reward and res.reward_tokens:
+            gave = [
+                f"{names[i]} gave "
+                + ", ".join(
+                    f"{names[j]} {res.reward_tokens[i][j]} token(s) ({names[j]} got"
+                    f" {money(res.reward_tokens[i][j] * rules.reward_effect)})"
+                    for j in range(len(names))
+                    if res.reward_tokens[i][j]
+                )
+                for i in range(len(names))
+                if any(res.reward_tokens[i])
+            ]
+            lines.append("  Rewards: " + ("; ".join(gave) if gave else "none"))
         if each:
             shown = ", ".join(f"{n}={money(b)}" for n, b in zip(names, res.balances, strict=True))
             lines.append(f"  Balances after the round: {shown}")
@@ -100,6 +127,87 @@ def pgg_history_text(ctx: PGGContext, *, this_round: bool = False) -> str:
             if ctx.post_fund is not None:
                 lines.append(f"  Your balance after the fund: {money(ctx.post_fund)}")
     return "\n".join(lines) if lines else "No rounds played yet."
+
+
+# ---------------------------------------------------------------------------------------------
+# The reward stage (ours)
+
+_PUNISH_END = "players do not see other players' punishment decisions until the round concludes."
+REWARD_RULE = (
+    "Reward Phase: At the same time as the punishment phase, each player may give reward tokens"
+    " to other players. Each token costs the giver ${cost} and gives the receiver ${effect}."
+    " Maximum reward tokens per player per round: {most}{targets}. Rewards arrive after the"
+    " punishments and cannot be taken away by them. Players do not see other players' reward"
+    " decisions until the round concludes."
+)
+REWARD_VISIBILITY = (
+    "After each round, every reward (who rewarded whom, and how much) is shown to all players."
+)
+
+
+def reward_rule(rules: PGGRules) -> str:
+    """The reward phase line of the rules (REWARD_RULE filled in)."""
+    targets = (
+        f", to at most {rules.reward_max_targets} other player(s)"
+        if rules.reward_max_targets is not None
+        else ""
+    )
+    return REWARD_RULE.format(
+        cost=number_text(rules.reward_cost),
+        effect=number_text(rules.reward_effect),
+        most=rules.reward_max_tokens,
+        targets=targets,
+    )
+
+
+def with_reward_rules(prompt: str, rules: PGGRules) -> str:
+    """A PGG-Bench prompt with the reward phase added to its rules (after the punishment phase)
+    and the rewards' visibility line; the prompt unchanged when the reward stage is off."""
+    if not rules.reward or _PUNISH_END not in prompt:
+        return prompt
+    prompt = prompt.replace(_PUNISH_END, f"{_PUNISH_END}\n{reward_rule(rules)}", 1)
+    shown = "After each round, every punishment"
+    at = prompt.find(shown)
+    if at >= 0:
+        end = prompt.find("\n", at)
+        prompt = f"{prompt[:end]}\n{REWARD_VISIBILITY}{prompt[end:]}"
+    return prompt
+
+
+def pgg_reward_prompt(
+    rules: PGGRules,
+    player: str,
+    players: Sequence[str],
+    round_number: int,
+    total_rounds: int,
+    amount: int,
+    history: str,
+    *,
+    messages: bool = True,
+) -> str:
+    """Ours: the reward prompt for `player` with balance `amount` after the fund (module
+    docstring)."""
+    if not rules.reward:
+        raise ValueError("pgg_reward_prompt needs rules with reward=True")
+    template = PUNISHMENT_WITH_MESSAGES if messages else PUNISHMENT_NO_MESSAGES
+    head, _, _ = template.partition("\nExample:\n")
+    _, _, tail = template.partition("{{VISIBILITY_CONTRIBUTIONS}}")
+    tail, _, _ = tail.partition("At this moment,")
+    fields = _fields(rules, player, players, round_number, total_rounds, amount, history, None)
+    body = fill_template(head + "\n{{VISIBILITY_CONTRIBUTIONS}}" + tail, fields)
+    most = rules.reward_max_tokens
+    ask = (
+        "At this moment, you may give reward tokens to other players, or reward no one.\n"
+        "If you do NOT want to reward anyone, just write `<reward>NO</reward>`.\n"
+        "Otherwise, write one line in the form `<reward>P2=1</reward>`, meaning you give 1 reward"
+        " token to seat “P2”; to reward several players separate them with commas, e.g."
+        " `<reward>P2=1, P3=2</reward>`.\n"
+        f"Your current balance is ${amount}.\n"
+        f"The maximum number of reward tokens you can give this round is {most}"
+        f" (each costs you ${number_text(rules.reward_cost)}).\n"
+        "No extra text, just your reward decision in the required `<reward>...</reward>` tag.\n"
+    )
+    return with_reward_rules(body, rules) + ask
 
 
 # ---------------------------------------------------------------------------------------------

@@ -22,7 +22,9 @@ silently: `clamp_reading` brings a value into range and says so in the problem.
   reply whose only tags quote the prompt is a problem. The content must be an integer (or NO /
   seat=amount); dollar signs, "dollars" and markdown emphasis around the integer are dropped;
   anything else is a problem with value None. Measured on the labelled replies in
-  `data/integer_replies.jsonl` (`storage.integer_replies`).
+  `data/integer_replies.jsonl` (`storage.integer_replies`). The reward stage (ours, not
+  PGG-Bench's) is read the same way: `<reward>NO</reward>` or `<reward>P2=1</reward>`, several
+  seats separated by commas (`read_pgg_reward`), the amounts being tokens.
 Pure: no I/O.
 """
 
@@ -42,6 +44,7 @@ _EXAMPLE_CUE = re.compile(
     re.IGNORECASE,
 )
 _DRESSED_INTEGER = re.compile(r"[*_`\s]*\$?\s*([+-]?\d+)\s*(?:dollars?|\$)?[*_`\s]*", re.IGNORECASE)
+_REWARD = re.compile(r"<reward>(.*?)</reward>", re.IGNORECASE | re.DOTALL)
 
 
 class IntegerReading(NamedTuple):
@@ -138,6 +141,44 @@ def read_pgg_punishment(reply: str, seats: tuple[str, ...]) -> PunishmentReading
             None, None, f"<punish> names seat {seat}; valid seats: {', '.join(seats)}"
         )
     return PunishmentReading(seat, int(act.group(2)), None)
+
+
+class RewardReading(NamedTuple):
+    """Rewards read from a reply: tokens by seat name ({} for NO, None when unreadable), problem."""
+
+    tokens: dict[str, int] | None
+    problem: str | None
+
+
+def read_pgg_reward(reply: str, seats: tuple[str, ...]) -> RewardReading:
+    """Rewards from the last `<reward>` tag that is not a quote of the prompt's example: NO, or
+    seat=tokens items separated by commas (or semicolons), each seat in `seats` and named once."""
+    tags, any_tag = _answer_tags(_REWARD, reply)
+    if not any_tag:
+        return RewardReading(None, f"no <reward> tag in {_shown(reply)}")
+    if not tags:
+        return RewardReading(
+            None, f"only the prompt's example or an empty tag in {_shown(reply)}, no answer"
+        )
+    content = tags[-1].strip()
+    if content.upper() == "NO":
+        return RewardReading({}, None)
+    out: dict[str, int] = {}
+    for item in re.split(r"[,;]", content):
+        act = _PUNISH_ACT.fullmatch(item.strip())
+        if act is None:
+            return RewardReading(
+                None, f"<reward> holds {_shown(content)}; expected NO or seat=tokens like P2=1"
+            )
+        seat = act.group(1).upper()
+        if seat not in seats:
+            return RewardReading(
+                None, f"<reward> names seat {seat}; valid seats: {', '.join(seats)}"
+            )
+        if seat in out:
+            return RewardReading(None, f"<reward> names seat {seat} twice")
+        out[seat] = int(act.group(2))
+    return RewardReading(out, None)
 
 
 def clamp_reading(

@@ -26,7 +26,7 @@ logs `logs/game_*.jsonl` (735 games, 11,171 punishment acts, commit 4be972b):
   $100). If the cap reduces the final cost, leftover spend is refunded": the punisher pays
   damage / 3. The cap never binds in the logs (every act has damage = 3 x spend), no punisher
   ever spent more than its balance and no balance went below 0.
-- No reward stage is described, so there is none here.
+- No reward stage is described; the optional one here (off by default) is ours, below.
 
 PGG-Bench's prompt templates (`prompts/template_punishment_*.txt`) work an example that fixes
 what its README leaves open: acts apply one by one (P1's, then P2's), each capped at
@@ -36,6 +36,19 @@ scaled spend), the rest refunded. `PGGRules.pgg_bench()` uses that rule (`punish
 target's post-fund balance in exact fractions, so the outcome does not depend on an order. Either
 way a seat may not commit more punishment than it holds after the fund (ValueError, not a silent
 clamp), and a target's balance stops at 0 (damage beyond it is lost; its punishers still pay).
+
+The reward stage (`reward=True`, off by default; the design of Sefton, Shupp & Walker 2007, "The
+effect of rewards and sanctions in provision of public goods"): once the contributions are
+revealed each seat may give reward tokens to other seats; a token costs the giver `reward_cost`
+and gives the target `reward_effect` (1 and 1 in their design), at most `reward_max_tokens`
+tokens a round (and `reward_max_targets` seats, None: any). With punishment on too, both are
+decided at the same time from the same information (the contributions and the balances after
+the fund; nobody sees the others' punishments or rewards before deciding) and applied together:
+punishment is capped against the post-fund balance as above (rewards do not raise the cap), a
+seat may not commit more to punishment and rewards together than it holds after the fund, it
+pays both, then loses the damage (down to 0 at most), then receives its rewards (which
+punishment cannot take away). With the reward stage off, a round is computed exactly as before
+and its `reward_*` fields are empty.
 
 Pure: no I/O, no randomness.
 """
@@ -52,6 +65,13 @@ import numpy as np
 
 BUDGETS = ("round", "balance")
 VISIBILITIES = ("each", "total")
+REWARD_FIELDS = (
+    "reward",
+    "reward_cost",
+    "reward_effect",
+    "reward_max_tokens",
+    "reward_max_targets",
+)
 
 Punishments = Mapping[int, Mapping[int, int]] | Sequence[Sequence[int]] | np.ndarray
 
@@ -83,6 +103,13 @@ class PGGRules:
     # order against the target's balance so far, the cap floored, whole tokens spent (the rest
     # refunded)
     punish_rule: Literal["simultaneous", "sequential"] = "simultaneous"
+    # the reward stage (Sefton, Shupp & Walker 2007): a token costs reward_cost, gives
+    # reward_effect; at most reward_max_tokens tokens and reward_max_targets seats a round
+    reward: bool = False
+    reward_cost: float = 1.0
+    reward_effect: float = 1.0
+    reward_max_tokens: int = 10
+    reward_max_targets: int | None = None
 
     def __post_init__(self) -> None:
         if self.n_players < 2:
@@ -105,6 +132,23 @@ class PGGRules:
             )
         if not (0 < self.punish_cap_fraction <= 1 and self.punish_cap_absolute > 0):
             raise ValueError("punish_cap_fraction must be in (0, 1] and punish_cap_absolute > 0")
+        if not (self.reward_cost > 0 and self.reward_effect > 0):
+            raise ValueError("reward_cost and reward_effect must be > 0")
+        if self.reward_max_tokens < 0:
+            raise ValueError(f"reward_max_tokens must be >= 0, got {self.reward_max_tokens}")
+        if self.reward_max_targets is not None and self.reward_max_targets < 1:
+            raise ValueError(
+                f"reward_max_targets must be None or >= 1, got {self.reward_max_targets}"
+            )
+
+    def as_dict(self) -> dict[str, object]:
+        """The rules' fields by name; without the reward stage's when it is off (so what is
+        written of rules without rewards is what it was before the stage existed)."""
+        out = {name: getattr(self, name) for name in type(self).__dataclass_fields__}
+        if not self.reward:
+            for name in REWARD_FIELDS:
+                del out[name]
+        return out
 
     @classmethod
     def pgg_bench(cls, punishment: bool = True) -> PGGRules:
@@ -143,7 +187,9 @@ class RoundResult:
 
     `share` is each seat's payoff from the pot; `income` the round's change of each balance
     (with the round's endowment in the "round" budget); `punish_spent` what each punisher paid
-    after refunds, `punish_received` what each target lost.
+    after refunds, `punish_received` what each target lost. With the reward stage on,
+    `reward_tokens[i][j]` are the tokens seat i gave seat j, `reward_given` what each giver paid
+    and `reward_received` what each target got; all three are empty without the stage.
     """
 
     start_balances: tuple[float, ...]
@@ -159,6 +205,9 @@ class RoundResult:
     punish_spent: tuple[float, ...]
     punish_received: tuple[float, ...]
     balances: tuple[float, ...]
+    reward_tokens: tuple[tuple[int, ...], ...] = ()
+    reward_given: tuple[float, ...] = ()
+    reward_received: tuple[float, ...] = ()
 
     @property
     def income(self) -> tuple[float, ...]:
@@ -171,8 +220,9 @@ class RoundResult:
         return sum(self.contributions)
 
 
-def _as_matrix(punishments: Punishments | None, n: int) -> list[list[int]]:
-    """Punishment tokens as an n x n list (row = punisher), from a mapping or a matrix."""
+def _as_matrix(punishments: Punishments | None, n: int, what: str = "punish") -> list[list[int]]:
+    """Punishment (or reward) tokens as an n x n list (row = giver), from a mapping or a
+    matrix; `what` names the stage in errors."""
     out = [[0] * n for _ in range(n)]
     if punishments is None:
         return out
@@ -181,16 +231,16 @@ def _as_matrix(punishments: Punishments | None, n: int) -> list[list[int]]:
     else:
         rows_list = [list(r) for r in punishments]
         if len(rows_list) != n or any(len(r) != n for r in rows_list):
-            raise ValueError(f"punishments must be a {n} x {n} matrix (row = punisher)")
+            raise ValueError(f"{what} tokens must be a {n} x {n} matrix (row = giver)")
         rows = ((i, dict(enumerate(r))) for i, r in enumerate(rows_list))
     for i, targets in rows:
         if not (isinstance(i, int | np.integer) and 0 <= i < n):
-            raise ValueError(f"punisher seat {i!r} is not a seat 0..{n - 1}")
+            raise ValueError(f"{what}ing seat {i!r} is not a seat 0..{n - 1}")
         for j, t in targets.items():
             if not (isinstance(j, int | np.integer) and 0 <= j < n):
-                raise ValueError(f"punished seat {j!r} is not a seat 0..{n - 1}")
+                raise ValueError(f"{what} target {j!r} is not a seat 0..{n - 1}")
             if int(t) != t or t < 0:
-                raise ValueError(f"punishment tokens must be integers >= 0, got {t!r} ({i}->{j})")
+                raise ValueError(f"{what} tokens must be integers >= 0, got {t!r} ({i}->{j})")
             out[int(i)][int(j)] = int(t)
     return out
 
@@ -224,6 +274,38 @@ def _punish_in_turn(
             balance[j] -= damage[i][j]
 
 
+def _check_rewards(
+    rules: PGGRules, gifts: list[list[int]], post: list[float], punish: list[list[int]]
+) -> list[list[int]] | None:
+    """The reward tokens checked against the rules (None when the rules have no reward stage):
+    no reward of oneself, at most `reward_max_tokens` tokens and `reward_max_targets` seats, and
+    with the punishment tokens no more committed than the seat holds after the fund."""
+    if not rules.reward:
+        if any(any(row) for row in gifts):
+            raise ValueError("rewards given but the rules have no reward stage")
+        return None
+    for i, row in enumerate(gifts):
+        if row[i]:
+            raise ValueError(f"seat {i} rewards itself: targets must be other seats")
+        total = sum(row)
+        if total > rules.reward_max_tokens:
+            raise ValueError(
+                f"seat {i} gives {total} reward tokens: at most {rules.reward_max_tokens}"
+            )
+        targets = sum(1 for t in row if t)
+        if rules.reward_max_targets is not None and targets > rules.reward_max_targets:
+            raise ValueError(
+                f"seat {i} rewards {targets} seats: at most {rules.reward_max_targets} a round"
+            )
+        cost = total * rules.reward_cost + sum(punish[i]) * rules.punish_cost
+        if cost > post[i] + 1e-9:
+            raise ValueError(
+                f"seat {i} commits {cost:g} to rewards and punishment"
+                f" but holds {post[i]:g} after the fund"
+            )
+    return gifts
+
+
 def _pot_split(rules: PGGRules, pot: float) -> tuple[float, float]:
     """(share per seat, carry-out) of a pot before multiplication."""
     n = rules.n_players
@@ -239,9 +321,12 @@ def play_round(
     contributions: Sequence[int],
     punishments: Punishments | None = None,
     carry_in: float = 0.0,
+    rewards: Punishments | None = None,
 ) -> RoundResult:
     """Play one round from the seats' `balances`; `punishments` maps punisher -> {target: tokens}
-    (or is an N x N matrix), `carry_in` is the pot remainder of the last round (integer shares)."""
+    (or is an N x N matrix), `carry_in` is the pot remainder of the last round (integer shares),
+    `rewards` maps giver -> {target: tokens} (or is a matrix), given in the same stage as the
+    punishments (module docstring)."""
     n = rules.n_players
     if len(balances) != n or len(contributions) != n:
         raise ValueError(f"balances and contributions need {n} entries, one per seat")
@@ -266,6 +351,7 @@ def play_round(
     tokens = _as_matrix(punishments, n)
     damage = [[0.0] * n for _ in range(n)]
     spent = [0.0] * n
+    gifts = _check_rewards(rules, _as_matrix(rewards, n, "reward"), post, tokens)
     if any(any(row) for row in tokens):
         if not rules.punishment:
             raise ValueError("punishments given but the rules have no punishment stage")
@@ -297,8 +383,20 @@ def play_round(
                         damage[i][j] = min(t * rules.punish_effect, cap)
                         spent[i] += damage[i][j] / rules.punish_effect * rules.punish_cost
     after_pay = [post[i] - spent[i] for i in range(n)]
+    if gifts is not None:
+        given = [sum(row) * rules.reward_cost for row in gifts]
+        got = [sum(gifts[i][j] for i in range(n)) * rules.reward_effect for j in range(n)]
+        after_pay = [after_pay[i] - given[i] for i in range(n)]
     received = [min(sum(damage[i][j] for i in range(n)), after_pay[j]) for j in range(n)]
     final = tuple(max(0.0, after_pay[j] - received[j]) for j in range(n))
+    extra: dict[str, tuple] = {}
+    if gifts is not None:
+        final = tuple(final[j] + got[j] for j in range(n))
+        extra = {
+            "reward_tokens": tuple(tuple(r) for r in gifts),
+            "reward_given": tuple(given),
+            "reward_received": tuple(got),
+        }
     return RoundResult(
         start_balances=start,
         limits=limits,
@@ -313,6 +411,7 @@ def play_round(
         punish_spent=tuple(spent),
         punish_received=tuple(received),
         balances=final,
+        **extra,
     )
 
 

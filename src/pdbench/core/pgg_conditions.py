@@ -15,6 +15,13 @@ of its kind in core/stats.py, as `core.group_conditions` does for the group dile
   free_riding_rate (free-riding seat-rounds / seat-rounds), retaliation_rate (retaliations /
   opportunities), antisocial_rate (antisocial acts / punishment acts); None without a chance.
 
+With the reward stage on (`PGGRules.reward`) the row has two more metrics
+(`PGG_REWARD_COLUMNS`, after the others, `pgg_condition_columns`): reward_given (paid by the
+whole group in a game for its reward tokens, >= 0, summed over rounds) and reward_given_fraction
+(in [0, 1]); without it the row is what it was before the stage existed. Rewards worth more than
+they cost (`reward_effect > reward_cost`) can lift the group above full cooperation, so
+efficiency's ceiling is then lifted too (unbounded above).
+
 A condition deterministic by construction (core/exact.py) whose games were all identical gets
 `exact` true and each interval equal to its value; identical games of a condition that could
 have varied get `identical_games` true and core/stats.py's wide interval of a constant.
@@ -158,25 +165,52 @@ PGG_CONDITION_COLUMNS: tuple[str, ...] = (
     IDENTICAL_COLUMN,
 )
 
+PGG_REWARD_COLUMNS: tuple[str, ...] = ("reward_given", "reward_given_fraction")
+
+
+def pgg_metric_columns(rules: PGGRules) -> tuple[str, ...]:
+    """The metric columns of a condition under `rules`: `PGG_METRIC_COLUMNS`, and
+    `PGG_REWARD_COLUMNS` when the reward stage is on."""
+    return PGG_METRIC_COLUMNS + (PGG_REWARD_COLUMNS if rules.reward else ())
+
+
+def pgg_condition_columns(rules: PGGRules) -> tuple[str, ...]:
+    """A condition row's columns under `rules` (`PGG_CONDITION_COLUMNS` without rewards)."""
+    if not rules.reward:
+        return PGG_CONDITION_COLUMNS
+    metrics = pgg_metric_columns(rules)
+    return ("n_games", *metrics, *interval_ends(metrics), *PGG_CONDITION_COLUMNS[-3:])
+
 
 def pgg_metric_specs(rules: PGGRules) -> tuple[MetricSpec, ...]:
-    """The specs of `PGG_METRIC_COLUMNS` under `rules` (the Gini's ceiling is (N - 1) / N)."""
+    """The specs of `pgg_metric_columns(rules)` (the Gini's ceiling is (N - 1) / N; efficiency's
+    is lifted when rewards create money)."""
     n = rules.n_players
+    creates = rules.reward and rules.reward_effect > rules.reward_cost
+    reward = (
+        (
+            MetricSpec("reward_given", KIND_MEAN, (0.0, float("inf")), summed=True),
+            MetricSpec("reward_given_fraction", KIND_MEAN),
+        )
+        if rules.reward
+        else ()
+    )
     return (
         MetricSpec("contribution_rate", KIND_MEAN),
-        MetricSpec("efficiency", KIND_MEAN),
+        MetricSpec("efficiency", KIND_MEAN, (0.0, float("inf")) if creates else (0.0, 1.0)),
         MetricSpec("gini_final", KIND_MEAN, (0.0, (n - 1) / n)),
         MetricSpec("punish_spent", KIND_MEAN, (0.0, float("inf")), summed=True),
         MetricSpec("punish_spent_fraction", KIND_MEAN),
         MetricSpec("free_riding_rate", KIND_POOLED_RATIO),
         MetricSpec("retaliation_rate", KIND_POOLED_RATIO),
         MetricSpec("antisocial_rate", KIND_POOLED_RATIO),
+        *reward,
     )
 
 
 def pgg_game_values(rules: PGGRules, game: PGGGameMetrics) -> dict[str, GameValue]:
-    """One game's values of `PGG_METRIC_COLUMNS` (pooled ratios as (acts, chances))."""
-    return {
+    """One game's values of `pgg_metric_columns(rules)` (pooled ratios as (acts, chances))."""
+    out: dict[str, GameValue] = {
         "contribution_rate": game.contribution_rate,
         "efficiency": game.efficiency,
         "gini_final": game.gini_final,
@@ -186,6 +220,10 @@ def pgg_game_values(rules: PGGRules, game: PGGGameMetrics) -> dict[str, GameValu
         "retaliation_rate": (game.retaliations, game.retaliation_opportunities),
         "antisocial_rate": (game.antisocial_acts, game.punishment_acts),
     }
+    if rules.reward:
+        out["reward_given"] = float(sum(game.reward_given))
+        out["reward_given_fraction"] = game.reward_given_fraction
+    return out
 
 
 def pgg_condition_summary(
@@ -195,7 +233,7 @@ def pgg_condition_summary(
     rng: np.random.Generator,
     exact: bool = False,
 ) -> dict[str, Any]:
-    """The row (`PGG_CONDITION_COLUMNS`) of one condition whose games were played under `rules`:
+    """The row (`pgg_condition_columns(rules)`) of one condition whose games were played under `rules`:
     values and 95% intervals over games (see the module docstring). `rng`: the condition's
     generator; `exact`: the condition is deterministic by construction."""
     n = rules.n_players
@@ -203,4 +241,4 @@ def pgg_condition_summary(
         raise ValueError(f"every game needs {n} seats, as the rules say")
     values = [pgg_game_values(rules, g) for g in games]
     row = summarize_games(pgg_metric_specs(rules), values, settings, rng, exact)
-    return {c: row[c] for c in PGG_CONDITION_COLUMNS}
+    return {c: row[c] for c in pgg_condition_columns(rules)}

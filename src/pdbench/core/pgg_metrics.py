@@ -15,6 +15,10 @@ Metrics"; its analysis code is not published, so the denominators below are this
   is taken when i punishes j in round t. The rate is taken over opportunities (None without one).
 - antisocial punishment: a punishment act (i punishes j in a round) with c_j >= c_i; the rate is
   over all acts (None without one).
+- reward given (the reward stage, Sefton, Shupp & Walker 2007; rules with `reward` only): what
+  each giver paid for its reward tokens, totals per seat, and what each seat received; the given
+  fraction is the group's payment over its post-fund balances summed (as punishment's). Without
+  the stage both are 0 (empty per-seat tuples are read as zeros).
 - efficiency: the group's gain (income summed in the "round" budget, final balances summed in the
   "balance" budget) over the same under full cooperation with exact shares
   (`pgg.full_cooperation_total`).
@@ -53,6 +57,9 @@ class PGGGameMetrics:
     antisocial_rate: float | None
     efficiency: float
     gini_final: float | None
+    reward_given: tuple[float, ...] = ()
+    reward_received: tuple[float, ...] = ()
+    reward_given_fraction: float = 0.0
 
 
 def _ratio(a: float, b: float) -> float | None:
@@ -80,6 +87,12 @@ def pgg_game_metrics(rules: PGGRules, rounds: Sequence[RoundResult]) -> PGGGameM
     spent = tuple(sum(rr.punish_spent[i] for rr in rounds) for i in range(n))
     received = tuple(sum(rr.punish_received[i] for rr in rounds) for i in range(n))
     post_total = sum(sum(rr.post_fund) for rr in rounds)
+    given = tuple(
+        sum((rr.reward_given[i] for rr in rounds if rr.reward_given), 0.0) for i in range(n)
+    )
+    got = tuple(
+        sum((rr.reward_received[i] for rr in rounds if rr.reward_received), 0.0) for i in range(n)
+    )
 
     opportunities = taken = 0
     for prev, cur in zip(rounds, rounds[1:], strict=False):
@@ -120,4 +133,7 @@ def pgg_game_metrics(rules: PGGRules, rounds: Sequence[RoundResult]) -> PGGGameM
         antisocial_rate=_ratio(antisocial, acts),
         efficiency=gain / full_cooperation_total(rules, len(rounds)),
         gini_final=gini(rounds[-1].balances),
+        reward_given=given,
+        reward_received=got,
+        reward_given_fraction=sum(given) / post_total if post_total else 0.0,
     )

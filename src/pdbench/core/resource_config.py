@@ -5,7 +5,7 @@ GovSim's fishery). Both are run by `pdbench run`.
 ```yaml
 pgg:
   replicates: 20
-  game: {preset: pgg_bench}          # or endowment, multiplier, budget, punishment, ...
+  game: {preset: pgg_bench}          # or endowment, multiplier, budget, punishment, reward, ...
   talk: true                         # a public message from every seat before it contributes
   conditions:
     - name: mixed
@@ -71,6 +71,11 @@ class PGGGameConfig(Strict):
     punish_cap_absolute: float | None = Field(default=None, gt=0.0)
     punish_rule: Literal["simultaneous", "sequential"] | None = None
     visibility: Literal["each", "total"] | None = None
+    reward: bool | None = None
+    reward_cost: float | None = Field(default=None, gt=0.0)
+    reward_effect: float | None = Field(default=None, gt=0.0)
+    reward_max_tokens: int | None = Field(default=None, ge=0)
+    reward_max_targets: int | None = Field(default=None, ge=1)
 
     def rules(self, n_players: int) -> PGGRules:
         """The rules for a group of `n_players` (ValueError, one line, when they cannot be)."""

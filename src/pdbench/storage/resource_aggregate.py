@@ -279,6 +279,18 @@ def resource_tables(
     return tables
 
 
+def _same_columns(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows with every column any row has (in first-seen order), None where a row has none: a
+    condition with the reward stage has columns the others lack (rows are unchanged when all
+    have the same columns)."""
+    columns: dict[str, None] = {}
+    for row in rows:
+        columns.update(dict.fromkeys(row))
+    if all(len(row) == len(columns) for row in rows):
+        return rows
+    return [{c: row.get(c) for c in columns} for row in rows]
+
+
 def write_resource_aggregates(
     run_dir: Path, manifest: Mapping[str, Any], settings: IntervalSettings | None = None
 ) -> dict[str, list[dict[str, Any]]]:
@@ -290,7 +302,7 @@ def write_resource_aggregates(
 
     tables = resource_tables(run_dir, manifest, settings)
     for file, rows in tables.items():
-        table = pa.Table.from_pylist(rows)
+        table = pa.Table.from_pylist(_same_columns(rows))
         sink = pa.BufferOutputStream()
         pq.write_table(table, sink)
         write_bytes_atomic(Path(run_dir) / file, sink.getvalue().to_pybytes())

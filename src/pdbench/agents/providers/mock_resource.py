@@ -16,7 +16,9 @@ persona (from the system prompt, `persona: NAME`) sets what it does:
   the first round, then the others' mean contribution of the last round (rounded, at most the
   limit);
 - no persona: a uniform draw between 0 and the limit.
-Only the cooperative persona punishes. Replies: `<contribution>N</contribution>`,
+Only the cooperative persona punishes, and only it rewards (the reward stage, ours): one token to
+each other seat that contributed at least as much as it did this round (and more than 0), at
+most the tokens it may give, else `<reward>NO</reward>`. Replies: `<contribution>N</contribution>`,
 `<punish>P3=2</punish>` / `<punish>NO</punish>`, a message or `<stop>`.
 
 Commons (GovSim's harvest prompt, `pdbench.agents.commons_prompts`, and our discussion and
@@ -39,7 +41,7 @@ import hashlib
 import math
 import re
 
-RESOURCE_PURPOSES = ("contribution", "punishment", "harvest", "reflection")
+RESOURCE_PURPOSES = ("contribution", "punishment", "reward", "harvest", "reflection")
 CONDITIONAL = ("tit_for_tat", "generous_tft", "grim_trigger", "wsls", "conditional")
 UNREADABLE = (
     "I am not sure yet.",
@@ -50,6 +52,7 @@ UNREADABLE = (
 _ME_PGG = re.compile(r"You are (P\d+) among these players: ([^\n]*?)\s*\.\s*$", re.MULTILINE)
 _LIMIT = re.compile(r"write an integer between 0 and (\d+)")
 _MAX_SPEND = re.compile(r"maximum you can personally spend on punishment this round is (\d+)")
+_MAX_REWARD = re.compile(r"maximum number of reward tokens you can give this round is (\d+)")
 _BALANCE = re.compile(r"Your current balance is \$(\d+)")
 _ROUND = re.compile(r"^Round (\d+)( \(this round\))?:$")
 _EACH = re.compile(r"^\s+Contributions: (.*) \(total (\d+)\)$")
@@ -147,6 +150,27 @@ def mock_punishment(persona: str | None, prompt: str) -> str:
     return f"<punish>{target}={spend}</punish>"
 
 
+def mock_reward(persona: str | None, prompt: str) -> str:
+    """The mock's `<reward>` reply on our reward prompt (module docstring)."""
+    me = _ME_PGG.search(prompt)
+    now = [row for row in pgg_rounds(prompt) if row[0]]
+    if persona != "cooperative" or me is None or not now or now[-1][1] is None:
+        return "<reward>NO</reward>"
+    each = now[-1][1]
+    mine = each.get(me.group(1), 0)
+    most = _MAX_REWARD.search(prompt)
+    balance = _BALANCE.search(prompt)
+    left = min(
+        int(most.group(1)) if most else 1,
+        int(balance.group(1)) if balance else 1,
+    )
+    high = [seat for seat, c in each.items() if seat != me.group(1) and c >= mine and c > 0]
+    high = high[: max(0, left)]
+    if not high:
+        return "<reward>NO</reward>"
+    return "<reward>" + ", ".join(f"{seat}=1" for seat in high) + "</reward>"
+
+
 def mock_pgg_message(persona: str | None) -> str:
     """What the mock says before it contributes (`<stop>`: nothing)."""
     return {
@@ -233,7 +257,7 @@ def resource_reply(
     invalid_rate: float = 0.0,
 ) -> str:
     """The mock's reply to a resource seat's call (module docstring)."""
-    decision = purpose in ("contribution", "punishment", "harvest")
+    decision = purpose in ("contribution", "punishment", "reward", "harvest")
     if decision and invalid_rate and unit("invalid", seed, system, prompt) < invalid_rate:
         return UNREADABLE[int(unit("garbage", seed, prompt) * len(UNREADABLE))]
     u = unit("resource", purpose, seed, system, prompt)
@@ -241,6 +265,8 @@ def resource_reply(
         return f"<contribution>{mock_contribution(persona, prompt, u)}</contribution>"
     if purpose == "punishment":
         return mock_punishment(persona, prompt)
+    if purpose == "reward":
+        return mock_reward(persona, prompt)
     if purpose == "harvest":
         stock = _stock(prompt)
         value = mock_harvest(persona, prompt, u)

@@ -3,7 +3,9 @@ talk and punishment, and a commons with discussions between seasons.
 
 A public goods round: every seat says a public message (when the group talks; all at once, so a
 seat sees the others' messages of earlier rounds only), then contributes; the pot is shared;
-then (punishment on) each seat, shown the contributions, spends punishment tokens. A commons
+then (punishment on) each seat, shown the contributions, spends punishment tokens, and (reward
+stage on) gives reward tokens, asked at the same time and shown the same (`pdbench.core.pgg`). A
+commons
 season: every present seat asks for a harvest, the lake grants the requests and regrows, then
 (talk on) the seats discuss in seat order (each sees what was said before it), and each LLM
 seat writes a reflection (a logged call, fed into its later prompts). A commons game ends at
@@ -97,7 +99,8 @@ class ResourcePlan:
         when the group talks, and (commons) a reflection."""
         if self.game == "pgg":
             punish = bool(getattr(self.rules, "punishment", False))
-            return 1 + int(punish) + int(self.talk)
+            reward = bool(getattr(self.rules, "reward", False))
+            return 1 + int(punish) + int(reward) + int(self.talk)
         return 2 + int(self.talk)
 
     @property
@@ -141,6 +144,43 @@ def fit_punishment(
     return out
 
 
+def fit_reward(
+    rules: PGGRules, seat: int, tokens: dict[int, int], held: float, committed: float
+) -> dict[int, int]:
+    """The reward tokens `seat` may give: nobody rewards itself, at most `reward_max_targets`
+    targets and `reward_max_tokens` tokens, and no more than it holds after the fund less what it
+    `committed` to punishment (cut in seat order)."""
+    if not rules.reward:
+        return {}
+    room = math.floor((held - committed) / rules.reward_cost + 1e-9)
+    left = min(rules.reward_max_tokens, max(0, room))
+    out: dict[int, int] = {}
+    for j in sorted(tokens):
+        t = int(tokens[j])
+        if j == seat or not 0 <= j < rules.n_players or t <= 0:
+            continue
+        if rules.reward_max_targets is not None and len(out) >= rules.reward_max_targets:
+            break
+        t = min(t, left)
+        if t <= 0:
+            break
+        out[j] = t
+        left -= t
+    return out
+
+
+def _fitted(choice: Choice, fitted: dict[int, int]) -> Choice:
+    cut = fitted != {j: t for j, t in choice.tokens.items() if t}
+    return Choice(
+        choice.value,
+        fitted,
+        choice.parse_failures,
+        choice.fallback,
+        choice.clamped or cut,
+        choice.calls,
+    )
+
+
 def _clamp(choice: Choice, low: int, high: int) -> Choice:
     if low <= choice.value <= high:
         return choice
@@ -150,7 +190,7 @@ def _clamp(choice: Choice, low: int, high: int) -> Choice:
 
 def _decision(seat: int, stage: str, choice: Choice, **extra: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"seat": seat, "stage": stage}
-    if stage == "punishment":
+    if stage in ("punishment", "reward"):
         out["tokens"] = [[j, t] for j, t in sorted(choice.tokens.items())]
     else:
         out["value"] = choice.value
@@ -293,30 +333,28 @@ class ResourceEngine:
             cs = [c.value for c in chosen]
             first = play_round(rules, balances, cs, carry_in=carry)
             result = first
+            revealed = [
+                replace(shown[i], contributions=first.contributions, post_fund=first.post_fund[i])
+                for i in range(n)
+            ]
+            tokens: dict[int, dict[int, int]] = {}
+            gifts: dict[int, dict[int, int]] = {}
             if rules.punishment:
-                asked_p = await together(
-                    *(
-                        s.punish(
-                            replace(
-                                shown[i],
-                                contributions=first.contributions,
-                                post_fund=first.post_fund[i],
-                            )
-                        )
-                        for i, s in enumerate(seats)
-                    )
-                )
-                tokens: dict[int, dict[int, int]] = {}
+                asked_p = await together(*(s.punish(revealed[i]) for i, s in enumerate(seats)))
                 for i, c in enumerate(asked_p):
-                    fitted = fit_punishment(rules, i, c.tokens, first.post_fund[i])
-                    cut = fitted != {j: t for j, t in c.tokens.items() if t}
-                    c = Choice(
-                        c.value, fitted, c.parse_failures, c.fallback, c.clamped or cut, c.calls
-                    )
+                    c = _fitted(c, fit_punishment(rules, i, c.tokens, first.post_fund[i]))
                     decisions.append(_decision(i, "punishment", c))
-                    tokens[i] = fitted
-                if any(tokens.values()):
-                    result = play_round(rules, balances, cs, tokens, carry_in=carry)
+                    tokens[i] = c.tokens
+            if rules.reward:  # asked at the same time as punishment, shown the same
+                asked_r = await together(*(s.reward(revealed[i]) for i, s in enumerate(seats)))
+                for i, c in enumerate(asked_r):
+                    committed = sum(tokens.get(i, {}).values()) * rules.punish_cost
+                    held = first.post_fund[i]
+                    c = _fitted(c, fit_reward(rules, i, c.tokens, held, committed))
+                    decisions.append(_decision(i, "reward", c))
+                    gifts[i] = c.tokens
+            if any(tokens.values()) or any(gifts.values()):
+                result = play_round(rules, balances, cs, tokens, carry_in=carry, rewards=gifts)
             history.append(result)
             record = self._base(plan, r) | pgg_record(result)
             record["messages"] = said_entries

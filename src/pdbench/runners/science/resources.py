@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pdbench.core.config import PolicyAgentConfig
+from pdbench.core.pgg import PGGRules
 from pdbench.core.resource_config import CommonsConfig, PGGConfig
 from pdbench.core.rng import game_seed
 from pdbench.runners.config.loader import LoadedConfig
@@ -84,6 +85,14 @@ def _exact(plans: Sequence[ResourcePlan]) -> bool:
     return policies and not drawn
 
 
+def _rules_entry(rules: Any) -> dict[str, Any]:
+    """A condition's rules as the manifest writes them (a public goods game's without the
+    reward stage's fields when it is off: `PGGRules.as_dict`)."""
+    if isinstance(rules, PGGRules):
+        return rules.as_dict()
+    return dataclasses.asdict(rules)
+
+
 def manifest_conditions(loaded: LoadedConfig, plans: Sequence[ResourcePlan]) -> list[dict]:
     """The manifest's conditions: name, seats, rules, talk, replicates, the games' seeds."""
     out: list[dict[str, Any]] = []
@@ -96,7 +105,7 @@ def manifest_conditions(loaded: LoadedConfig, plans: Sequence[ResourcePlan]) -> 
             {
                 "name": name,
                 "seats": list(first.names),
-                "rules": dataclasses.asdict(first.rules),
+                "rules": _rules_entry(first.rules),
                 "talk": first.talk,
                 "universalization": first.universalization,
                 "outsider_arrival": first.outsider_arrival,

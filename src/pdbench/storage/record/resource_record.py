@@ -10,7 +10,9 @@ when the run stores them), `last` (true on a game's final line: the planned last
 season a commons collapsed in) and `timestamp_utc`.
 
 A public goods line adds every field of `pdbench.core.pgg.RoundResult` (punishment as sparse
-`[punisher, target, tokens]` lists); a commons line every field of `SeasonResult`, `present`
+`[punisher, target, tokens]` lists; the reward stage's `reward_tokens` (sparse too), `reward_given`
+and `reward_received` only when the rules have it, so a line without rewards is what it was before
+the stage existed, and `round_result` reads such a line with empty reward fields); a commons line every field of `SeasonResult`, `present`
 (which seats were in the lake that season: an outsider arrives later) and `reflections`.
 `round_result` and `season_result` read them back exactly (floats round-trip).
 """
@@ -61,7 +63,7 @@ def round_key(
 
 def pgg_record(result: RoundResult) -> dict[str, Any]:
     """A public goods round's own fields."""
-    return {
+    out: dict[str, Any] = {
         "start_balances": list(result.start_balances),
         "limits": list(result.limits),
         "contributions": list(result.contributions),
@@ -76,6 +78,11 @@ def pgg_record(result: RoundResult) -> dict[str, Any]:
         "punish_received": list(result.punish_received),
         "balances": list(result.balances),
     }
+    if result.reward_tokens:  # the reward stage is on (RoundResult: empty without it)
+        out["reward_tokens"] = _sparse(result.reward_tokens)
+        out["reward_given"] = list(result.reward_given)
+        out["reward_received"] = list(result.reward_received)
+    return out
 
 
 def round_result(record: dict[str, Any]) -> RoundResult:
@@ -95,7 +102,19 @@ def round_result(record: dict[str, Any]) -> RoundResult:
         punish_spent=tuple(float(x) for x in record["punish_spent"]),
         punish_received=tuple(float(x) for x in record["punish_received"]),
         balances=tuple(float(x) for x in record["balances"]),
+        **_rewards_of(record, n),
     )
+
+
+def _rewards_of(record: dict[str, Any], n: int) -> dict[str, Any]:
+    """The reward fields of a public goods line (none on a line without the reward stage)."""
+    if "reward_tokens" not in record:
+        return {}
+    return {
+        "reward_tokens": _dense(record["reward_tokens"], n, int),
+        "reward_given": tuple(float(x) for x in record["reward_given"]),
+        "reward_received": tuple(float(x) for x in record["reward_received"]),
+    }
 
 
 def commons_record(season: SeasonResult, present: Sequence[bool]) -> dict[str, Any]:
