@@ -119,9 +119,12 @@ def _check_human_seat(
             )
         )
     try:
-        punishment = isinstance(config, PGGConfig) and config.rules_of(cond).punishment
+        rules = config.rules_of(cond) if isinstance(config, PGGConfig) else None
     except ValueError:  # the rules are refused on their own
-        punishment = False
+        rules = None
+    punishment = rules is not None and rules.punishment
+    if rules is not None and rules.reward:
+        problems.append((loc, "a person plays a public goods game without the reward stage"))
     if agent.punishments and not punishment:
         problems.append((loc + ("punishments",), "punishment is off in this game"))
     elif len(agent.punishments) > count:
