@@ -42,6 +42,8 @@ METRICS: dict[str, tuple[tuple[str, str, bool], ...]] = {
         ("free_riding_rate", "free riding (pooled)", True),
         ("retaliation_rate", "retaliation (pooled)", True),
         ("antisocial_rate", "antisocial punishment (pooled)", True),
+        ("reward_given", "rewards given per game (tokens)", False),  # reward stage on only
+        ("reward_given_fraction", "share of balances spent rewarding", True),
     ),
     "commons": (
         ("survival", "games that survived", True),
@@ -125,8 +127,9 @@ def resource_sections(run_dir: Path, manifest: dict[str, Any]) -> list[str]:
 
 
 def conditions_section(kind: str, manifest: dict[str, Any], rows: list[dict[str, Any]]) -> str:
-    """The condition table: each metric's value and 95% interval, the game as the unit."""
-    metrics = METRICS[kind]
+    """The condition table: each metric's value and 95% interval, the game as the unit (the
+    reward columns only when the run has them)."""
+    metrics = [m for m in METRICS[kind] if not rows or m[0] in rows[0]]
     head = "".join(f"<th>{text(label)}</th>" for _, label, _ in metrics)
     body = "".join(
         f"<tr><td>{text(r['condition'])}</td><td>{r.get('n_games')}</td>"

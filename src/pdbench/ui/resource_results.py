@@ -36,6 +36,8 @@ CONDITION_METRICS: dict[str, dict[str, tuple[str, str]]] = {
         "free_riding_rate": ("free riding", "rate"),
         "retaliation_rate": ("retaliation", "rate"),
         "antisocial_rate": ("antisocial punishment", "rate"),
+        "reward_given": ("rewards given per game", "tokens"),  # with the reward stage only
+        "reward_given_fraction": ("share of balance spent rewarding", "rate"),
     },
     "commons": {
         "survival": ("games that survived", "rate"),
@@ -179,7 +181,7 @@ def _overview(aggregates: pd.DataFrame, conditions: Sequence[ResourceCondition])
     by_name = {c.name: c for c in conditions}
     rows = aggregates.set_index("condition", drop=False)
     rows = rows.loc[[c.name for c in conditions if c.name in rows.index]]
-    metrics = CONDITION_METRICS[kind]
+    metrics = {c: v for c, v in CONDITION_METRICS[kind].items() if c in aggregates.columns}
     table = pd.DataFrame(
         {
             "condition": rows["condition"],
