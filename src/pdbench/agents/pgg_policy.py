@@ -84,16 +84,22 @@ def make_pgg_policy(name: str, **params: float) -> PGGPolicy:
     return cls(**params)
 
 
-def _spread(
-    rules: PGGRules, targets: Sequence[int], per_target: int, budget: float
+def _spread_tokens(
+    targets: Sequence[int],
+    per_target: int,
+    budget: float,
+    cost: float,
+    max_tokens: int,
+    max_targets: int | None,
 ) -> dict[int, int]:
-    """`per_target` tokens on each target in seat order, within the rules' caps and `budget`."""
-    if not rules.punishment or per_target <= 0:
-        return {}
+    """`per_target` tokens on each target in seat order, at most `max_tokens` tokens on at most
+    `max_targets` targets, none beyond what `budget` pays at `cost` a token."""
     out: dict[int, int] = {}
-    left = min(rules.punish_max_tokens, int(budget // rules.punish_cost))
+    if per_target <= 0:
+        return out
+    left = min(max_tokens, int(budget // cost))
     for j in targets:
-        if rules.punish_max_targets is not None and len(out) >= rules.punish_max_targets:
+        if max_targets is not None and len(out) >= max_targets:
             break
         t = min(per_target, left)
         if t <= 0:
@@ -101,25 +107,39 @@ def _spread(
         out[j] = t
         left -= t
     return out
+
+
+def _spread(
+    rules: PGGRules, targets: Sequence[int], per_target: int, budget: float
+) -> dict[int, int]:
+    """Punishment tokens spread by `_spread_tokens` within the punishment caps (none when the
+    stage is off)."""
+    if not rules.punishment:
+        return {}
+    return _spread_tokens(
+        targets,
+        per_target,
+        budget,
+        rules.punish_cost,
+        rules.punish_max_tokens,
+        rules.punish_max_targets,
+    )
 
 
 def _spread_rewards(
     rules: PGGRules, targets: Sequence[int], per_target: int, budget: float
 ) -> dict[int, int]:
-    """`per_target` reward tokens on each target in seat order, within the caps and `budget`."""
-    if not rules.reward or per_target <= 0:
+    """Reward tokens spread by `_spread_tokens` within the reward caps (none when it is off)."""
+    if not rules.reward:
         return {}
-    out: dict[int, int] = {}
-    left = min(rules.reward_max_tokens, int(budget // rules.reward_cost))
-    for j in targets:
-        if rules.reward_max_targets is not None and len(out) >= rules.reward_max_targets:
-            break
-        t = min(per_target, left)
-        if t <= 0:
-            break
-        out[j] = t
-        left -= t
-    return out
+    return _spread_tokens(
+        targets,
+        per_target,
+        budget,
+        rules.reward_cost,
+        rules.reward_max_tokens,
+        rules.reward_max_targets,
+    )
 
 
 @register_pgg_policy

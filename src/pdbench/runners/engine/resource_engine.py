@@ -121,6 +121,26 @@ class ResourceResult:
 SeatFactory = Callable[[ResourcePlan, int], Any]
 
 
+def _fit_tokens(
+    seat: int, n: int, tokens: dict[int, int], left: int, max_targets: int | None
+) -> dict[int, int]:
+    """Tokens by target in seat order: not on oneself or a seat that is not there, at most
+    `max_targets` targets and `left` tokens in all."""
+    out: dict[int, int] = {}
+    for j in sorted(tokens):
+        t = int(tokens[j])
+        if j == seat or not 0 <= j < n or t <= 0:
+            continue
+        if max_targets is not None and len(out) >= max_targets:
+            break
+        t = min(t, left)
+        if t <= 0:
+            break
+        out[j] = t
+        left -= t
+    return out
+
+
 def fit_punishment(
     rules: PGGRules, seat: int, tokens: dict[int, int], held: float
 ) -> dict[int, int]:
@@ -129,19 +149,7 @@ def fit_punishment(
     if not rules.punishment:
         return {}
     left = min(rules.punish_max_tokens, math.floor(held / rules.punish_cost + 1e-9))
-    out: dict[int, int] = {}
-    for j in sorted(tokens):
-        t = int(tokens[j])
-        if j == seat or not 0 <= j < rules.n_players or t <= 0:
-            continue
-        if rules.punish_max_targets is not None and len(out) >= rules.punish_max_targets:
-            break
-        t = min(t, left)
-        if t <= 0:
-            break
-        out[j] = t
-        left -= t
-    return out
+    return _fit_tokens(seat, rules.n_players, tokens, left, rules.punish_max_targets)
 
 
 def fit_reward(
@@ -154,19 +162,7 @@ def fit_reward(
         return {}
     room = math.floor((held - committed) / rules.reward_cost + 1e-9)
     left = min(rules.reward_max_tokens, max(0, room))
-    out: dict[int, int] = {}
-    for j in sorted(tokens):
-        t = int(tokens[j])
-        if j == seat or not 0 <= j < rules.n_players or t <= 0:
-            continue
-        if rules.reward_max_targets is not None and len(out) >= rules.reward_max_targets:
-            break
-        t = min(t, left)
-        if t <= 0:
-            break
-        out[j] = t
-        left -= t
-    return out
+    return _fit_tokens(seat, rules.n_players, tokens, left, rules.reward_max_targets)
 
 
 def _fitted(choice: Choice, fitted: dict[int, int]) -> Choice:

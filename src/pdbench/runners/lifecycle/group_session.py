@@ -21,14 +21,9 @@ import orjson
 from pdbench.core.group_metrics import GroupOutcome
 from pdbench.errors import RunError
 from pdbench.runners.engine.broker import CallBroker
-from pdbench.runners.engine.engine import utc_now
 from pdbench.runners.engine.group_engine import GroupEngine, GroupPlan, GroupResult
-from pdbench.runners.lifecycle.session import (
-    RunSession,
-    SessionResult,
-    resumable_manifest,
-)
-from pdbench.storage.files import JsonlAppender, leftover_temp_files
+from pdbench.runners.lifecycle.session import RunSession, SessionResult, resume_kept
+from pdbench.storage.files import JsonlAppender
 from pdbench.storage.record.fields import ROUND_INDEX, SIDE_FIELDS
 from pdbench.storage.record.group_fields import SEAT_LETTERS, seat_field, seat_fields, seats_of
 from pdbench.storage.record.group_jsonl import GroupRoundsEncoder
@@ -116,25 +111,7 @@ class GroupRunSession(RunSession):
         )
 
     def _resume(self) -> tuple[dict[str, Any], dict[int, Any]]:  # type: ignore[override]
-        manifest = resumable_manifest(self.run_dir, self.loaded, "run.budget")
-        for path in leftover_temp_files(self.run_dir):
-            path.unlink(missing_ok=True)
-        kept, damaged = self._kept_games(manifest)
-        manifest.update(
-            status="running",
-            error=None,
-            config=self.loaded.snapshot,
-            config_sha256=self.loaded.config_sha256,
-        )
-        session: dict[str, Any] = {
-            "started_at_utc": utc_now(),
-            "resumed": True,
-            "games_kept": len(kept),
-        }
-        if damaged:
-            session["games_replayed_damaged"] = damaged
-        manifest.setdefault("sessions", []).append(session)
-        return manifest, kept
+        return resume_kept(self, self._kept_games)
 
     def _kept_games(self, manifest: dict[str, Any]) -> tuple[dict[int, GroupOutcome], list[str]]:
         """The finished games of the log that pass the checks (rewritten in plan order, alone),

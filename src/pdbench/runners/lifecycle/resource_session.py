@@ -17,15 +17,13 @@ from typing import Any
 from pdbench.core.config import LLMAgentConfig
 from pdbench.errors import RunError
 from pdbench.runners.engine.broker import CallBroker
-from pdbench.runners.engine.engine import utc_now
 from pdbench.runners.engine.resource_engine import (
     ResourceEngine,
     ResourcePlan,
     ResourceResult,
     policy_seat,
 )
-from pdbench.runners.lifecycle.session import RunSession, SessionResult, resumable_manifest
-from pdbench.storage.files import leftover_temp_files
+from pdbench.runners.lifecycle.session import RunSession, SessionResult, resume_kept
 from pdbench.storage.record.jsonl import OrderedRoundsWriter, write_games_in_order
 from pdbench.storage.record.resource_record import finished_resource_games, untimed
 
@@ -85,25 +83,7 @@ class ResourceRunSession(RunSession):
         raise RunError("public goods and commons runs play in this process; use --backend local")
 
     def _resume(self) -> tuple[dict[str, Any], dict[int, Any]]:  # type: ignore[override]
-        manifest = resumable_manifest(self.run_dir, self.loaded, "run.budget")
-        for path in leftover_temp_files(self.run_dir):
-            path.unlink(missing_ok=True)
-        kept, damaged = self._kept_games(manifest)
-        manifest.update(
-            status="running",
-            error=None,
-            config=self.loaded.snapshot,
-            config_sha256=self.loaded.config_sha256,
-        )
-        session: dict[str, Any] = {
-            "started_at_utc": utc_now(),
-            "resumed": True,
-            "games_kept": len(kept),
-        }
-        if damaged:
-            session["games_replayed_damaged"] = damaged
-        manifest.setdefault("sessions", []).append(session)
-        return manifest, kept
+        return resume_kept(self, self._kept_games)
 
     def _kept_games(self, manifest: dict[str, Any]) -> tuple[dict[int, Any], list[str]]:
         """The whole games of the log that pass the checks (rewritten in plan order, alone),

@@ -525,6 +525,30 @@ def resumable_manifest(run_dir: Path, loaded: LoadedConfig, may_change: str = ""
     return manifest
 
 
+def resume_kept(
+    session: RunSession, kept_games: Callable[[dict[str, Any]], tuple[dict[int, Any], list[str]]]
+) -> tuple[dict[str, Any], dict[int, Any]]:
+    """The resume of a run kept in rounds.jsonl alone (groups, resource games): the stopped run's
+    manifest (only run.budget may change), leftover temp files removed, the games
+    `kept_games(manifest)` keeps (and the damaged ones it names, played again), and a new
+    session entry in the manifest."""
+    manifest = resumable_manifest(session.run_dir, session.loaded, "run.budget")
+    for path in leftover_temp_files(session.run_dir):
+        path.unlink(missing_ok=True)
+    kept, damaged = kept_games(manifest)
+    manifest.update(
+        status="running",
+        error=None,
+        config=session.loaded.snapshot,
+        config_sha256=session.loaded.config_sha256,
+    )
+    entry: dict[str, Any] = {"started_at_utc": utc_now(), "resumed": True, "games_kept": len(kept)}
+    if damaged:
+        entry["games_replayed_damaged"] = damaged
+    manifest.setdefault("sessions", []).append(entry)
+    return manifest, kept
+
+
 def input_changes(manifest: dict[str, Any], prompt_files: dict[str, str]) -> str:
     """What shaped the finished games and differs now: prompt and persona files (by sha256)
     and the record schema; '' when nothing did."""
