@@ -243,3 +243,49 @@ def test_commons_outsider_after_the_last_season_is_refused(tmp_path: Path) -> No
     )
     with pytest.raises(ConfigError, match=r"commons\.conditions\[0\]\.outsider_arrival"):
         load_config(write(tmp_path, body))
+
+
+def llm_seat(tmp_path: Path, kind: str) -> dict[str, Any]:
+    """A mock LLM seat of the game (its agent file from a copy of configs/ in `tmp_path`)."""
+    import shutil
+
+    for part in ("agents", "prompts"):
+        if not (tmp_path / part).exists():
+            shutil.copytree(Path(__file__).resolve().parents[2] / "configs" / part, tmp_path / part)
+    return {"ref": f"agents/llm_{kind}.yaml", "overrides": {"persona": "cooperative"}}
+
+
+@pytest.mark.parametrize(
+    ("kind", "message"),
+    [
+        ("commons", "GovSim's words: GovSim's prompt describes 5 fishermen"),
+        ("pgg", "PGG-Bench's words, which describe other rules: budget 'round'"),
+    ],
+)
+def test_an_llm_seat_whose_prompt_would_misdescribe_the_rules_is_refused(
+    tmp_path: Path, kind: str, message: str
+) -> None:
+    # GovSim's prompt names 5 fishermen (here 3); PGG-Bench's a carried balance (here E a round)
+    if kind == "commons":
+        body = commons_body(tmp_path / "out", [{"name": "c", "seats": ["GREEDY", "GREEDY"]}])
+    else:
+        body = pgg_body(tmp_path / "out", ["FREE_RIDER", "FULL_COOPERATOR"], True)
+    body[kind]["conditions"][0]["seats"].append(llm_seat(tmp_path, kind))
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, body))
+    lines = str(info.value).splitlines()
+    assert len(lines) == 1 and message in lines[0]
+    assert f"{kind}.conditions[0].seats[2]" in lines[0]
+
+
+def test_efficiency_above_one_when_the_pot_shrinks_stays_inside_its_interval(
+    tmp_path: Path,
+) -> None:
+    # r = 0.5, E 10 a round, N 2: a full cooperator gives 10, the free rider 0; the pot 10 x 0.5
+    # = 5 shared: 2.5 each. Group gain 2.5 + 12.5 = 15 a round; full cooperation's: 2 x 5 = 10.
+    body = pgg_body(tmp_path / "out", ["FULL_COOPERATOR", "FREE_RIDER"], False)
+    body["pgg"]["game"]["multiplier"] = 0.5
+    execute(write(tmp_path, body))
+    row = by_condition(tmp_path / "out")["g"]
+    assert row["efficiency"] == pytest.approx(1.5)
+    assert row["efficiency_ci_low"] <= row["efficiency"] <= row["efficiency_ci_high"]

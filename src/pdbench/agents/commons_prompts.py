@@ -81,14 +81,23 @@ _SYSTEM_V3 = (
 )
 
 
-def _check_rules(rules: CommonsRules) -> None:
+def govsim_rules_problem(rules: CommonsRules) -> str | None:
+    """Why GovSim's prompt cannot describe `rules` (None when it can): its text names 5
+    fishermen and a 100-ton lake that doubles, with catches up to 100."""
     shape = (rules.n_agents, rules.capacity, rules.growth, rules.max_catch)
-    if shape != (5, 100, 2, 100):
-        raise ValueError(
-            "GovSim's prompt describes 5 fishermen and a 100-ton lake that doubles (max catch 100); "
-            f"got n_agents={rules.n_agents}, capacity={rules.capacity}, growth={rules.growth}, "
-            f"max_catch={rules.max_catch}"
-        )
+    if shape == (5, 100, 2, 100):
+        return None
+    return (
+        "GovSim's prompt describes 5 fishermen and a 100-ton lake that doubles (max catch 100); "
+        f"got n_agents={rules.n_agents}, capacity={rules.capacity}, growth={rules.growth}, "
+        f"max_catch={rules.max_catch}"
+    )
+
+
+def _check_rules(rules: CommonsRules) -> None:
+    problem = govsim_rules_problem(rules)
+    if problem is not None:
+        raise ValueError(problem)
 
 
 def govsim_system_text(name: str, version: str = "v3", goals: str = "") -> str:

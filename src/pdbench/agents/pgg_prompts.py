@@ -237,6 +237,29 @@ VISIBILITY_LINES: Mapping[str, str] = {
 _FIELD = re.compile(r"\{\{([A-Z_]+)\}\}")
 
 
+def pgg_bench_rules_problem(rules: PGGRules) -> str | None:
+    """Why PGG-Bench's prompts would misdescribe `rules` (None when they do not): they tell a
+    seat it starts with a balance it contributes from (no new tokens), that shares are whole
+    with the remainder kept in the fund, and that it may punish exactly one other player, with
+    a worked example of the sequential caps."""
+    wrong = []
+    if rules.budget != "balance":
+        wrong.append(f"budget {rules.budget!r} (the prompt: 'balance')")
+    if not rules.integer_shares:
+        wrong.append("integer_shares false (the prompt: whole shares, remainder carried)")
+    if rules.punishment and rules.punish_max_targets != 1:
+        wrong.append(f"punish_max_targets {rules.punish_max_targets} (the prompt: 1)")
+    if rules.punishment and rules.punish_rule != "sequential":
+        wrong.append(f"punish_rule {rules.punish_rule!r} (the prompt's example: 'sequential')")
+    if not wrong:
+        return None
+    return (
+        "an LLM seat is asked in PGG-Bench's words, which describe other rules: "
+        + "; ".join(wrong)
+        + " (set game.preset: pgg_bench, or seat policies)"
+    )
+
+
 def fill_template(template: str, fields: Mapping[str, object]) -> str:
     """Replace every `{{NAME}}` of a PGG-Bench template by `fields[NAME]`; all must be given."""
     missing = sorted({m for m in _FIELD.findall(template) if m not in fields})

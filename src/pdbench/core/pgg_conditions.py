@@ -186,7 +186,9 @@ def pgg_metric_specs(rules: PGGRules) -> tuple[MetricSpec, ...]:
     """The specs of `pgg_metric_columns(rules)` (the Gini's ceiling is (N - 1) / N; efficiency's
     is lifted when rewards create money)."""
     n = rules.n_players
-    creates = rules.reward and rules.reward_effect > rules.reward_cost
+    # efficiency can pass 1 when rewards create money, or when the pot does not grow (r <= 1:
+    # contributing loses, full cooperation is not the best the group can do)
+    creates = (rules.reward and rules.reward_effect > rules.reward_cost) or rules.multiplier <= 1
     reward = (
         (
             MetricSpec("reward_given", KIND_MEAN, (0.0, float("inf")), summed=True),

@@ -357,7 +357,7 @@ class _Resolver:
                 )
             )
             return None
-        self.result.ref_sites[out_loc] = Origin(file, in_loc)
+        self.result.ref_sites.setdefault(out_loc, Origin(file, in_loc))  # the outermost ref
         base = self.walk(loaded, target, (), out_loc, stack + (target,))
         overrides = node.get("overrides") or {}
         if not isinstance(overrides, dict):

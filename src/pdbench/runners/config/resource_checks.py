@@ -75,6 +75,11 @@ def check_resource_seat(
     def own_prompts(llm: LLMAgentConfig, templates: PromptTemplates) -> tuple[str, str] | None:
         return None  # the game's own prompts are used, not the agent's templates
 
+    problem = _prompt_problem(loaded, loc)
+    if problem is not None:
+        issues.append(resolved.node_issue(loc, problem))
+        return None
+
     return check_agent(agent, loc, resolved, matrix, loaded, issues, own_prompts)
 
 
@@ -137,3 +142,22 @@ def _check_human_seat(
     for where, message in problems:
         issues.append(resolved.node_issue(where, message))
     return None if problems else AgentSpec(agent)
+
+
+def _prompt_problem(loaded: LoadedConfig, loc: Loc) -> str | None:
+    """Why an LLM seat's prompts (the authors' words) would misdescribe its condition's rules."""
+    config = loaded.config
+    index = loc[2]
+    assert isinstance(index, int)
+    try:
+        rules = config.rules_of(config.section.conditions[index])
+    except ValueError:  # the rules are refused on their own
+        return None
+    if config.kind == "commons":
+        from pdbench.agents.commons_prompts import govsim_rules_problem
+
+        problem = govsim_rules_problem(rules)
+        return None if problem is None else f"an LLM seat is asked in GovSim's words: {problem}"
+    from pdbench.agents.pgg_prompts import pgg_bench_rules_problem
+
+    return pgg_bench_rules_problem(rules)
