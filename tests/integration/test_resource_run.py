@@ -117,10 +117,12 @@ def test_the_outsider_empties_the_lake_when_it_arrives(commons_run: Path) -> Non
     assert all(d["seat"] != 4 for s in season[:3] for d in s["decisions"])  # not asked
     assert by_condition(commons_run)["outsider"]["survival_months"] == 4.0
     # overuse against GovSim's threshold of 4 agents (12 t): the incumbents never ask above it,
-    # the outsider in 1 of its 4 seasons (absent seasons count as asking 0)
+    # the outsider in the one season it was in the lake (seasons before it arrived are no chance)
     seats = pq.read_table(commons_run / "resource_seats.parquet").to_pylist()
     over = [r["overuse_rate"] for r in seats if r["condition"] == "outsider"]
-    assert over == [0.0, 0.0, 0.0, 0.0, 0.25]
+    assert over == [0.0, 0.0, 0.0, 0.0, 1.0]
+    # pooled over the condition: 1 request over the share of 4 x 4 + 1 present agent-seasons
+    assert by_condition(commons_run)["outsider"]["overuse_rate"] == pytest.approx(1 / 17)
 
 
 def test_same_config_and_seed_give_the_same_rounds(tmp_path: Path, commons_run: Path) -> None:

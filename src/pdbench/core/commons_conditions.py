@@ -77,7 +77,7 @@ def commons_metric_specs(
 def commons_game_values(rules: CommonsRules, game: CommonsMetrics) -> dict[str, GameValue]:
     """One game's values of `COMMONS_METRIC_COLUMNS` (overuse as (requests over the share,
     agent-seasons))."""
-    chances = rules.n_agents * game.seasons_played
+    chances = game.overuse_chances or rules.n_agents * game.seasons_played
     return {
         "survival": 1.0 if game.survived else 0.0,
         "time_to_collapse": None if game.time_to_collapse is None else float(game.time_to_collapse),

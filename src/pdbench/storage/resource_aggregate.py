@@ -162,9 +162,13 @@ def _commons_tables(
     for i, seat_name in enumerate(names):
         total = _mean_ci([m.total_caught[i] for m in metrics], (0.0, float("inf")))
         over = []
-        for g in seasons_of:
-            asked = [s.requested[i] > sustainable_catch(s.stock, n) for s in g]
-            over.append(sum(asked) / len(asked))
+        for records in games:  # the seasons the seat was in the lake
+            asked = [
+                r["requested"][i] > sustainable_catch(r["stock"], n)
+                for r in records
+                if r["present"][i]
+            ]
+            over.append(sum(asked) / len(asked) if asked else 0.0)
         overuse = _mean_ci(over, (0.0, 1.0))
         seats.append(
             {
@@ -222,7 +226,10 @@ def _game_metrics(
     """One game's metrics (`PGGGameMetrics` or `CommonsMetrics`) from its records."""
     if isinstance(rules, PGGRules):
         return pgg_game_metrics(rules, [round_result(r) for r in records])
-    return commons_metrics(rules, [season_result(r) for r in records], sharing=sharing)
+    present = [r["present"] for r in records]
+    return commons_metrics(
+        rules, [season_result(r) for r in records], sharing=sharing, present=present
+    )
 
 
 def resource_game_values(
