@@ -291,3 +291,64 @@ def test_efficiency_above_one_when_the_pot_shrinks_stays_inside_its_interval(
     row = by_condition(tmp_path / "out")["g"]
     assert row["efficiency"] == pytest.approx(1.5)
     assert row["efficiency_ci_low"] <= row["efficiency"] <= row["efficiency_ci_high"]
+
+
+def test_backend_ray_is_refused_before_the_run_directory_is_made(tmp_path: Path) -> None:
+    from pdbench.errors import RunError
+
+    out = tmp_path / "out"
+    cfg = write(tmp_path, pgg_body(out, ["FREE_RIDER", "FULL_COOPERATOR"], False))
+    with pytest.raises(RunError, match="use --backend local"):
+        execute(cfg, backend="ray")
+    assert not out.exists()
+
+
+def llm_commons_body(tmp_path: Path) -> dict[str, Any]:
+    seat = llm_seat(tmp_path, "commons")
+    body = commons_body(tmp_path / "out", [{"name": "c", "seats": [seat] * 5}], seasons=4)
+    body["commons"]["replicates"] = 2
+    return body
+
+
+def test_resume_stops_on_an_llm_game_whose_numbers_do_not_add_up(tmp_path: Path) -> None:
+    # one catch of a kept LLM game edited: the season no longer leaves stock - sum(caught)
+    from pdbench.errors import RunError
+
+    out = tmp_path / "out"
+    cfg = write(tmp_path, llm_commons_body(tmp_path))
+    execute(cfg, cache_dir=tmp_path / "cache")
+    lines = (out / "rounds.jsonl").read_bytes().splitlines(keepends=True)
+    record = json.loads(lines[0])
+    record["caught"][0] += 1
+    lines[0] = json.dumps(record).encode() + b"\n"
+    (out / "rounds.jsonl").write_bytes(b"".join(lines))
+    mark_stopped(out, "commons")
+    with pytest.raises(RunError, match="replicate 0: season 0: not what the rules give"):
+        execute(cfg, resume=True, cache_dir=tmp_path / "cache")
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda r: r.update(balances=[b + 1 for b in r["balances"]]),  # money from nowhere
+        lambda r: r.update(share=r["share"] + 0.5),
+        lambda r: r.update(punish_tokens=[]),  # punishments dropped, balances kept
+    ],
+)
+def test_a_public_goods_round_that_does_not_add_up_is_played_again(
+    tmp_path: Path, edit: Any
+) -> None:
+    out = tmp_path / "out"
+    cfg = write(tmp_path, pgg_body(out, ["PUNISHER", "PUNISHER", "FREE_RIDER"], True, 3))
+    execute(cfg)
+    want = [{k: v for k, v in r.items() if k != "timestamp_utc"} for r in records(out)]
+    lines = (out / "rounds.jsonl").read_bytes().splitlines(keepends=True)
+    record = json.loads(lines[1])
+    edit(record)
+    lines[1] = json.dumps(record).encode() + b"\n"
+    (out / "rounds.jsonl").write_bytes(b"".join(lines))
+    mark_stopped(out, "pgg")
+    summary = execute(cfg, resume=True)
+    damaged = summary.manifest["sessions"][-1]["games_replayed_damaged"]
+    assert len(damaged) == 1 and "replicate 0: round 1:" in damaged[0]
+    assert [{k: v for k, v in r.items() if k != "timestamp_utc"} for r in records(out)] == want

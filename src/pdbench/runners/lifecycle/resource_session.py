@@ -6,8 +6,11 @@ game when its lines are whole (rounds 0..k in order, one seed and seat list, `la
 line, every planned round unless a commons collapsed). A game a kill cut short has no final line
 and is played again (an LLM game from the response cache, so with the same replies). A kept
 game of policies only is played again in memory and must give the same lines (timestamps
-aside), else it is played again and named in the manifest; a whole LLM game that fails the
-checks stops the resume, as in experiments (its replies would differ if played again).
+aside), else it is played again and named in the manifest. Every kept game must also add up
+under its rules (`resource_record.pgg_records_problem`, `commons_records_problem`: each round
+starts where the last ended, and what follows the decisions is what the rules give); a whole
+LLM game that fails a check stops the resume, as in experiments (its replies would differ if
+played again).
 """
 
 from __future__ import annotations
@@ -79,6 +82,15 @@ class ResourceRunSession(RunSession):
 
                 asyncio.run(pool.aclose())
 
+    def _preflight(self) -> None:
+        """The session's checks, and first of all: these games play in this process (refused
+        before anything is created, so a retry needs no --overwrite)."""
+        if self.options.backend == "ray":
+            raise RunError(
+                "public goods and commons runs play in this process; use --backend local"
+            )
+        super()._preflight()
+
     def _play_on_ray(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
         raise RunError("public goods and commons runs play in this process; use --backend local")
 
@@ -108,7 +120,7 @@ class ResourceRunSession(RunSession):
             lines = whole.get(plan.key)
             if lines is None:
                 continue
-            problem = _identity_problem(lines[0], plan, run_id)
+            problem = _identity_problem(lines[0], plan, run_id) or _rules_problem(lines, plan)
             if problem is not None:
                 where = f"condition {plan.condition!r} replicate {plan.replicate}"
                 if plan.has_llm:
@@ -170,6 +182,22 @@ class ResourceRunSession(RunSession):
             )
         if needed:
             write_games_in_order(self.run_dir, games, [p.key for p in self.plans])
+
+
+def _rules_problem(lines: list[bytes], plan: ResourcePlan) -> str | None:
+    """Why a game's records do not add up under the plan's rules (None when they do)."""
+    import orjson
+
+    from pdbench.core.pgg import PGGRules
+    from pdbench.storage.record.resource_record import (
+        commons_records_problem,
+        pgg_records_problem,
+    )
+
+    records = [orjson.loads(line) for line in lines]
+    if isinstance(plan.rules, PGGRules):
+        return pgg_records_problem(plan.rules, records)
+    return commons_records_problem(plan.rules, records)
 
 
 def _identity_problem(line: bytes, plan: ResourcePlan, run_id: str) -> str | None:

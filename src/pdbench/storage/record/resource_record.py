@@ -25,8 +25,8 @@ from typing import Any
 
 import orjson
 
-from pdbench.core.commons import SeasonResult
-from pdbench.core.pgg import RoundResult
+from pdbench.core.commons import CommonsRules, SeasonResult, step
+from pdbench.core.pgg import PGGRules, RoundResult, play_round
 from pdbench.storage.record.fields import TIMESTAMP
 from pdbench.storage.schema import ROUNDS_FILE
 
@@ -226,3 +226,80 @@ def untimed(line: bytes) -> bytes:
     record = orjson.loads(line)
     record.pop(TIMESTAMP, None)
     return orjson.dumps(record)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal, floats within 1e-9 (a record's floats round-trip exactly; this only forgives a
+    hand edit that wrote 13.3333333333 for 40 / 3)."""
+    if isinstance(a, tuple | list) and isinstance(b, tuple | list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) or isinstance(b, float):
+        return abs(float(a) - float(b)) <= 1e-9
+    return bool(a == b)
+
+
+def pgg_records_problem(rules: PGGRules, records: Sequence[dict[str, Any]]) -> str | None:
+    """Why a public goods game's records do not add up under `rules` (None when they do): each
+    round starts from the last one's balances and carry, and everything after the decisions
+    (pot, shares, caps, damage, balances) is what the rules give for its contributions,
+    punishments and rewards."""
+    balances: tuple[float, ...] = rules.initial_balances()
+    carry = 0.0
+    for t, record in enumerate(records):
+        try:
+            found = round_result(record)
+            if not _same(found.start_balances, balances) or not _same(found.carry_in, carry):
+                return f"round {t}: does not start from the last round's balances and carry"
+            want = play_round(
+                rules,
+                balances,
+                found.contributions,
+                found.punish_tokens if rules.punishment else None,
+                carry_in=carry,
+                rewards=found.reward_tokens if rules.reward else None,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            return f"round {t}: {exc}"
+        for name in RoundResult.__dataclass_fields__:
+            if not _same(getattr(found, name), getattr(want, name)):
+                return f"round {t}: {name} is not what the rules give for the recorded decisions"
+        balances, carry = want.balances, want.carry_out
+    return None
+
+
+def commons_records_problem(rules: CommonsRules, records: Sequence[dict[str, Any]]) -> str | None:
+    """Why a commons game's records do not add up under `rules` (None when they do): each season
+    starts from the last one's regrown stock (the first from the start stock), absent seats ask
+    nothing, and the catches, what is left, the regrowth and the collapse are what the rules
+    give for the requests (an over-asked lake, handed out at random, is checked by its sums:
+    each catch at most its request, the whole stock taken)."""
+    stock = rules.start_stock
+    for t, record in enumerate(records):
+        try:
+            season = season_result(record)
+            present = [bool(p) for p in record["present"]]
+            if season.stock != stock:
+                return f"season {t}: starts with {season.stock}, the last season left {stock}"
+            if any(r and not p for r, p in zip(season.requested, present, strict=True)):
+                return f"season {t}: an absent seat asked for fish"
+            if sum(season.requested) <= stock or rules.allocation == "proportional":
+                want = step(rules, stock, list(season.requested))
+                if want != season:
+                    return f"season {t}: not what the rules give for the recorded requests"
+            else:
+                caught_ok = all(
+                    0 <= c <= r for c, r in zip(season.caught, season.requested, strict=True)
+                )
+                regrown = min(rules.capacity, rules.growth * season.left)
+                if not (
+                    caught_ok
+                    and sum(season.caught) == stock
+                    and season.left == 0
+                    and season.next_stock == regrown
+                    and season.collapsed == (season.left < rules.collapse_below)
+                ):
+                    return f"season {t}: the over-asked lake's catches do not add up"
+        except (KeyError, TypeError, ValueError) as exc:
+            return f"season {t}: {exc}"
+        stock = season.next_stock
+    return None
