@@ -81,6 +81,9 @@ class ResourcePublished(Strict):
     study: str = Field(min_length=1)
     source: str = Field(min_length=1)
     note: str | None = None
+    # the rounds (months) the published numbers were measured over: a run of another length
+    # is told its numbers are not comparable
+    rounds: int | None = Field(default=None, ge=1)
     published_only: dict[str, str] = Field(default_factory=dict)
     entries: list[ResourceEntry] = Field(min_length=1)
     not_reproduced: list[str] = Field(default_factory=list)
@@ -127,6 +130,7 @@ class ResourcePublished(Strict):
             "source_file": source_file,
             "study": self.study,
             "source": self.source,
+            "rounds": self.rounds,
             "entries": [
                 {
                     "metric": e.metric,

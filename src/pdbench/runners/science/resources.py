@@ -217,20 +217,32 @@ def summary_lines(result: ResourceSummary, resumed: bool = False) -> list[str]:
             "fallback (aggregates.parquet: parse_failures, fallbacks); "
             + integer_reader_line(result.kind)
         )
-    return lines + published_lines(result.manifest.get("published"), result.rows)
+    horizon = (result.manifest.get("config") or {}).get("horizon") or {}
+    return lines + published_lines(
+        result.manifest.get("published"), result.rows, horizon.get("n_rounds")
+    )
 
 
-def published_lines(published: dict[str, Any] | None, rows: Sequence[dict[str, Any]]) -> list[str]:
+def published_lines(
+    published: dict[str, Any] | None, rows: Sequence[dict[str, Any]], n_rounds: int | None = None
+) -> list[str]:
     """The published numbers (manifest `published`) beside this run's: one line an entry,
     "metric, model (source): value", then this run's value with its 95% interval in each
     condition the entry stands beside (every condition when it names none); then the
-    deviations from the authors' protocol."""
+    deviations from the authors' protocol. A run of another length than the published
+    numbers' (`n_rounds` against the file's `rounds`) is told they are not comparable."""
     if not published:
         return []
     lines = [
         f"published ({published['source_file']}): the authors' models; this run: its own seats, "
         "95% intervals over games"
     ]
+    theirs_rounds = published.get("rounds")
+    if theirs_rounds and n_rounds and n_rounds != theirs_rounds:
+        lines.append(
+            f"  note: this run plays {n_rounds} rounds, the published numbers are over "
+            f"{theirs_rounds}: they are not comparable, shown for reference only"
+        )
     for entry in published["entries"]:
         ci = entry.get("ci")
         theirs = f"{entry['value']:.4g}" + (f" [{ci[0]:.4g}, {ci[1]:.4g}]" if ci else "")
