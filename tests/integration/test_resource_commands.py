@@ -168,11 +168,30 @@ def test_report_renders_published_numbers_when_the_manifest_has_them(
     run = _copy(runs["commons"], tmp_path)
     path = run / "commons_manifest.json"
     manifest = json.loads(path.read_text())
-    manifest["published"] = [
-        {"metric": "survival", "condition": "sustainable", "value": 0.46, "source": "GovSim"},
-        {"metric": "survival_months", "value": 4.5, "source": "GovSim", "note": "<b>mean</b>"},
-    ]
-    manifest["deviations"] = ["policies, not LLMs"]
+    entry = {"model": "m", "ci": None, "published_only": False}
+    manifest["published"] = {
+        "source_file": "govsim.published.yaml",
+        "rounds": manifest["config"]["horizon"]["n_rounds"] + 1,
+        "entries": [
+            {
+                **entry,
+                "metric": "survival",
+                "condition": "sustainable",
+                "value": 0.46,
+                "source": "GovSim",
+                "definition": "share",
+            },
+            {
+                **entry,
+                "metric": "survival_months",
+                "condition": None,
+                "value": 4.5,
+                "source": "GovSim",
+                "definition": "<b>mean</b>",
+            },
+        ],
+        "deviations": ["policies, not LLMs"],
+    }
     path.write_text(json.dumps(manifest))
     code, _, err = run_in_process(["report", str(run)], capsys)
     assert code == 0, err
@@ -182,6 +201,7 @@ def test_report_renders_published_numbers_when_the_manifest_has_them(
     assert "46.0%" in part and _pct(row["survival"]) in part
     assert "&lt;b&gt;mean&lt;/b&gt;" in part  # escaped text from the manifest
     assert "policies, not LLMs" in part
+    assert "they are not comparable" in part  # the published numbers are over one more round
 
 
 def test_compare_pgg_exact_conditions_differ_by_the_hand_difference(

@@ -415,14 +415,15 @@ def _count(value: Any) -> str:
 def published_section(
     kind: str, manifest: dict[str, Any], conditions: list[dict[str, Any]]
 ) -> str | None:
-    """The manifest's published numbers beside this run's (None when it records none)."""
+    """The manifest's published numbers (`published`: source file, entries, deviations, the
+    rounds they were measured over) beside this run's (None when it records none)."""
     published = manifest.get("published")
-    if not isinstance(published, list) or not published:
+    if not isinstance(published, dict) or not published.get("entries"):
         return None
     percent = {c: pct for c, _, pct in METRICS.get(kind, ())}
     by_name = {str(r["condition"]): r for r in conditions}
     rows = []
-    for entry in published:
+    for entry in published["entries"]:
         if not isinstance(entry, dict):
             continue
         metric = str(entry.get("metric", ""))
@@ -430,7 +431,9 @@ def published_section(
         pct = percent.get(metric, False)
         value = entry.get("value")
         shown = fmt(value, percent=pct) if isinstance(value, int | float) else text(value)
-        if condition is not None:
+        if entry.get("published_only"):
+            ours = "not measured (published only)"
+        elif condition is not None:
             row = by_name.get(str(condition))
             ours = cell(row, metric, pct) if row and metric in row else "not in this run"
         else:
@@ -439,22 +442,32 @@ def published_section(
             )
             ours = ours or "not in this run"
         rows.append(
-            f"<tr><td>{text(metric)}</td><td>{text('-' if condition is None else condition)}"
-            f"</td><td>{shown}</td><td>{ours}</td><td>{text(entry.get('source', ''))}</td>"
-            f"<td>{text(entry.get('note', ''))}</td></tr>"
+            f"<tr><td>{text(metric)}</td><td>{text(entry.get('model', ''))}</td>"
+            f"<td>{text('-' if condition is None else condition)}</td><td>{shown}</td>"
+            f"<td>{ours}</td><td>{text(entry.get('source', ''))}</td>"
+            f"<td>{text(entry.get('definition', ''))}</td></tr>"
         )
-    deviations = manifest.get("deviations")
+    deviations = published.get("deviations")
     dev = ""
     if isinstance(deviations, list) and deviations:
         items = "".join(f"<li>{text(d)}</li>" for d in deviations)
         dev = f"<p>Where this run's design deviates from the published one:</p><ul>{items}</ul>"
+    theirs = published.get("rounds")
+    ours_rounds = ((manifest.get("config") or {}).get("horizon") or {}).get("n_rounds")
+    length = ""
+    if theirs and ours_rounds and theirs != ours_rounds:
+        length = (
+            f"<p class='warn'>This run plays {text(ours_rounds)} rounds; the published numbers "
+            f"are over {text(theirs)}: they are not comparable, shown for reference only.</p>"
+        )
+    source = text(published.get("source_file", ""))
     return (
         "<section id='published'><h2>Published vs this run</h2><p class='note'>The published "
-        "numbers as the manifest records them, beside this run's value with its 95% interval "
-        "(the game as the unit); no condition: the run's value of every condition.</p><div "
-        "class='scroll'><table><tr><th>metric</th><th>condition</th><th>published</th>"
-        f"<th>this run [95%]</th><th>source</th><th>note</th></tr>{''.join(rows)}</table></div>"
-        f"{dev}</section>"
+        f"numbers ({source}) beside this run's value with its 95% interval "
+        "(the game as the unit); no condition: the run's value of every condition.</p>"
+        f"{length}<div class='scroll'><table><tr><th>metric</th><th>model</th><th>condition</th>"
+        "<th>published</th><th>this run [95%]</th><th>source</th><th>definition</th></tr>"
+        f"{''.join(rows)}</table></div>{dev}</section>"
     )
 
 
