@@ -187,6 +187,7 @@ def test_a_bad_published_file_is_one_line_a_problem(tmp_path: Path) -> None:
     assert line.startswith(f"{recipe}: pgg.published: "), line
 
 
+@pytest.mark.slow  # a fresh process each; the short recipes run in the default set
 @pytest.mark.parametrize("kind", ["pgg", "commons"])
 def test_the_full_recipes_run_offline_with_their_mock_llm_seats(kind: str, tmp_path: Path) -> None:
     """The full recipes as a user runs them (one replicate): PGG-Bench's 5 seats, 20 tokens,

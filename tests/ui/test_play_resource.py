@@ -21,6 +21,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from streamlit.testing.v1 import AppTest
 from tests.ui.test_app import APP, GROUPS, PLAY, assert_clean, show_tab
 
@@ -40,6 +42,7 @@ def headings(at: AppTest) -> list[str]:
     return ["### " + h for h in re.findall(r'class="pdb-round">([^<]*)<', body)]
 
 
+@pytest.mark.slow  # 2 s of AppTest; the default set is near its 4-minute budget
 def test_a_public_goods_game_with_punishment_is_played_saved_and_opened(tmp_path: Path) -> None:
     at = open_form("pgg")
     at.slider(key="pr_pgg_players").set_value(4).run()
@@ -95,6 +98,7 @@ def test_a_public_goods_game_with_punishment_is_played_saved_and_opened(tmp_path
     assert at.selectbox(key="grp_run").value == str(run_dir.resolve())
 
 
+@pytest.mark.slow
 def test_a_commons_collapses_and_the_lesson_says_when(tmp_path: Path) -> None:
     at = open_form("commons")
     for i, name in enumerate(["SUSTAINABLE", "SUSTAINABLE", "MODERATE", "SUSTAINABLE"], start=1):
