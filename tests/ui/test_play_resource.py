@@ -22,7 +22,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from streamlit.testing.v1 import AppTest
 from tests.ui.test_app import APP, GROUPS, PLAY, assert_clean, show_tab
 
