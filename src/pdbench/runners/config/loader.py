@@ -55,7 +55,6 @@ from pdbench.runners.config.resolve import (
     short_repr,
 )
 from pdbench.runners.config.resource_checks import check_resource_seat
-from pdbench.runners.config.resource_published import read_resource_published
 from pdbench.runners.config.validation import validation_issues
 
 COMMANDS = {
@@ -303,6 +302,8 @@ def _check_resource(
                 f"{config.kind} runs are not sharded; run them whole (got {config.run.shard!r})",
             )
         )
+    from pdbench.runners.config.resource_published import read_resource_published  # its kinds
+
     return read_resource_published(config, resolved, issues)
 
 
