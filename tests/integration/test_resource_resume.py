@@ -7,13 +7,14 @@ from __future__ import annotations
 import json
 import shutil
 import signal
+import time
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from tests.support.cli import run_process, signal_when_lines, start_process
+from tests.support.cli import run_process, start_process
 from tests.support.configs import execute
 
 REPO = Path(__file__).resolve().parents[2]
@@ -102,6 +103,19 @@ def whole_games(run_dir: Path) -> set[tuple[str, int]]:
     return done
 
 
+def kill_after_a_whole_game(proc: Any, path: Path, timeout: float = 120) -> None:
+    """kill -9 the run once rounds.jsonl holds a whole game (a line marked `last`; a game's
+    lines may reach the file in more than one write, so a first line is not yet a game)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        if path.is_file() and whole_games(path.parent):
+            break
+        time.sleep(0.01)
+    assert proc.poll() is None, "the run ended before it could be killed"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=timeout)
+
+
 def calls(path: Path, offset: int = 0) -> list[dict[str, Any]]:
     out = []
     for line in path.read_bytes()[offset:].splitlines():
@@ -132,7 +146,7 @@ def test_kill_9_then_resume_equals_an_uninterrupted_run(tmp_path: Path, kind: st
     out, cache = tmp_path / "killed" / "out", tmp_path / "killed" / "cache"
     args = ["run", str(cfg), "-o", str(out), "--cache-dir", str(cache), "--concurrency", "1"]
     proc = start_process(args, cfg.parent)
-    signal_when_lines(proc, out / "rounds.jsonl", 1, signal.SIGKILL)
+    kill_after_a_whole_game(proc, out / "rounds.jsonl")
     assert proc.returncode == -signal.SIGKILL
     kept = whole_games(out)
     assert 1 <= len(kept) < 2 * REPLICATES
