@@ -776,5 +776,24 @@ CONFIG_MODELS["groups"] = GroupsConfig
 # module registers them in CONFIG_MODELS itself (so importing it first works as well).
 import pdbench.core.group_science_config  # noqa: E402, F401
 
-# Public goods games with contributions and a commons (issue 31) register themselves too.
-import pdbench.core.resource_config  # noqa: E402, F401
+# Kinds whose models are imported only when a config of theirs is loaded (`config_model`): the
+# public goods game with contributions and the commons (`pdbench.core.resource_config`, which
+# registers them in CONFIG_MODELS when imported), so other commands do not pay for them.
+LAZY_KINDS: dict[str, str] = {
+    "pgg": "pdbench.core.resource_config",
+    "commons": "pdbench.core.resource_config",
+}
+
+
+def config_kinds() -> list[str]:
+    """Every config kind (its top-level section name), the lazily imported ones included."""
+    return [*CONFIG_MODELS, *(k for k in LAZY_KINDS if k not in CONFIG_MODELS)]
+
+
+def config_model(kind: str) -> type[ModeConfig]:
+    """The model of a config kind, importing its module first when it is a lazy one."""
+    if kind not in CONFIG_MODELS and kind in LAZY_KINDS:
+        import importlib
+
+        importlib.import_module(LAZY_KINDS[kind])
+    return CONFIG_MODELS[kind]

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from pdbench.agents.factory import AgentSpec
 from pdbench.core.config import (
-    CONFIG_MODELS,
+    LAZY_KINDS,
     MAX_GAMES,
     AnyAgentConfig,
     CommunicationConfig,
@@ -31,13 +31,14 @@ from pdbench.core.config import (
     HumanAgentConfig,
     LLMAgentConfig,
     Loc,
+    config_kinds,
+    config_model,
 )
 from pdbench.core.group_config import GroupsConfig
 from pdbench.core.group_science_config import GroupEvolutionConfig, GroupTournamentConfig
 from pdbench.core.metrics import AGGREGATE_COLUMNS
 from pdbench.core.payoff import PayoffMatrix
 from pdbench.core.published import BY_CONDITION, PublishedNumbers, matches
-from pdbench.core.resource_config import is_resource
 from pdbench.core.sweep import expand_sweep, target_parts
 from pdbench.errors import ConfigError, ConfigIssue
 from pdbench.redact import redact_url, remember, url_secrets
@@ -54,7 +55,6 @@ from pdbench.runners.config.resolve import (
     resolve_mapping,
     short_repr,
 )
-from pdbench.runners.config.resource_checks import check_resource_seat
 from pdbench.runners.config.validation import validation_issues
 
 COMMANDS = {
@@ -126,7 +126,7 @@ def sha256_json(data: Any) -> str:
 
 def config_kind(data: Any) -> str | None:
     """experiment, tournament or evolution: the one section the config has (None if unclear)."""
-    found = [k for k in CONFIG_MODELS if isinstance(data, dict) and k in data]
+    found = [k for k in config_kinds() if isinstance(data, dict) and k in data]
     return found[0] if len(found) == 1 else None
 
 
@@ -195,7 +195,7 @@ def _validate(
     overrides = _retarget(dict(overrides or {}), kind, found)
     apply_overrides(resolved, overrides)
     coordinates = _expand_sweep(resolved, display) if found == "experiment" else {}
-    model = CONFIG_MODELS[found]
+    model = config_model(found)
     try:
         config = model.model_validate(resolved.data)
     except ValidationError as exc:
@@ -233,7 +233,7 @@ def _validate(
                     f"(shards: experiments and groups) (got {config.run.shard!r})",
                 )
             )
-    resource = is_resource(config)
+    resource = found in LAZY_KINDS  # pgg, commons
     if resource:
         loaded.published = _check_resource(config, resolved, issues)
     seen: dict[str, Loc] = {}
@@ -241,6 +241,8 @@ def _validate(
         if isinstance(config, GROUP_MODELS):
             spec = check_seat(agent, loc, resolved, matrix, loaded, issues, human_seats)
         elif resource:
+            from pdbench.runners.config.resource_checks import check_resource_seat
+
             spec = check_resource_seat(agent, loc, resolved, matrix, loaded, issues, human_seats)
         else:
             spec = check_agent(agent, loc, resolved, matrix, loaded, issues)
